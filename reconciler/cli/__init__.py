@@ -1,0 +1,1 @@
+"""Command line: ``reconciler <verb>``; one module per verb, each with ``add_parser`` and ``run``."""

@@ -1,0 +1,141 @@
+"""The reconciler's error vocabulary and the CLI exit codes that belong to it.
+
+Adapters translate their library's exceptions (``kubernetes.client.ApiException``, ``pygit2``
+errors, HTTP errors) into these types at the boundary, so the rest of the code never sees a raw
+client exception. Exit codes (architecture.md §5): 0 ok, 1 failed or halted rollout, 2 bad input,
+3 changes pending (only where asked, e.g. ``plan --detailed-exitcode``), 4 cluster/API error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_CHANGES = 3
+EXIT_CLUSTER = 4
+
+
+class ReconcilerError(Exception):
+    """Base class of every error the reconciler raises on purpose."""
+
+    exit_code = EXIT_FAILED
+
+
+@dataclass(frozen=True)
+class SourcePos:
+    """A position in an input file: ``file`` path, 1-based ``line`` and ``column`` (0 = unknown)."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.column or 1}"
+        return self.file
+
+
+class InputError(ReconcilerError):
+    """Bad input: a malformed recipe, policy, fleet snapshot or plan file.
+
+    Always names where: ``pos`` (file:line:column) and the dotted ``field`` path when one is known.
+    ``str(err)`` is one line, e.g. ``recipes/a.yaml:12:7: spec.packages.x.version: not semver``.
+    """
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: str, pos: SourcePos | None = None, field: str = "") -> None:
+        self.message = " ".join(message.split())
+        self.pos = pos
+        self.field = field
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = f"{self.pos}: " if self.pos else ""
+        fld = f"{self.field}: " if self.field else ""
+        return f"{where}{fld}{self.message}"
+
+
+class InputErrors(InputError):
+    """Several input errors found in one pass; ``errors`` keeps each, ``str`` shows the first and a count."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        if not errors:
+            raise ValueError("InputErrors needs at least one error")
+        self.errors = errors
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(first.message + more, first.pos, first.field)
+
+
+class PlanMismatchError(ReconcilerError):
+    """``apply --plan`` was given a plan whose hash no longer matches the current inputs."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class ClusterError(ReconcilerError):
+    """An error answered by (or on the way to) the cluster API; ``status`` is the HTTP code or 0."""
+
+    exit_code = EXIT_CLUSTER
+
+    def __init__(self, message: str, status: int = 0, reason: str = "", retry_after: float | None = None):
+        self.message = message[:500]
+        self.status = status
+        self.reason = reason
+        self.retry_after = retry_after
+        super().__init__(f"{self.message} (HTTP {status})" if status else self.message)
+
+
+class NotFoundError(ClusterError):
+    """404: the object does not exist (any more)."""
+
+
+class ConflictError(ClusterError):
+    """409: a resourceVersion or UID precondition did not hold."""
+
+
+class TooManyRequestsError(ClusterError):
+    """429: the eviction would violate a PodDisruptionBudget, or API priority and fairness throttled us.
+
+    ``disruption_budget`` is True when the server named a DisruptionBudget cause.
+    """
+
+    def __init__(self, message: str, *, disruption_budget: bool = False, retry_after: float | None = None):
+        super().__init__(message, 429, "TooManyRequests", retry_after)
+        self.disruption_budget = disruption_budget
+
+
+class ForbiddenError(ClusterError):
+    """403: RBAC denied the call, or (eviction) the namespace is terminating (``reason``)."""
+
+
+class ServerError(ClusterError):
+    """5xx. For evictions a 500 means more than one PodDisruptionBudget selects the pod (not retryable)."""
+
+
+class TransientError(ClusterError):
+    """A timeout, a reset connection or a 503: worth retrying with backoff."""
+
+
+class LeaseHeldError(ReconcilerError):
+    """Another reconciler run holds the recipe's Lease; ``holder`` names it."""
+
+    exit_code = EXIT_FAILED
+
+    def __init__(self, lease: str, holder: str, expires_in: float) -> None:
+        self.holder = holder
+        super().__init__(
+            f"lease {lease} is held by {holder} (expires in {expires_in:.0f} s if not renewed); "
+            "another reconciler run is active for this recipe"
+        )
+
+
+class CrashInjected(BaseException):  # noqa: N818 - it is not an error, it is a simulated kill
+    """Raised by the simulated fleet (``--sim-crash-after N``) to stop a run abruptly after N writes.
+
+    Derives from ``BaseException`` so no ``except Exception`` in the executor can swallow it: it
+    models ``kill -9``.
+    """

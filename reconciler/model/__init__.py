@@ -1,0 +1,1 @@
+"""Typed, frozen models shared by every layer (pure: no I/O)."""

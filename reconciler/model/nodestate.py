@@ -1,0 +1,222 @@
+"""Per-node recorded state: the annotations the reconciler reads and writes on each node.
+
+Our prefix is :data:`PREFIX`; values keep NodeWright's shape (decision (h)): the package state
+annotation is a JSON map keyed ``name|version`` with ``{name, version, image, containerSHA?,
+stage, state, restarts?}``. Besides it we keep, per recipe: a cordon-ownership record, an
+in-flight operation record (exact resume), per-package config digests (reconfigure detection), a
+failure record and a status label. Existing ``skyhook.nvidia.com/nodeState_<name>`` (and
+``nodewright.nvidia.com/``) annotations are read for import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from reconciler.model.base import Frozen
+
+PREFIX = "reconciler.nodewright.dev"
+LEGACY_PREFIXES = ("skyhook.nvidia.com", "nodewright.nvidia.com")
+
+Stage = Literal["apply", "config", "interrupt", "post-interrupt", "upgrade", "uninstall", "uninstall-interrupt"]
+State = Literal["in_progress", "complete", "erroring", "skipped", "unknown"]
+NodeStatus = Literal["complete", "in_progress", "erroring", "blocked", "waiting", "unknown"]
+
+
+def state_key(recipe: str) -> str:
+    """Annotation holding the package-state JSON map of ``recipe``."""
+    return f"{PREFIX}/nodeState_{recipe}"
+
+
+def config_key(recipe: str) -> str:
+    """Annotation holding per-package config digests applied by ``recipe``."""
+    return f"{PREFIX}/config_{recipe}"
+
+
+def cordon_key(recipe: str) -> str:
+    """Annotation present while ``recipe`` holds a cordon it placed (value: JSON owner record)."""
+    return f"{PREFIX}/cordon_{recipe}"
+
+
+def inflight_key(recipe: str) -> str:
+    """Annotation recording the node step in flight (run id, plan hash, phase, started)."""
+    return f"{PREFIX}/inflight_{recipe}"
+
+
+def failure_key(recipe: str) -> str:
+    """Annotation recording why the node failed (stage, package, exit code, log tail)."""
+    return f"{PREFIX}/failure_{recipe}"
+
+
+def status_key(recipe: str) -> str:
+    """Label and annotation with the node's status for ``recipe`` (NodeStatus values)."""
+    return f"{PREFIX}/status_{recipe}"
+
+
+def condition_type(recipe: str, kind: Literal["Erroring", "NotReady"]) -> str:
+    """Node condition type, NodeWright's ``<prefix>/<name>/<kind>`` shape."""
+    return f"{PREFIX}/{recipe}/{kind}"
+
+
+RUNTIME_REQUIRED_TAINT_KEY = f"{PREFIX}/runtime-required"
+
+
+class PackageState(Frozen):
+    """One entry of the node-state map (NodeWright ``nodeState`` value shape)."""
+
+    name: str
+    version: str
+    image: str = ""
+    containerSHA: str | None = None
+    stage: Stage
+    state: State
+    restarts: int = Field(default=0, ge=0)
+
+    @property
+    def key(self) -> str:
+        """``name|version``."""
+        return f"{self.name}|{self.version}"
+
+    @property
+    def done(self) -> bool:
+        """True when this entry reports its stage complete."""
+        return self.state == "complete"
+
+
+class NodeStateError(ValueError):
+    """A state annotation that is not valid JSON of the expected shape (names the node and key)."""
+
+
+def parse_state(text: str | None, *, node: str = "", key: str = "") -> dict[str, PackageState]:
+    """Parse a package-state annotation value into ``{"name|version": PackageState}``.
+
+    ``None`` or empty means no state. Legacy NodeWright values may omit ``image``.
+
+    Raises:
+        NodeStateError: malformed JSON or entries (message names node and annotation).
+    """
+    if not text:
+        return {}
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise NodeStateError(f"node {node}: annotation {key} is not JSON ({e.msg} at char {e.pos})") from None
+    if not isinstance(raw, dict):
+        raise NodeStateError(f"node {node}: annotation {key} must be a JSON object")
+    out: dict[str, PackageState] = {}
+    for k, v in raw.items():
+        try:
+            entry = PackageState.model_validate(v)
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"])
+            raise NodeStateError(f"node {node}: annotation {key} entry {k!r}: {loc}: {first['msg']}") from None
+        out[entry.key] = entry
+    return out
+
+
+def dump_state(state: Mapping[str, PackageState]) -> str:
+    """Serialise a state map canonically (sorted keys, no spaces; omits empty optional fields)."""
+    return json.dumps(
+        {k: state[k].model_dump(exclude_none=True, exclude_defaults=False) for k in sorted(state)},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+
+
+def digest(value: Any) -> str:
+    """Short stable sha256 digest (16 hex chars) of a JSON-serialisable value."""
+    blob = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class ConfigDigest(Frozen):
+    """What configuration a package was last applied with: one digest per configMap key, one for
+    env, one for resources. Per-key digests let the planner name the changed keys, which select
+    the ``configInterrupts`` to run."""
+
+    configMap: dict[str, str] = Field(default_factory=dict)
+    env: str = ""
+    resources: str = ""
+
+
+def parse_config_digests(text: str | None) -> dict[str, ConfigDigest]:
+    """Parse the config-digest annotation ``{package: ConfigDigest}``; malformed → empty (logged by
+    the caller as a warning; the planner then treats config as unchanged)."""
+    if not text:
+        return {}
+    try:
+        raw = json.loads(text)
+        return {k: ConfigDigest.model_validate(v) for k, v in raw.items()}
+    except (json.JSONDecodeError, ValidationError, AttributeError):
+        return {}
+
+
+def dump_config_digests(d: Mapping[str, ConfigDigest]) -> str:
+    """Serialise config digests canonically."""
+    return json.dumps({k: d[k].model_dump() for k in sorted(d)}, sort_keys=True, separators=(",", ":"))
+
+
+Phase = Literal["cordon", "wait", "drain", "stages", "interrupt", "post-interrupt", "uncordon"]
+
+
+class InFlight(Frozen):
+    """The node step in flight for one recipe (annotation :func:`inflight_key`), written before the
+    step's effect and cleared when the node's lifecycle ends, so a killed run resumes exactly.
+
+    ``phase``: where the node is. ``interrupt``: the merged interrupt the node still owes (kept
+    until the interrupt is confirmed; the planner adds it to the node's plan even when every
+    package's stages are complete). ``interruptPackages``: packages whose ``post-interrupt``
+    stage follows the interrupt. ``bootID``: the node's bootID recorded *before* a reboot was
+    requested (reboot done = bootID changed, decision (f)). ``requestedAt``: clock seconds when
+    the interrupt was requested. ``since``: clock seconds when this phase started (wait/drain
+    timeouts survive a restart). ``runId``/``planHash``: who wrote it.
+    """
+
+    runId: str
+    planHash: str
+    phase: Phase
+    since: float = 0.0
+    interrupt: dict[str, Any] | None = None
+    interruptPackages: tuple[str, ...] = ()
+    bootID: str = ""
+    requestedAt: float | None = None
+
+
+class CordonRecord(Frozen):
+    """Value of :func:`cordon_key`: we cordoned this node (it was schedulable before)."""
+
+    runId: str
+    at: float = 0.0
+
+
+class FailureRecord(Frozen):
+    """Value of :func:`failure_key`: why the node failed in a run (kept until a later run
+    succeeds on the node or the node is reset)."""
+
+    runId: str
+    reason: str
+    stage: str = ""
+    package: str = ""
+    exitCode: int | None = None
+    message: str = ""
+    logTail: str = ""
+
+
+def parse_model(model: type[Frozen], text: str | None) -> Any:
+    """Parse a JSON annotation into ``model``; None when absent or malformed."""
+    if not text:
+        return None
+    try:
+        return model.model_validate_json(text)
+    except ValidationError:
+        return None
+
+
+def dump_model(value: Frozen) -> str:
+    """Compact canonical JSON of a record model."""
+    return json.dumps(value.model_dump(mode="json", exclude_none=True), sort_keys=True, separators=(",", ":"))

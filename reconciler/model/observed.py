@@ -1,0 +1,148 @@
+"""What the cluster reports: nodes, pods and PodDisruptionBudgets, as small frozen records.
+
+Adapters convert raw API objects (``V1Node``...) or kubectl YAML into these once, at the boundary.
+Times are seconds since the epoch (floats); ``None`` when absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from reconciler.model.selector import LabelSelector, Taint, Toleration
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """A node as observed. ``ready`` is the Ready condition (None = Unknown/absent);
+    ``boot_id`` is ``status.nodeInfo.bootID``; ``resource_version`` supports patch preconditions."""
+
+    name: str
+    uid: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    ready: bool | None = True
+    boot_id: str = ""
+    created: float = 0.0
+    resource_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    """An ownerReference: ``kind``/``name``; ``controller`` marks the managing controller."""
+
+    kind: str
+    name: str
+    controller: bool = False
+    api_version: str = ""
+    uid: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """A pod as observed, with what drain classification needs (drain-and-scenarios.md §1.2).
+
+    ``phase``: Pending/Running/Succeeded/Failed/Unknown. ``deletion_ts``: when the pod was marked
+    for deletion (epoch seconds) or None. ``emptydir``: has an emptyDir volume (memory-backed too).
+    ``mirror``: carries ``kubernetes.io/config.mirror``. ``active_deadline`` and ``start_time``
+    drive the simulated fleet's pod completion.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    node_name: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    phase: str = "Running"
+    ready: bool = True
+    owners: tuple[OwnerRef, ...] = ()
+    emptydir: bool = False
+    deletion_ts: float | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    grace_seconds: int = 30
+    start_time: float | None = None
+    active_deadline: int | None = None
+
+    @property
+    def ref(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def controller(self) -> OwnerRef | None:
+        """The controller ownerReference, if any."""
+        for o in self.owners:
+            if o.controller:
+                return o
+        return None
+
+    @property
+    def finished(self) -> bool:
+        """Succeeded or Failed."""
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def mirror(self) -> bool:
+        """A mirror pod (API copy of a static pod); cannot be evicted through the API."""
+        return "kubernetes.io/config.mirror" in self.annotations
+
+
+@dataclass(frozen=True, slots=True)
+class PdbInfo:
+    """A PodDisruptionBudget. ``selector`` None matches nothing (policy/v1); an empty selector
+    matches every pod in the namespace. Status fields as the disruption controller writes them."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    disruptions_allowed: int = 0
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    expected_pods: int = 0
+
+    @property
+    def ref(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    def selects(self, pod: PodInfo) -> bool:
+        """Whether this PDB covers ``pod`` (same namespace, selector matches)."""
+        return pod.namespace == self.namespace and self.selector is not None and self.selector.matches(pod.labels)
+
+
+@dataclass(frozen=True)
+class ObservedFleet:
+    """One frozen snapshot of the fleet: nodes by name, pods indexed by node, PDBs.
+
+    Build with :meth:`build`; planning reads only this, never the cluster.
+    """
+
+    nodes: Mapping[str, NodeInfo]
+    pods_by_node: Mapping[str, tuple[PodInfo, ...]]
+    pdbs: tuple[PdbInfo, ...] = ()
+
+    @classmethod
+    def build(cls, nodes: list[NodeInfo], pods: list[PodInfo], pdbs: list[PdbInfo]) -> ObservedFleet:
+        """Index ``pods`` by ``node_name`` (unbound pods are dropped) and ``nodes`` by name."""
+        by_node: dict[str, list[PodInfo]] = {}
+        for p in pods:
+            if p.node_name:
+                by_node.setdefault(p.node_name, []).append(p)
+        return cls(
+            nodes={n.name: n for n in sorted(nodes, key=lambda n: n.name)},
+            pods_by_node={k: tuple(sorted(v, key=lambda p: (p.namespace, p.name))) for k, v in by_node.items()},
+            pdbs=tuple(sorted(pdbs, key=lambda p: (p.namespace, p.name))),
+        )
+
+    def pods_on(self, node: str) -> tuple[PodInfo, ...]:
+        """Pods bound to ``node`` (sorted by namespace/name)."""
+        return self.pods_by_node.get(node, ())
+
+    def pdbs_for(self, pod: PodInfo) -> list[PdbInfo]:
+        """PDBs selecting ``pod``."""
+        return [b for b in self.pdbs if b.selects(pod)]

@@ -1,0 +1,114 @@
+"""The plan: what will change, on which node, in which order, batch and compartment.
+
+Produced by :func:`reconciler.plan.planner.compute_plan` (pure), rendered by ``report.render``, and
+carried out by ``execute``. Its JSON form (``Plan.to_json``) is a stable contract (issue #2 §6):
+same inputs → byte-identical JSON and the same ``planHash``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import Field
+
+from reconciler.model.base import Frozen
+from reconciler.model.recipe import Interrupt
+
+Action = Literal["install", "upgrade", "downgrade", "reconfigure", "uninstall"]
+ACTIONS: tuple[Action, ...] = ("install", "upgrade", "downgrade", "reconfigure", "uninstall")
+
+
+class Step(Frozen):
+    """One package's change on one node.
+
+    ``stages`` are the non-interrupt stages this step runs, in order (each followed by its check),
+    e.g. ``["apply", "config"]`` for an install, ``["upgrade", "config"]``, ``["config"]`` for a
+    reconfigure, ``["uninstall"]``. ``interrupt`` is this package's effective interrupt (its
+    ``interrupt``, or for a config-only change the ``configInterrupts`` matching ``changedKeys``).
+    ``after`` lists packages (names) whose steps must complete first on this node.
+    ``restartOnly``: env/resources changed, config did not — the stage is restarted, no interrupt.
+    """
+
+    package: str
+    action: Action
+    from_: str | None = Field(default=None, alias="from")
+    to: str | None = None
+    stages: tuple[str, ...]
+    reason: str
+    interrupt: Interrupt | None = None
+    changedKeys: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    restartOnly: bool = False
+
+
+class NodePlan(Frozen):
+    """All work for one node.
+
+    ``interrupt`` is the merged interrupt (reboot > restartAllServices > service > noop; service
+    lists unioned), run once after every step's stages; ``cordon`` says whether the node is
+    cordoned and drained first (an interrupt is present, or a drain is required). ``waitFor`` are
+    protected pods (podNonInterruptLabels) the node waits on; ``evict`` the pods a drain evicts;
+    ``pdbs`` the PodDisruptionBudgets covering them (``ns/name: disruptionsAllowed``);
+    ``drainBlockers`` pods a drain would refuse with the reason (kubectl filter classes).
+    ``batch`` is 1-based within the compartment; 0 when the node has nothing to do.
+    """
+
+    name: str
+    compartment: str
+    batch: int
+    steps: tuple[Step, ...]
+    interrupt: Interrupt | None = None
+    cordon: bool = False
+    waitFor: tuple[str, ...] = ()
+    evict: tuple[str, ...] = ()
+    pdbs: dict[str, int] = Field(default_factory=dict)
+    drainBlockers: tuple[str, ...] = ()
+    untaint: bool = False
+    imported: bool = False
+    note: str = ""
+
+
+class CompartmentPlan(Frozen):
+    """Predicted batches of one compartment (node names in order; all nodes assumed to succeed)."""
+
+    name: str
+    strategy: str
+    ceiling: int
+    matched: int
+    batches: tuple[tuple[str, ...], ...]
+
+
+class RecipeRef(Frozen):
+    """The recipe a plan is for."""
+
+    name: str
+    version: str
+
+
+class Plan(Frozen):
+    """A complete, deterministic plan for one recipe against one observed fleet."""
+
+    planHash: str
+    recipe: RecipeRef
+    policy: str
+    revision: str = ""
+    summary: dict[str, Any]
+    compartments: tuple[CompartmentPlan, ...]
+    nodes: tuple[NodePlan, ...]
+    warnings: tuple[str, ...] = ()
+
+    def node(self, name: str) -> NodePlan | None:
+        """The plan of node ``name``, if it has one."""
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract as a plain dict (aliases used: ``from``)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def to_json(self) -> str:
+        """Canonical JSON: sorted keys, two-space indent, trailing newline."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2) + "\n"

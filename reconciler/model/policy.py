@@ -1,0 +1,181 @@
+"""DeploymentPolicy: compartments, budgets and batch strategies (NodeWright shape).
+
+Rules from semantics-nodewright.md §1.2 with our decisions (a) and (i): the budget ceiling caps
+concurrency; a zero budget is rejected; a positive percent that rounds to 0 gives a ceiling of 1.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from reconciler.model.base import Frozen
+from reconciler.model.selector import LabelSelector
+
+DEFAULT_COMPARTMENT = "__default__"
+
+
+class Budget(Frozen):
+    """Interruption budget: exactly one of ``percent`` (1-100, of the compartment's matched nodes)
+    or ``count`` (≥1 nodes)."""
+
+    percent: int | None = None
+    count: int | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Budget:
+        if (self.percent is None) == (self.count is None):
+            raise ValueError("budget needs exactly one of percent or count")
+        if self.percent is not None and not 1 <= self.percent <= 100:
+            raise ValueError(
+                f"budget.percent {self.percent} must be 1-100 (0 would never let a node move: "
+                "a policy that can never finish)"
+            )
+        if self.count is not None and self.count < 1:
+            raise ValueError(
+                f"budget.count {self.count} must be at least 1 (0 would never let a node move: "
+                "a policy that can never finish)"
+            )
+        return self
+
+    def ceiling(self, matched: int) -> int:
+        """Nodes that may be disrupted at once among ``matched`` nodes.
+
+        ``count`` → count; ``percent`` → ``max(1, floor(matched × percent / 100))``; 0 when
+        nothing matches (NodeWright ``CalculateCeiling``, semantics §1.2.2).
+        """
+        if matched <= 0:
+            return 0
+        if self.count is not None:
+            return self.count
+        assert self.percent is not None
+        return max(1, matched * self.percent // 100)
+
+    def rounds_up(self, matched: int) -> bool:
+        """True when a percent budget rounded down to 0 nodes and was raised to 1 (plan warns)."""
+        return self.percent is not None and matched > 0 and matched * self.percent // 100 == 0
+
+
+class StrategyParams(Frozen):
+    """Parameters shared by all strategies (semantics §1.2 table).
+
+    ``batchThreshold``: success percent a batch needs to pass (1-100). ``failureThreshold``:
+    consecutive failed batches that halt the compartment (None: never halt). ``safetyLimit``:
+    progress percent below which failures shrink batches and count toward the halt.
+    """
+
+    initialBatch: int = Field(default=1, ge=1)
+    batchThreshold: int = Field(default=100, ge=1, le=100)
+    failureThreshold: int | None = Field(default=None, ge=1)
+    safetyLimit: int = Field(default=50, ge=1, le=100)
+
+
+class FixedParams(StrategyParams):
+    """Fixed batches of ``initialBatch`` nodes."""
+
+
+class LinearParams(StrategyParams):
+    """Batches grow by ``delta`` after a good batch, shrink by it after a failed one."""
+
+    delta: int = Field(default=1, ge=1)
+
+
+class ExponentialParams(StrategyParams):
+    """Batches multiply by ``growthFactor`` after a good batch, divide after a failed one."""
+
+    growthFactor: int = Field(default=2, ge=2)
+
+
+class Strategy(Frozen):
+    """Exactly one of ``fixed``, ``linear`` or ``exponential``."""
+
+    fixed: FixedParams | None = None
+    linear: LinearParams | None = None
+    exponential: ExponentialParams | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Strategy:
+        n = sum(x is not None for x in (self.fixed, self.linear, self.exponential))
+        if n != 1:
+            raise ValueError("strategy needs exactly one of fixed, linear or exponential")
+        return self
+
+    @property
+    def kind(self) -> Literal["fixed", "linear", "exponential"]:
+        """The strategy's name."""
+        if self.fixed is not None:
+            return "fixed"
+        if self.linear is not None:
+            return "linear"
+        return "exponential"
+
+    @property
+    def params(self) -> StrategyParams:
+        """The parameters of whichever strategy is set."""
+        p = self.fixed or self.linear or self.exponential
+        assert p is not None
+        return p
+
+
+#: Overlap tie-break order: safer strategies win (semantics §1.2.1).
+STRATEGY_SAFETY = {"fixed": 0, "linear": 1, "exponential": 2, "unknown": 3}
+
+
+class DefaultCompartment(Frozen):
+    """The compartment for selected nodes that match no named compartment."""
+
+    budget: Budget
+    strategy: Strategy | None = None
+
+
+class Compartment(Frozen):
+    """A named group of nodes (by ``selector``) with its own budget and optional strategy."""
+
+    name: str = Field(min_length=1)
+    selector: LabelSelector
+    budget: Budget
+    strategy: Strategy | None = None
+
+    @model_validator(mode="after")
+    def _not_reserved(self) -> Compartment:
+        if self.name == DEFAULT_COMPARTMENT:
+            raise ValueError(f"compartment name {DEFAULT_COMPARTMENT!r} is reserved")
+        return self
+
+
+class DeploymentPolicy(Frozen):
+    """Compartments plus a default, as NodeWright's ``DeploymentPolicy`` spec.
+
+    ``source`` is the file it was read from (for messages).
+    """
+
+    name: str
+    source: str = ""
+    resetBatchStateOnCompletion: bool = True
+    default: DefaultCompartment
+    compartments: tuple[Compartment, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique(self) -> DeploymentPolicy:
+        seen: dict[str, str] = {}
+        sels: dict[str, str] = {}
+        for c in self.compartments:
+            if c.name in seen:
+                raise ValueError(f"compartment name {c.name!r} is used twice")
+            seen[c.name] = c.name
+            key = c.selector.canonical()
+            if key in sels:
+                raise ValueError(
+                    f"compartments {sels[key]!r} and {c.name!r} have identical selectors; "
+                    "a node could never be placed deterministically"
+                )
+            sels[key] = c.name
+        return self
+
+    @classmethod
+    def legacy(cls, name: str, budget: Budget | None) -> DeploymentPolicy:
+        """The synthetic policy of a recipe without ``deploymentPolicy`` (semantics §1.2.6):
+        one ``__default__`` compartment, budget default 100 %, fixed batches of the ceiling."""
+        b = budget or Budget(percent=100)
+        return cls(name=name, default=DefaultCompartment(budget=b, strategy=None))

@@ -1,0 +1,1 @@
+"""Pure planning: dependency graph, interrupt merge, batch math and the planner."""

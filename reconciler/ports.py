@@ -1,0 +1,161 @@
+"""Ports: the only ways the reconciler's core reaches the outside world.
+
+``Cluster`` is implemented by ``adapters.sim.SimFleet`` (in-process simulated fleet: embedded
+default, unit tests, what-if) and ``adapters.kube.KubeCluster`` (official ``kubernetes`` client).
+``Clock`` is injected so waits, timeouts and backoff are testable without sleeping.
+
+Every method that changes the cluster is a *write*; each write is one API request, so tests can
+count writes and crash a run after the N-th (``--sim-crash-after``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
+from reconciler.model.recipe import EnvVar, Interrupt, Resources
+from reconciler.model.selector import Taint, Toleration
+
+StagePhase = Literal["pending", "running", "succeeded", "failed", "missing"]
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One stage (or interrupt) to run on one node: what a stage pod is made from.
+
+    ``stage`` is one of apply, config, upgrade, uninstall, post-interrupt, interrupt,
+    uninstall-interrupt; the check (``<stage>-check``) runs in the same pod after the stage.
+    ``attempt`` (1-based) is part of the pod name so a retry never collides with a failed pod kept
+    for its logs. ``interrupt`` is set for interrupt stages (the merged interrupt).
+    ``pull_ref`` is ``image@sha256:…`` or ``image:version``.
+    """
+
+    recipe: str
+    node: str
+    package: str
+    version: str
+    stage: str
+    pull_ref: str
+    run_id: str
+    attempt: int = 1
+    config_map: Mapping[str, str] = field(default_factory=dict)
+    env: tuple[EnvVar, ...] = ()
+    resources: Resources | None = None
+    grace_seconds: int | None = None
+    interrupt: Interrupt | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    agent_image: str | None = None
+    timeout_seconds: int = 1800
+
+    @property
+    def pod_name(self) -> str:
+        """Deterministic DNS-1123 name (≤ 63 chars): readable prefix + 8 hex of a digest of the
+        identifying fields (NodeWright names stage pods the same way, semantics §3.1)."""
+        ident = f"{self.recipe}|{self.package}|{self.version}|{self.stage}|{self.node}|{self.attempt}"
+        h = hashlib.sha256(ident.encode()).hexdigest()[:8]
+        base = re.sub(r"[^a-z0-9-]+", "-", f"{self.recipe}-{self.package}-{self.stage}-{self.node}".lower())
+        return f"{base[:53].strip('-')}-{h}"
+
+
+@dataclass(frozen=True)
+class StageStatus:
+    """Observed result of a stage pod. ``phase`` "missing" = no such pod. ``exit_code`` is the
+    failing container's exit code (preserved exactly, decision (e)); ``reason`` e.g.
+    ``ImagePullBackOff``; ``log_tail`` the last lines of the failing container's log."""
+
+    phase: StagePhase
+    exit_code: int | None = None
+    reason: str = ""
+    log_tail: str = ""
+    started: float | None = None
+
+
+class Cluster(Protocol):
+    """The cluster as the reconciler needs it. Errors are ``reconciler.errors.ClusterError``
+    subclasses (NotFoundError, ConflictError, TooManyRequestsError, ServerError, ForbiddenError,
+    TransientError)."""
+
+    def list_nodes(self) -> list[NodeInfo]:
+        """All nodes (one LIST)."""
+        ...
+
+    def get_node(self, name: str) -> NodeInfo:
+        """One node, fresh. Raises NotFoundError."""
+        ...
+
+    def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
+        """Pods of every namespace, optionally only those bound to ``node_name``
+        (field selector ``spec.nodeName``)."""
+        ...
+
+    def get_pod(self, namespace: str, name: str) -> PodInfo | None:
+        """One pod, or None when it does not exist."""
+        ...
+
+    def list_pdbs(self) -> list[PdbInfo]:
+        """All PodDisruptionBudgets (policy/v1)."""
+        ...
+
+    def daemonset_exists(self, namespace: str, name: str) -> bool:
+        """Whether a DaemonSet exists (kubectl drain's orphaned-DaemonSet-pod check)."""
+        ...
+
+    def patch_node(
+        self,
+        name: str,
+        *,
+        annotations: Mapping[str, str | None] | None = None,
+        labels: Mapping[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+        taints: tuple[Taint, ...] | None = None,
+        resource_version: str | None = None,
+    ) -> NodeInfo:
+        """One write: merge ``annotations``/``labels`` (None value = remove), set
+        ``spec.unschedulable`` and/or replace ``spec.taints``, in a single request, so a cordon and
+        its ownership record land together. With ``resource_version`` the write is conditional
+        (ConflictError when the node changed). Returns the node after the write."""
+        ...
+
+    def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
+        """One write: set (add or replace by type) a node status condition."""
+        ...
+
+    def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
+        """One write: POST a policy/v1 Eviction with ``preconditions.uid``. Raises NotFoundError
+        (gone), ConflictError (UID changed: the pod we meant is gone), TooManyRequestsError
+        (PodDisruptionBudget or throttling), ServerError (500: several PDBs select the pod),
+        ForbiddenError (namespace terminating, RBAC)."""
+        ...
+
+    def start_stage(self, spec: StageSpec) -> None:
+        """One write: create the stage pod for ``spec`` on its node; no-op if it already exists."""
+        ...
+
+    def stage_status(self, spec: StageSpec) -> StageStatus:
+        """Read the stage pod's state (``missing`` when it does not exist)."""
+        ...
+
+    def delete_stage(self, spec: StageSpec) -> None:
+        """One write: delete the stage pod (after success, or to restart it); absent is fine."""
+        ...
+
+    def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
+        """One write: a Kubernetes Event on the node (reportingController = node-reconciler)."""
+        ...
+
+
+class Clock(Protocol):
+    """Time source. ``wait`` may return early when the world may have changed (a watch event in
+    the real adapter, the next simulated event in the simulated fleet)."""
+
+    def now(self) -> float:
+        """Seconds (monotonic for the real clock, simulated seconds for the simulated fleet)."""
+        ...
+
+    def wait(self, seconds: float) -> None:
+        """Wait at most ``seconds``."""
+        ...
