@@ -1,0 +1,142 @@
+"""Convert Kubernetes objects in their JSON/YAML dict form (as ``kubectl get -o yaml`` prints them,
+or ``ApiClient.sanitize_for_serialization`` returns them) into our observed records.
+
+Shared by the simulated fleet (which keeps raw dicts so it can save them back) and usable by the
+kube adapter. Pure functions; unknown fields are ignored.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from reconciler.model.observed import NodeInfo, OwnerRef, PdbInfo, PodInfo
+from reconciler.model.selector import LabelSelector, Requirement, Taint, Toleration
+
+Obj = dict[str, Any]
+
+
+def parse_time(value: Any) -> float | None:
+    """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid."""
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def format_time(epoch: float) -> str:
+    """Epoch seconds → RFC 3339 UTC with second precision (``...Z``)."""
+    return datetime.fromtimestamp(round(epoch), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def selector_from(raw: Any) -> LabelSelector | None:
+    """A ``metav1.LabelSelector`` dict → LabelSelector; None for null."""
+    if raw is None:
+        return None
+    exprs = tuple(
+        Requirement(key=e["key"], operator=e["operator"], values=tuple(e.get("values") or ()))
+        for e in raw.get("matchExpressions") or ()
+    )
+    return LabelSelector(matchLabels=dict(raw.get("matchLabels") or {}), matchExpressions=exprs)
+
+
+def _meta(obj: Obj) -> Obj:
+    m = obj.get("metadata")
+    return m if isinstance(m, dict) else {}
+
+
+def node_from(obj: Obj) -> NodeInfo:
+    """A Node dict → NodeInfo (Ready from ``status.conditions``; bootID from ``status.nodeInfo``)."""
+    meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
+    ready: bool | None = None
+    for c in status.get("conditions") or ():
+        if c.get("type") == "Ready":
+            ready = {"True": True, "False": False}.get(str(c.get("status")))
+    taints = tuple(
+        Taint(key=t["key"], value=str(t.get("value") or ""), effect=t["effect"]) for t in spec.get("taints") or ()
+    )
+    return NodeInfo(
+        name=meta["name"],
+        uid=str(meta.get("uid") or ""),
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+        unschedulable=bool(spec.get("unschedulable", False)),
+        taints=taints,
+        ready=ready,
+        boot_id=str((status.get("nodeInfo") or {}).get("bootID") or ""),
+        created=parse_time(meta.get("creationTimestamp")) or 0.0,
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+def _tolerations(raw: Any) -> tuple[Toleration, ...]:
+    out = []
+    for t in raw or ():
+        op = t.get("operator") or "Equal"
+        out.append(
+            Toleration(
+                key=t.get("key") or "",
+                operator=op,
+                value=str(t.get("value") or ""),
+                effect=t.get("effect") or "",
+                tolerationSeconds=t.get("tolerationSeconds"),
+            )
+        )
+    return tuple(out)
+
+
+def pod_from(obj: Obj) -> PodInfo:
+    """A Pod dict → PodInfo (Ready from ``status.conditions``, emptyDir from ``spec.volumes``)."""
+    meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+    owners = tuple(
+        OwnerRef(
+            kind=o.get("kind", ""),
+            name=o.get("name", ""),
+            controller=bool(o.get("controller", False)),
+            api_version=o.get("apiVersion", ""),
+            uid=o.get("uid", ""),
+        )
+        for o in meta.get("ownerReferences") or ()
+    )
+    return PodInfo(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        uid=str(meta.get("uid") or ""),
+        node_name=spec.get("nodeName") or "",
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+        phase=status.get("phase") or "Pending",
+        ready=ready,
+        owners=owners,
+        emptydir=any("emptyDir" in v for v in spec.get("volumes") or ()),
+        deletion_ts=parse_time(meta.get("deletionTimestamp")),
+        tolerations=_tolerations(spec.get("tolerations")),
+        grace_seconds=int(spec.get("terminationGracePeriodSeconds", 30) or 0),
+        start_time=parse_time(status.get("startTime")),
+        active_deadline=spec.get("activeDeadlineSeconds"),
+    )
+
+
+def pdb_from(obj: Obj) -> PdbInfo:
+    """A policy/v1 PodDisruptionBudget dict → PdbInfo."""
+    meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
+    return PdbInfo(
+        namespace=meta.get("namespace") or "default",
+        name=meta["name"],
+        selector=selector_from(spec.get("selector")),
+        min_available=spec.get("minAvailable"),
+        max_unavailable=spec.get("maxUnavailable"),
+        disruptions_allowed=int(status.get("disruptionsAllowed", 0) or 0),
+        current_healthy=int(status.get("currentHealthy", 0) or 0),
+        desired_healthy=int(status.get("desiredHealthy", 0) or 0),
+        expected_pods=int(status.get("expectedPods", 0) or 0),
+    )

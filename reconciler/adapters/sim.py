@@ -1,0 +1,628 @@
+"""The simulated fleet: an in-process ``Cluster`` and ``Clock`` (the embedded default, unit tests
+and what-if runs).
+
+Loaded from plain Kubernetes objects — a ``v1 List`` or multi-document YAML of Nodes, Pods,
+PodDisruptionBudgets (and optionally DaemonSets) exactly as ``kubectl get nodes,pods,pdb -A -o yaml``
+prints them — so a user can snapshot a real cluster and plan or rehearse against it offline.
+
+Behaviour (rules in :mod:`reconciler.adapters.simconfig`), all on a simulated clock that jumps
+from event to event (a 10,000-second rollout takes well under a second):
+
+* stage pods run ``stageSeconds`` and exit 0, or fail as injected (exit code, image pull);
+* a reboot interrupt takes the node NotReady and back with a new bootID after ``rebootSeconds``
+  (never, for ``neverReturns`` nodes); other interrupts take ``interruptSeconds``;
+* the Eviction API follows the API server and the disruption controller: PDB
+  ``disruptionsAllowed`` is computed from healthy pods (Ready, not terminating), 429 when it is 0,
+  500 when several PDBs select the pod, UID preconditions (409), no budget check for pods that are
+  not Running or already terminating;
+* evicted pods terminate after their grace period (capped by ``maxTerminationSeconds``); pods of a
+  ReplicaSet/StatefulSet/Job controller are recreated on another schedulable node after
+  ``rescheduleSeconds`` and become Ready ``podStartSeconds`` later; DaemonSet pods are never moved;
+* pods with ``spec.activeDeadlineSeconds`` end (Succeeded) that many seconds after
+  ``status.startTime`` (or after the start of the simulation);
+* ``crash_after=N`` raises :class:`~reconciler.errors.CrashInjected` right after the N-th write.
+
+``save(path)`` writes the fleet back in the same kubectl YAML form so a later run continues from it.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import io
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from reconciler.adapters.kubeobjects import format_time, node_from, parse_time, pdb_from, pod_from
+from reconciler.adapters.simconfig import SimConfig
+from reconciler.errors import (
+    ConflictError,
+    CrashInjected,
+    InputError,
+    NotFoundError,
+    ServerError,
+    SourcePos,
+    TooManyRequestsError,
+)
+from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
+from reconciler.model.selector import Taint
+from reconciler.ports import StageSpec, StageStatus
+
+Obj = dict[str, Any]
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet")
+RECREATED_BY = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job")
+
+
+def _int_or_percent(value: int | str | None, total: int, round_up: bool) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if text.endswith("%"):
+        pct = int(text[:-1])
+        q, r = divmod(total * pct, 100)
+        return q + (1 if round_up and r else 0)
+    return int(text)
+
+
+class SimFleet:
+    """In-process simulated cluster implementing ``reconciler.ports.Cluster`` and ``Clock``.
+
+    Args:
+        objects: raw Kubernetes object dicts (Nodes, Pods, PDBs, DaemonSets); others are ignored.
+        config: behaviour; defaults as in :class:`SimConfig`.
+        crash_after: raise ``CrashInjected`` right after this many writes (None: never).
+    """
+
+    def __init__(self, objects: list[Obj], config: SimConfig | None = None, crash_after: int | None = None):
+        self.config = config or SimConfig()
+        self.crash_after = crash_after
+        self.writes = 0
+        self.calls: list[tuple[str, str]] = []  # (verb, target) of every write, for tests
+        self.nodes: dict[str, Obj] = {}
+        self.pods: dict[tuple[str, str], Obj] = {}
+        self.pdbs: dict[tuple[str, str], Obj] = {}
+        self.daemonsets: set[tuple[str, str]] = set()
+        self.events: list[Obj] = []
+        self._stages: dict[str, Obj] = {}
+        self._failures_used: dict[int, int] = {}
+        self._queue: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = 0
+        self._uid = 0
+        self._rv = 0
+        self._now = 0.0
+        for obj in objects:
+            self._add(obj)
+        self.epoch = parse_time(self.config.startTime) if self.config.startTime else self._newest_timestamp()
+        self._schedule_deadlines()
+
+    # ---------------------------------------------------------------- loading / saving
+    @classmethod
+    def from_file(cls, path: str, config: SimConfig | None = None, crash_after: int | None = None) -> SimFleet:
+        """Load a fleet from kubectl YAML (a ``v1 List`` or multi-document YAML).
+
+        Raises:
+            InputError: unreadable file, YAML syntax error, or an object without kind/name.
+        """
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", SourcePos(path)) from None
+        except OSError as e:
+            raise InputError(f"cannot read fleet file: {e.strerror}", SourcePos(path)) from None
+        yaml = YAML(typ="safe", pure=False)
+        try:
+            docs = [d for d in yaml.load_all(text) if d is not None]
+        except YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            pos = SourcePos(path, mark.line + 1, mark.column + 1) if mark else SourcePos(path)
+            raise InputError(f"YAML syntax error: {getattr(e, 'problem', e)}", pos) from None
+        objects: list[Obj] = []
+        for i, doc in enumerate(docs):
+            if not isinstance(doc, dict):
+                raise InputError(f"document {i + 1} is not a Kubernetes object", SourcePos(path))
+            items = doc.get("items") if doc.get("kind", "").endswith("List") else [doc]
+            for item in items or ():
+                if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
+                    raise InputError("every object needs kind and metadata.name", SourcePos(path), f"document {i + 1}")
+                objects.append(item)
+        if not any(o["kind"] == "Node" for o in objects):
+            raise InputError("the fleet file holds no Node objects", SourcePos(path))
+        return cls(objects, config, crash_after)
+
+    def to_objects(self) -> list[Obj]:
+        """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name)."""
+        out: list[Obj] = [self.nodes[k] for k in sorted(self.nodes)]
+        out += [self.pods[k] for k in sorted(self.pods)]
+        out += [self.pdbs[k] for k in sorted(self.pdbs)]
+        return copy.deepcopy(out)
+
+    def save(self, path: str) -> None:
+        """Write the fleet as a ``v1 List`` in kubectl YAML (simulated time written into the
+        objects' timestamps, so a later run continues from it)."""
+        doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": self.to_objects()}
+        buf = io.StringIO()
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        yaml.dump(doc, buf)
+        Path(path).write_text(buf.getvalue(), encoding="utf-8")
+
+    def _add(self, obj: Obj) -> None:
+        kind = obj.get("kind")
+        if kind not in KINDS:
+            return
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        if kind == "Node":
+            meta.setdefault("uid", self._new_uid())
+            self.nodes[meta["name"]] = obj
+        elif kind == "Pod":
+            meta.setdefault("namespace", "default")
+            meta.setdefault("uid", self._new_uid())
+            self.pods[(meta["namespace"], meta["name"])] = obj
+        elif kind == "PodDisruptionBudget":
+            meta.setdefault("namespace", "default")
+            self.pdbs[(meta["namespace"], meta["name"])] = obj
+        else:
+            self.daemonsets.add((meta.get("namespace") or "default", meta["name"]))
+
+    def _newest_timestamp(self) -> float:
+        newest = 0.0
+        for o in [*self.nodes.values(), *self.pods.values()]:
+            for v in (
+                (o.get("metadata") or {}).get("creationTimestamp"),
+                (o.get("status") or {}).get("startTime"),
+                *[c.get("lastTransitionTime") for c in (o.get("status") or {}).get("conditions") or ()],
+            ):
+                t = parse_time(v)
+                if t and t > newest:
+                    newest = t
+        return newest or 1767225600.0  # 2026-01-01T00:00:00Z
+
+    def _schedule_deadlines(self) -> None:
+        for key, pod in self.pods.items():
+            deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+            if deadline is None or (pod.get("status") or {}).get("phase") not in ("Running", "Pending"):
+                continue
+            start = parse_time((pod.get("status") or {}).get("startTime"))
+            at = (start - self.epoch if start is not None else 0.0) + float(deadline)
+            uid = pod["metadata"]["uid"]
+            self._at(max(at, self._now), lambda k=key, u=uid: self._finish_pod(k, u))
+
+    # ---------------------------------------------------------------- clock
+    def now(self) -> float:
+        """Simulated seconds since the start of the simulation."""
+        return self._now
+
+    def wait(self, seconds: float) -> None:
+        """Advance simulated time to the next event or by ``seconds``, whichever comes first,
+        running every event due by then."""
+        target = self._now + max(0.0, seconds)
+        if self._queue and self._queue[0][0] < target:
+            target = self._queue[0][0]
+        self._now = max(self._now, target)
+        while self._queue and self._queue[0][0] <= self._now:
+            _, _, fn = heapq.heappop(self._queue)
+            fn()
+
+    def wall(self) -> float:
+        """Epoch seconds of the current simulated instant."""
+        return self.epoch + self._now
+
+    def _at(self, t: float, fn: Callable[[], None]) -> None:
+        self._seq += 1
+        heapq.heappush(self._queue, (t, self._seq, fn))
+
+    def _new_uid(self) -> str:
+        self._uid += 1
+        return str(uuid.UUID(int=self._uid))
+
+    def _write(self, verb: str, target: str) -> None:
+        self.writes += 1
+        self.calls.append((verb, target))
+
+    def _after_write(self) -> None:
+        if self.crash_after is not None and self.writes >= self.crash_after:
+            raise CrashInjected(f"simulated crash after {self.writes} writes")
+
+    def _bump(self, obj: Obj) -> str:
+        self._rv += 1
+        obj["metadata"]["resourceVersion"] = str(self._rv)
+        return str(self._rv)
+
+    # ---------------------------------------------------------------- reads
+    def list_nodes(self) -> list[NodeInfo]:
+        """All nodes."""
+        return [node_from(self.nodes[k]) for k in sorted(self.nodes)]
+
+    def get_node(self, name: str) -> NodeInfo:
+        """One node. Raises NotFoundError."""
+        if name not in self.nodes:
+            raise NotFoundError(f"node {name} not found", 404)
+        return node_from(self.nodes[name])
+
+    def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
+        """All pods, or those bound to ``node_name``."""
+        return [
+            pod_from(p)
+            for k, p in sorted(self.pods.items())
+            if node_name is None or (p.get("spec") or {}).get("nodeName") == node_name
+        ]
+
+    def get_pod(self, namespace: str, name: str) -> PodInfo | None:
+        """One pod or None."""
+        p = self.pods.get((namespace, name))
+        return pod_from(p) if p else None
+
+    def list_pdbs(self) -> list[PdbInfo]:
+        """All PDBs, with status computed like the disruption controller."""
+        out = []
+        for key in sorted(self.pdbs):
+            self._refresh_pdb_status(key)
+            out.append(pdb_from(self.pdbs[key]))
+        return out
+
+    def daemonset_exists(self, namespace: str, name: str) -> bool:
+        """Whether the DaemonSet exists; a fleet file without DaemonSet objects counts every
+        DaemonSet that owns a pod as existing (a dump of pods only)."""
+        if not self.daemonsets:
+            return True
+        return (namespace, name) in self.daemonsets
+
+    # ---------------------------------------------------------------- node writes
+    def patch_node(
+        self,
+        name: str,
+        *,
+        annotations: Mapping[str, str | None] | None = None,
+        labels: Mapping[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+        taints: tuple[Taint, ...] | None = None,
+        resource_version: str | None = None,
+    ) -> NodeInfo:
+        """One write: merge annotations/labels (None removes), set unschedulable and/or taints."""
+        if name not in self.nodes:
+            raise NotFoundError(f"node {name} not found", 404)
+        node = self.nodes[name]
+        meta = node["metadata"]
+        if resource_version is not None and str(meta.get("resourceVersion", "")) != resource_version:
+            raise ConflictError(f"node {name} was modified (resourceVersion {resource_version} is stale)", 409)
+        self._write("patch", f"node/{name}")
+        for field, patch in (("annotations", annotations), ("labels", labels)):
+            if patch:
+                cur = meta.setdefault(field, {}) or {}
+                meta[field] = cur
+                for k, v in patch.items():
+                    if v is None:
+                        cur.pop(k, None)
+                    else:
+                        cur[k] = v
+        spec = node.setdefault("spec", {})
+        if unschedulable is not None:
+            if unschedulable:
+                spec["unschedulable"] = True
+            else:
+                spec.pop("unschedulable", None)
+        if taints is not None:
+            spec["taints"] = [
+                {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v} for t in taints
+            ]
+            if not spec["taints"]:
+                del spec["taints"]
+        self._bump(node)
+        info = node_from(node)
+        self._after_write()
+        return info
+
+    def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
+        """One write: add or replace a node condition by type."""
+        if name not in self.nodes:
+            raise NotFoundError(f"node {name} not found", 404)
+        self._write("patch-status", f"node/{name}")
+        conds = self.nodes[name].setdefault("status", {}).setdefault("conditions", [])
+        ts = format_time(self.wall())
+        new = {
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": ts,
+            "lastHeartbeatTime": ts,
+        }
+        for i, c in enumerate(conds):
+            if c.get("type") == type_:
+                if c.get("status") == status:
+                    new["lastTransitionTime"] = c.get("lastTransitionTime", ts)
+                conds[i] = new
+                break
+        else:
+            conds.append(new)
+        self._bump(self.nodes[name])
+        self._after_write()
+
+    def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
+        """One write: record an Event on the node."""
+        self._write("create-event", f"node/{node}")
+        self.events.append({"node": node, "reason": reason, "message": message, "type": type_, "t": self._now})
+        self._after_write()
+
+    # ---------------------------------------------------------------- pods and PDBs
+    def _healthy(self, pod: Obj) -> bool:
+        st = pod.get("status") or {}
+        return (
+            st.get("phase") == "Running"
+            and not pod["metadata"].get("deletionTimestamp")
+            and any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or ())
+        )
+
+    def _pdbs_selecting(self, pod: Obj) -> list[tuple[str, str]]:
+        info = pod_from(pod)
+        return [k for k, b in sorted(self.pdbs.items()) if pdb_from(b).selects(info)]
+
+    def _refresh_pdb_status(self, key: tuple[str, str]) -> None:
+        pdb = self.pdbs[key]
+        info = pdb_from(pdb)
+        matching = [p for p in self.pods.values() if info.selects(pod_from(p))]
+        matching = [p for p in matching if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+        expected = len(matching)
+        healthy = sum(1 for p in matching if self._healthy(p))
+        desired = _int_or_percent(info.min_available, expected, round_up=True)
+        if desired is None:
+            max_unavail = _int_or_percent(info.max_unavailable, expected, round_up=True)
+            desired = max(0, expected - (max_unavail or 0))
+        allowed = max(0, healthy - desired)
+        pdb["status"] = {
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "disruptionsAllowed": allowed,
+            "expectedPods": expected,
+            "observedGeneration": (pdb["metadata"].get("generation") or 1),
+        }
+
+    def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
+        """One write: the Eviction API (see module docstring for the rules)."""
+        pod = self.pods.get((namespace, name))
+        if pod is None:
+            raise NotFoundError(f'pods "{name}" not found', 404)
+        if uid and pod["metadata"]["uid"] != uid:
+            raise ConflictError(
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata']['uid']}", 409
+            )
+        phase = (pod.get("status") or {}).get("phase")
+        terminating = bool(pod["metadata"].get("deletionTimestamp"))
+        if phase == "Running" and not terminating:
+            covering = self._pdbs_selecting(pod)
+            if len(covering) > 1:
+                raise ServerError(
+                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                    500,
+                )
+            if covering:
+                self._refresh_pdb_status(covering[0])
+                status = self.pdbs[covering[0]]["status"]
+                if self._healthy(pod) and status["disruptionsAllowed"] <= 0:
+                    raise TooManyRequestsError(
+                        "Cannot evict pod as it would violate the pod's disruption budget. "
+                        f"The disruption budget {covering[0][1]} needs {status['desiredHealthy']} healthy pods "
+                        f"and has {status['currentHealthy']} currently",
+                        disruption_budget=True,
+                    )
+        self._write("evict", f"pod/{namespace}/{name}")
+        if not terminating:
+            grace = grace_seconds if grace_seconds is not None else int((pod.get("spec") or {}).get(
+                "terminationGracePeriodSeconds", 30))
+            grace_s = min(float(grace), self.config.maxTerminationSeconds)
+            pod["metadata"]["deletionTimestamp"] = format_time(self.wall() + grace)
+            self._bump(pod)
+            if phase in ("Pending", "Succeeded", "Failed"):
+                grace_s = 0.0
+            self._at(self._now + grace_s, lambda: self._remove_pod((namespace, name), uid or pod["metadata"]["uid"]))
+        self._after_write()
+
+    def _remove_pod(self, key: tuple[str, str], uid: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return
+        del self.pods[key]
+        ctrl = next((o for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")), None)
+        if ctrl and ctrl.get("kind") in RECREATED_BY and (pod.get("status") or {}).get("phase") not in (
+            "Succeeded",
+            "Failed",
+        ):
+            self._at(self._now + self.config.rescheduleSeconds, lambda: self._recreate(pod, ctrl["kind"]))
+
+    def _schedulable_nodes(self, pod: Obj) -> list[str]:
+        info = pod_from(pod)
+        out = []
+        for name, n in sorted(self.nodes.items()):
+            ni = node_from(n)
+            if ni.unschedulable or ni.ready is False:
+                continue
+            if all(
+                t.effect == "PreferNoSchedule" or any(tol.tolerates(t) for tol in info.tolerations) for t in ni.taints
+            ):
+                out.append(name)
+        return out
+
+    def _recreate(self, old: Obj, kind: str) -> None:
+        new = copy.deepcopy(old)
+        meta = new["metadata"]
+        meta.pop("deletionTimestamp", None)
+        meta["uid"] = self._new_uid()
+        meta["creationTimestamp"] = format_time(self.wall())
+        if kind != "StatefulSet":
+            base = meta["name"].rsplit("-", 1)[0] if "-" in meta["name"] else meta["name"]
+            meta["name"] = f"{base}-r{self._uid:05d}"
+        key = (meta.get("namespace") or "default", meta["name"])
+        candidates = self._schedulable_nodes(new)
+        spec = new.setdefault("spec", {})
+        if not candidates:
+            spec.pop("nodeName", None)
+            new["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
+            self.pods[key] = new
+            self._at(self._now + 30.0, lambda: self._retry_schedule(key, meta["uid"]))
+            return
+        load = {n: 0 for n in candidates}
+        for p in self.pods.values():
+            nn = (p.get("spec") or {}).get("nodeName")
+            if nn in load:
+                load[nn] += 1
+        spec["nodeName"] = min(candidates, key=lambda n: (load[n], n))
+        new["status"] = {"phase": "Pending", "conditions": []}
+        self.pods[key] = new
+        uid = meta["uid"]
+        self._at(self._now + self.config.podStartSeconds, lambda: self._start_pod(key, uid))
+
+    def _retry_schedule(self, key: tuple[str, str], uid: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return
+        del self.pods[key]
+        self._recreate(pod, "StatefulSet")  # keep its name
+
+    def _start_pod(self, key: tuple[str, str], uid: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return
+        ts = format_time(self.wall())
+        pod["status"] = {
+            "phase": "Running",
+            "startTime": ts,
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ts}],
+        }
+
+    def _finish_pod(self, key: tuple[str, str], uid: str) -> None:
+        pod = self.pods.get(key)
+        if pod is None or pod["metadata"]["uid"] != uid:
+            return
+        st = pod.setdefault("status", {})
+        if st.get("phase") in ("Succeeded", "Failed"):
+            return
+        st["phase"] = "Succeeded"
+        st["conditions"] = [{"type": "Ready", "status": "False", "reason": "PodCompleted"}]
+
+    # ---------------------------------------------------------------- stages
+    def _failure_for(self, spec: StageSpec) -> tuple[int, Any] | None:
+        for i, f in enumerate(self.config.failures):
+            if f.matches(spec.node, spec.package, spec.stage) and self._failures_used.get(i, 0) < f.times:
+                return i, f
+        return None
+
+    def start_stage(self, spec: StageSpec) -> None:
+        """One write: create the stage pod; it runs by the behaviour rules. Existing → no-op."""
+        if spec.node not in self.nodes:
+            raise NotFoundError(f"node {spec.node} not found", 404)
+        if spec.pod_name in self._stages:
+            return
+        self._write("create-pod", f"pod/{spec.pod_name}")
+        rec: Obj = {"spec": spec, "phase": "running", "started": self._now, "exit": None, "reason": "", "log": ""}
+        self._stages[spec.pod_name] = rec
+        name = spec.pod_name
+        if spec.stage in ("interrupt", "uninstall-interrupt") and spec.interrupt is not None:
+            if spec.interrupt.type == "reboot":
+                self._at(self._now + 1.0, lambda: self._reboot_down(spec.node, name))
+            else:
+                self._at(self._now + self.config.interruptSeconds, lambda: self._stage_done(name, 0, "", ""))
+        else:
+            hit = self._failure_for(spec)
+            if hit:
+                idx, f = hit
+                self._failures_used[idx] = self._failures_used.get(idx, 0) + 1
+                if f.reason in ("ImagePullBackOff", "ErrImagePull"):
+                    rec.update(phase="pending", reason=f.reason)  # never starts
+                else:
+                    log = f.logTail or f"{spec.stage}: simulated failure (exit {f.exitCode})"
+                    delay = self.config.stage_duration(spec.stage)
+                    self._at(self._now + delay, lambda: self._stage_done(name, f.exitCode, f.reason, log))
+            else:
+                self._at(self._now + self.config.stage_duration(spec.stage), lambda: self._stage_done(name, 0, "", ""))
+        self._after_write()
+
+    def _stage_done(self, name: str, code: int, reason: str, log: str) -> None:
+        rec = self._stages.get(name)
+        if rec is None or rec["phase"] != "running":
+            return
+        rec.update(phase="succeeded" if code == 0 else "failed", exit=code, reason=reason, log=log)
+
+    def _reboot_down(self, node: str, stage_name: str) -> None:
+        n = self.nodes.get(node)
+        if n is None:
+            return
+        self._set_ready(n, False, "KubeletNotReady", "simulated reboot")
+        rec = self._stages.get(stage_name)
+        if rec is not None:  # the interrupt pod dies with the host (exit 143), as on real nodes
+            rec.update(phase="failed", exit=143, reason="Error", log="terminated by host shutdown")
+        if node in self.config.neverReturns:
+            return
+        self._at(self._now + self.config.rebootSeconds, lambda: self._reboot_up(node))
+
+    def _reboot_up(self, node: str) -> None:
+        n = self.nodes.get(node)
+        if n is None:
+            return
+        info = n.setdefault("status", {}).setdefault("nodeInfo", {})
+        info["bootID"] = self._new_uid()
+        self._set_ready(n, True, "KubeletReady", "kubelet is posting ready status")
+
+    def _set_ready(self, n: Obj, ready: bool, reason: str, message: str) -> None:
+        conds = n.setdefault("status", {}).setdefault("conditions", [])
+        ts = format_time(self.wall())
+        new = {"type": "Ready", "status": "True" if ready else "False", "reason": reason, "message": message,
+               "lastTransitionTime": ts, "lastHeartbeatTime": ts}
+        for i, c in enumerate(conds):
+            if c.get("type") == "Ready":
+                conds[i] = new
+                break
+        else:
+            conds.append(new)
+        self._bump(n)
+
+    def stage_status(self, spec: StageSpec) -> StageStatus:
+        """The stage pod's state."""
+        rec = self._stages.get(spec.pod_name)
+        if rec is None:
+            return StageStatus("missing")
+        return StageStatus(rec["phase"], rec["exit"], rec["reason"], rec["log"], rec["started"])
+
+    def delete_stage(self, spec: StageSpec) -> None:
+        """One write: delete the stage pod (absent is fine: no write)."""
+        if spec.pod_name not in self._stages:
+            return
+        self._write("delete-pod", f"pod/{spec.pod_name}")
+        del self._stages[spec.pod_name]
+        self._after_write()
+
+    # ---------------------------------------------------------------- helpers for tests
+    def set_node(self, name: str, **changes: Any) -> None:
+        """Test helper (not a write): change a node directly, e.g. ``labels={...}`` or ``ready=False``."""
+        n = self.nodes[name]
+        if "labels" in changes:
+            n["metadata"]["labels"] = dict(changes["labels"])
+        if "unschedulable" in changes:
+            n.setdefault("spec", {})["unschedulable"] = bool(changes["unschedulable"])
+        if "ready" in changes:
+            self._set_ready(n, bool(changes["ready"]), "Test", "set by test")
+        self._bump(n)
+
+    def delete_node(self, name: str) -> None:
+        """Test helper (not a write): the node disappears (scale-in)."""
+        self.nodes.pop(name, None)
+
+    def stage_pods(self) -> dict[str, StageSpec]:
+        """Stage pods that exist now, by pod name."""
+        return {k: v["spec"] for k, v in self._stages.items()}
+
+    def dump_state(self) -> str:
+        """A canonical JSON of nodes and pods (for comparing final states in tests)."""
+        return json.dumps(
+            {"nodes": [self.nodes[k] for k in sorted(self.nodes)], "pods": sorted(self.pods)},
+            sort_keys=True,
+            default=str,
+        )

@@ -1,0 +1,154 @@
+"""``reconciler apply``: plan and carry out recipes on a cluster, batch by batch.
+
+Exit codes: 0 every recipe succeeded, 1 a node failed or a compartment halted, 2 bad input (nothing
+was changed), 4 cluster error, 137 a simulated crash (``--sim-crash-after``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
+from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError, SourcePos
+from reconciler.execute.timeline import Event, RunResult
+
+EXIT_CRASHED = 137
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``apply`` verb."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "apply",
+        help="carry out the plan: cordon, wait, drain, stages, interrupt, uncordon, batch by batch",
+        description="Plan each recipe against the cluster and carry it out with batch gating.",
+    )
+    add_input_args(p)
+    add_cluster_args(p)
+    add_output_arg(p, ("text", "json"))
+    p.add_argument("--plan", metavar="plan.json", help="refuse to run unless the current plan has this planHash")
+    p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
+    p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
+    p.add_argument("--sim-crash-after", type=int, metavar="N", help="stop abruptly after N cluster writes (tests)")
+    p.add_argument("--run-id", help="run id recorded on nodes (default: random)")
+    p.add_argument("--poll-seconds", type=float, default=None, help="seconds between looks at the cluster")
+    p.set_defaults(func=run, locked=True)
+
+
+def _read_plan_hash(path: str) -> str:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise InputError(f"cannot read plan: {e}", SourcePos(path)) from None
+    docs = doc.get("plans", [doc]) if isinstance(doc, dict) else []
+    hashes = [d.get("planHash") for d in docs if isinstance(d, dict) and d.get("planHash")]
+    if not hashes:
+        raise InputError("no planHash in plan file", SourcePos(path))
+    return ",".join(sorted(hashes))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, observe, plan and apply every recipe in (priority, name) order."""
+    from reconciler.cli.clusters import open_cluster
+    from reconciler.execute.rollout import Rollout, new_run_id
+    from reconciler.load import load_inputs, policy_for
+    from reconciler.observe.snapshot import observe
+    from reconciler.plan.planner import compute_plan
+
+    inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
+    policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
+    expected = _read_plan_hash(args.plan) if args.plan else None
+    opened = open_cluster(args)
+    console = Console(stderr=args.output == "json", highlight=False)
+    run_id = args.run_id or new_run_id()
+    results: list[RunResult] = []
+    try:
+        if expected is not None:
+            fleet = observe(opened.cluster)
+            current = ",".join(sorted(compute_plan(r, policies[r.name], fleet).planHash for r in inputs.recipes))
+            if current != expected:
+                raise PlanMismatchError(
+                    f"plan {args.plan} is stale: its planHash {expected[:16]}… does not match the current inputs "
+                    f"({current[:16]}…); re-run `reconciler plan` and review it"
+                )
+        for recipe in inputs.recipes:
+            fleet = observe(opened.cluster)
+            plan = compute_plan(recipe, policies[recipe.name], fleet)
+            if args.output == "text":
+                console.print(
+                    f"[bold]{recipe.name}[/bold] {recipe.version}: {plan.summary['nodesChanging']} of "
+                    f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on {opened.description}"
+                )
+                for w in plan.warnings:
+                    console.print(f"  [yellow]warning:[/yellow] {w}")
+            rollout = Rollout(
+                recipe,
+                policies[recipe.name],
+                plan,
+                opened.cluster,
+                opened.clock,
+                run_id=run_id,
+                wall=opened.wall,
+                poll_seconds=args.poll_seconds or opened.poll_seconds,
+                on_event=_printer(console) if args.output == "text" else None,
+            )
+            results.append(rollout.run())
+    except CrashInjected as e:
+        _save(args, opened)
+        print(f"crashed: {e}", file=sys.stderr)
+        return EXIT_CRASHED
+    _save(args, opened)
+    if args.output == "json":
+        docs = [r.to_dict() for r in results]
+        print(json.dumps(docs[0] if len(docs) == 1 else {"results": docs}, indent=2, sort_keys=True))
+    else:
+        for r in results:
+            _summary(console, r)
+    return EXIT_OK if all(r.result == "succeeded" for r in results) else EXIT_FAILED
+
+
+def _save(args: argparse.Namespace, opened: Any) -> None:
+    if getattr(args, "sim_save", None) and opened.sim is not None:
+        opened.sim.save(args.sim_save)
+
+
+_STYLE = {"failed": "red", "halted": "red", "complete": "green", "uncordon": "green", "blocked": "yellow",
+          "wait": "yellow", "interrupt": "magenta", "rebooted": "magenta", "batch-start": "bold cyan",
+          "batch-end": "cyan"}
+
+
+def _printer(console: Console) -> Any:
+    def show(ev: Event) -> None:
+        style = _STYLE.get(ev.event, "")
+        detail = f" {ev.detail}" if ev.detail else ""
+        ev_text = f"[{style}]{ev.event}[/{style}]" if style else ev.event
+        console.print(f"  {ev.t:9.1f}s  {ev.node:<20} {ev_text}{detail}", markup=True, soft_wrap=True)
+
+    return show
+
+
+def _summary(console: Console, r: RunResult) -> None:
+    colour = {"succeeded": "green", "failed": "red", "halted": "red"}[r.result]
+    console.print(f"\n[bold]{r.recipe}[/bold]: [{colour}]{r.result}[/{colour}] in {r.duration:.0f} s (run {r.run_id})")
+    t = Table(show_header=True, header_style="bold")
+    for col in ("compartment", "batches", "nodes ok", "failed", "blocked", "halted"):
+        t.add_column(col)
+    for c in r.compartments:
+        ok = sum(b["succeeded"] for b in c["batches"])
+        failed = sum(b["failed"] for b in c["batches"])
+        blocked = sum(b["blocked"] for b in c["batches"])
+        t.add_column if False else None
+        t.add_row(c["name"], str(len(c["batches"])), str(ok), str(failed), str(blocked),
+                  c["haltReason"] or ("yes" if c["halted"] else "no"))
+    console.print(t)
+    for n in r.nodes:
+        if n.state in ("failed", "blocked"):
+            console.print(f"  [red]{n.name}[/red] {n.state}: {n.message}")
+            if n.log_tail:
+                console.print(f"    log: {n.log_tail[-300:]}")

@@ -1,0 +1,100 @@
+"""``reconciler status``: per node and package, the state recorded on the nodes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.errors import EXIT_OK
+from reconciler.model.nodestate import (
+    PREFIX,
+    FailureRecord,
+    NodeStateError,
+    cordon_key,
+    failure_key,
+    parse_model,
+    parse_state,
+)
+from reconciler.model.observed import NodeInfo
+
+STATE_PREFIX = f"{PREFIX}/nodeState_"
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``status`` verb."""
+    p: argparse.ArgumentParser = sub.add_parser("status", help="show the package state recorded on each node")
+    add_cluster_args(p)
+    add_output_arg(p, ("table", "json", "wide"))
+    p.add_argument("--recipe", help="only this recipe")
+    p.set_defaults(func=run)
+
+
+def node_status(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
+    """The status document of one node: ``{name, unschedulable, cordonedByUs, recipes, packages,
+    failures}``; ``packages`` = ``[{recipe, name, version, stage, state, restarts}]``."""
+    recipes = sorted(k[len(STATE_PREFIX):] for k in node.annotations if k.startswith(STATE_PREFIX))
+    recipes += sorted(
+        k[len(f"{PREFIX}/cordon_"):] for k in node.annotations
+        if k.startswith(f"{PREFIX}/cordon_") and k[len(f"{PREFIX}/cordon_"):] not in recipes
+    )
+    if recipe:
+        recipes = [r for r in recipes if r == recipe]
+    packages: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
+    for r in recipes:
+        try:
+            state = parse_state(node.annotations.get(STATE_PREFIX + r), node=node.name, key=STATE_PREFIX + r)
+        except NodeStateError as e:
+            failures.append({"recipe": r, "reason": "MalformedNodeState", "message": str(e)})
+            state = {}
+        for key in sorted(state):
+            e = state[key]
+            packages.append({"recipe": r, "name": e.name, "version": e.version, "stage": e.stage,
+                             "state": e.state, "restarts": e.restarts})
+        f = parse_model(FailureRecord, node.annotations.get(failure_key(r)))
+        if f is not None:
+            failures.append({"recipe": r, **f.model_dump(exclude_none=True)})
+    return {
+        "name": node.name,
+        "unschedulable": node.unschedulable,
+        "cordonedByUs": any(cordon_key(r) in node.annotations for r in recipes),
+        "recipes": recipes,
+        "packages": packages,
+        "failures": failures,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the recorded state of every node."""
+    from reconciler.cli.clusters import open_cluster
+
+    opened = open_cluster(args)
+    docs = [node_status(n, args.recipe) for n in opened.cluster.list_nodes()]
+    if args.output == "json":
+        print(json.dumps({"nodes": docs}, indent=2, sort_keys=True))
+        return EXIT_OK
+    console = Console(highlight=False)
+    t = Table(show_header=True, header_style="bold")
+    cols = ["node", "cordoned", "recipe", "package", "version", "stage", "state"]
+    if args.output == "wide":
+        cols += ["restarts", "failure"]
+    for c in cols:
+        t.add_column(c)
+    for d in docs:
+        cordon = "by us" if d["cordonedByUs"] else ("yes" if d["unschedulable"] else "")
+        fail = "; ".join(f"{f.get('reason')}: {f.get('message', '')[:80]}" for f in d["failures"])
+        if not d["packages"]:
+            row = [d["name"], cordon, "", "", "", "", ""]
+            t.add_row(*(row + (["", fail] if args.output == "wide" else [])))
+        for p in d["packages"]:
+            row = [d["name"], cordon, p["recipe"], p["name"], p["version"], p["stage"], p["state"]]
+            if args.output == "wide":
+                row += [str(p["restarts"]), fail]
+            t.add_row(*row)
+    console.print(t)
+    return EXIT_OK

@@ -1,0 +1,850 @@
+"""The per-node lifecycle as an explicit, resumable state machine.
+
+``cordon → wait for protected pods → drain → stages (+checks, dependency order) → merged
+interrupt → post-interrupt stages → uncordon`` (architecture.md §1; semantics-nodewright.md §2 with
+our decisions). :class:`NodeRun` never blocks: :meth:`NodeRun.advance` does what can be done now
+and returns when to be called again, so one rollout loop drives many nodes at once.
+
+Crash safety: every step is recorded on the node *before* its effect (package state entry
+``in_progress``, the :class:`~reconciler.model.nodestate.InFlight` record with the phase, the
+pre-reboot bootID and the owed interrupt) and *after* it (``complete``). A run killed anywhere and
+started again re-plans from those annotations and continues: completed stages are never re-run
+(a stage pod that already succeeded is recognised by its deterministic name), a cordon is never
+taken to mean "drained" (the drain is re-checked), a requested reboot is not sent twice, failures
+stay recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from reconciler.diff import config_digest
+from reconciler.errors import (
+    ClusterError,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    ServerError,
+    TooManyRequestsError,
+)
+from reconciler.execute.drain import MANAGED_BY, classify_pods
+from reconciler.execute.timeline import Timeline
+from reconciler.model.nodestate import (
+    RUNTIME_REQUIRED_TAINT_KEY,
+    CordonRecord,
+    FailureRecord,
+    InFlight,
+    PackageState,
+    condition_type,
+    config_key,
+    cordon_key,
+    dump_config_digests,
+    dump_model,
+    dump_state,
+    failure_key,
+    inflight_key,
+    parse_config_digests,
+    parse_model,
+    parse_state,
+    state_key,
+    status_key,
+)
+from reconciler.model.observed import NodeInfo, PodInfo
+from reconciler.model.plan import NodePlan, Step
+from reconciler.model.recipe import Interrupt, Package, Recipe
+from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
+from reconciler.ports import Cluster, Clock, StageSpec
+
+log = logging.getLogger(__name__)
+
+IMAGE_PULL_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
+MAX_RECORDONS = 3
+
+
+class Outcome(Enum):
+    """Where a node run ended (RUNNING while it has not)."""
+
+    RUNNING = "running"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    REMOVED = "removed"
+    LEFT = "left"
+
+
+@dataclass
+class RunContext:
+    """What every node run of one ``apply`` shares.
+
+    ``poll_seconds``: how long to wait between looks at something that has no event (real
+    cluster); the simulated clock returns earlier at its next event. ``wall``: epoch seconds now
+    (for pod deletion timestamps).
+    """
+
+    recipe: Recipe
+    cluster: Cluster
+    clock: Clock
+    run_id: str
+    plan_hash: str
+    timeline: Timeline
+    wall: Callable[[], float]
+    poll_seconds: float = 5.0
+    image_pull_grace: float = 60.0
+    agent_image: str | None = None
+
+
+@dataclass
+class _StageRun:
+    """One step's progress through its stages on the node."""
+
+    step: Step
+    key: str  # node-state key the stages write to
+    version: str
+    pull_ref: str
+    stages: list[str]
+    index: int = 0
+    attempt: int = 1
+    started: float | None = None
+    retry_at: float | None = None
+    done: bool = False
+    running: bool = False
+    last_exit: int | None = None
+
+
+@dataclass
+class _EvictTrack:
+    pod: PodInfo
+    evicted: bool = False
+    gone: bool = False
+    next_try: float = 0.0
+    last_error: str = ""
+    attempts: int = 0
+
+
+@dataclass
+class NodeRun:
+    """One node's lifecycle in one run. Create, then call :meth:`advance` until it returns None.
+
+    ``outcome`` ends as COMPLETE, FAILED (stays cordoned by us, recorded), BLOCKED (protected pods
+    did not finish in time; released), REMOVED (node deleted) or LEFT (left the selector).
+    """
+
+    ctx: RunContext
+    plan: NodePlan
+    outcome: Outcome = Outcome.RUNNING
+    phase: str = "start"
+    failure: FailureRecord | None = None
+    message: str = ""
+    owns_cordon: bool = False
+    node: NodeInfo | None = None
+    state: dict[str, PackageState] = field(default_factory=dict)
+    inflight: InFlight | None = None
+    _since: float = 0.0
+    _evictions: dict[str, _EvictTrack] = field(default_factory=dict)
+    _recordons: int = 0
+    _runs: list[_StageRun] = field(default_factory=list)
+    _waiting_logged: bool = False
+    _interrupt_spec: StageSpec | None = None
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def name(self) -> str:
+        """The node name."""
+        return self.plan.name
+
+    @property
+    def recipe(self) -> Recipe:
+        """The recipe being applied."""
+        return self.ctx.recipe
+
+    @property
+    def holds_cordon(self) -> bool:
+        """True while this node counts against the budget because we hold it cordoned."""
+        return self.owns_cordon
+
+    def _now(self) -> float:
+        return self.ctx.clock.now()
+
+    def _event(self, event: str, detail: str = "") -> None:
+        self.ctx.timeline.add(self._now(), self.name, event, detail)
+
+    def _read(self) -> NodeInfo:
+        self.node = self.ctx.cluster.get_node(self.name)
+        self.state = parse_state(
+            self.node.annotations.get(state_key(self.recipe.name)), node=self.name, key=state_key(self.recipe.name)
+        )
+        self.inflight = parse_model(InFlight, self.node.annotations.get(inflight_key(self.recipe.name)))
+        return self.node
+
+    def _patch(
+        self,
+        annotations: dict[str, str | None] | None = None,
+        labels: dict[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+        taints: Any = None,
+    ) -> None:
+        self.node = self.ctx.cluster.patch_node(
+            self.name, annotations=annotations, labels=labels, unschedulable=unschedulable, taints=taints
+        )
+
+    def _inflight(self, phase: str, **extra: Any) -> str:
+        base = self.inflight.model_dump() if self.inflight else {}
+        base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=self._now())
+        base.update(extra)
+        self.inflight = InFlight.model_validate(base)
+        return dump_model(self.inflight)
+
+    def _state_annotation(self) -> str:
+        return dump_state(self.state)
+
+    def _set_entry(self, key: str, name: str, version: str, stage: str, state: str, step: Step,
+                   restarts: int | None = None) -> None:
+        old = self.state.get(key)
+        image, sha = self._image_of(step, version)
+        self.state[key] = PackageState(
+            name=name,
+            version=version,
+            image=image or (old.image if old else ""),
+            containerSHA=sha if sha is not None else (old.containerSHA if old else None),
+            stage=stage,  # type: ignore[arg-type]
+            state=state,  # type: ignore[arg-type]
+            restarts=restarts if restarts is not None else (old.restarts if old else 0),
+        )
+
+    def _image_of(self, step: Step, version: str) -> tuple[str, str | None]:
+        pkg = self.recipe.packages.get(step.package)
+        if pkg is not None and pkg.version == version:
+            return pkg.image, pkg.containerSHA
+        old = self.state.get(f"{step.package}|{version}")
+        return (old.image, old.containerSHA) if old else ("", None)
+
+    # ------------------------------------------------------------------ driver
+    def advance(self) -> float | None:
+        """Do what can be done now. Returns the clock time to be called again, or None when the
+        node run has ended (see :attr:`outcome`). Cluster errors that are worth retrying are
+        retried after ``poll_seconds``; a node that disappears ends as REMOVED."""
+        if self.outcome is not Outcome.RUNNING:
+            return None
+        try:
+            handler: Callable[[], float | None] = getattr(self, f"_phase_{self.phase.replace('-', '_')}")
+            return handler()
+        except NotFoundError as e:
+            if self.node is not None and self._node_gone():
+                self.outcome = Outcome.REMOVED
+                self.message = f"node {self.name} was deleted during the run"
+                self._event("removed", self.message)
+                return None
+            log.warning("node %s: %s; retrying", self.name, e)
+            return self._now() + self.ctx.poll_seconds
+        except (TooManyRequestsError, ConflictError) as e:
+            log.info("node %s: %s; retrying", self.name, e)
+            return self._now() + (e.retry_after or self.ctx.poll_seconds)
+        except ForbiddenError as e:
+            return self._fail("Forbidden", f"the API refused a call: {e}")
+        except ClusterError as e:
+            log.warning("node %s: API error %s; retrying", self.name, e)
+            return self._now() + max(self.ctx.poll_seconds, e.retry_after or 0)
+
+    def _node_gone(self) -> bool:
+        try:
+            self.ctx.cluster.get_node(self.name)
+        except NotFoundError:
+            return True
+        return False
+
+    # ------------------------------------------------------------------ phases
+    def _phase_start(self) -> float | None:
+        node = self._read()
+        self.owns_cordon = cordon_key(self.recipe.name) in node.annotations
+        if not self.recipe.nodeSelector.matches(node.labels):
+            return self._leave("node no longer matches the recipe's nodeSelector")
+        fl = self.inflight
+        if fl is not None:
+            self._event("resume", f"resuming at {fl.phase} (run {fl.runId})")
+            if fl.phase == "interrupt":
+                self.phase = "interrupt"
+                return self._now()
+            if fl.phase == "post-interrupt":
+                self.phase = "post"
+                return self._now()
+            if fl.phase == "uncordon":
+                self.phase = "finish"
+                return self._now()
+            if fl.phase == "stages" or not self.plan.cordon:
+                self.phase = "stages"
+                return self._now()
+            # cordon/wait/drain: re-check everything; cordoned never means drained
+        if node.ready is not True and not (fl and fl.phase in ("interrupt",)):
+            return self._fail("NodeNotReady", f"node {self.name} is not Ready; nothing was started", keep_cordon=True)
+        self.phase = "cordon"
+        return self._phase_cordon()
+
+    def _phase_cordon(self) -> float | None:
+        node = self.node or self._read()
+        if not self.plan.cordon:
+            self._patch(annotations={inflight_key(self.recipe.name): self._inflight("stages"),
+                                     status_key(self.recipe.name): "in_progress"},
+                        labels={status_key(self.recipe.name): "in_progress"})
+            self.phase = "stages"
+            return self._phase_stages()
+        ann: dict[str, str | None] = {
+            inflight_key(self.recipe.name): self._inflight("wait"),
+            status_key(self.recipe.name): "in_progress",
+        }
+        if node.unschedulable and not self.owns_cordon:
+            self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
+            self._event("cordon", "already cordoned by someone else; it stays cordoned after the run")
+        elif node.unschedulable:
+            self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
+            self._event("cordon", "cordon already held by this recipe")
+        else:
+            ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._now()))
+            self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"}, unschedulable=True)
+            self.owns_cordon = True
+            self._event("cordon")
+        self._since = self._now()
+        self.phase = "wait"
+        return self._phase_wait()
+
+    def _phase_wait(self) -> float | None:
+        pods = self.ctx.cluster.list_pods(self.name)
+        cls = classify_pods(pods, self.recipe.drain, self.recipe.podNonInterruptLabels, now_wall=self.ctx.wall())
+        if cls.protected:
+            names = ", ".join(p.ref for p in cls.protected)
+            if not self._waiting_logged:
+                self._event("wait", f"blocked by {names}")
+                self._waiting_logged = True
+            since = self.inflight.since if self.inflight and self.inflight.phase == "wait" else self._since
+            limit = self.recipe.timeouts.waitNonInterrupt
+            if self._now() - since >= limit:
+                return self._block(f"protected pods still running after {limit} s: {names}")
+            return min(self._now() + self.ctx.poll_seconds * 6, since + limit)
+        self.phase = "drain"
+        self._patch(annotations={inflight_key(self.recipe.name): self._inflight("drain")})
+        self._since = self._now()
+        return self._phase_drain()
+
+    def _phase_drain(self) -> float | None:
+        now = self._now()
+        opts = self.recipe.drain
+        if not self._evictions:
+            pods = self.ctx.cluster.list_pods(self.name)
+            cls = classify_pods(
+                pods,
+                opts,
+                self.recipe.podNonInterruptLabels,
+                now_wall=self.ctx.wall(),
+                daemonset_exists=self.ctx.cluster.daemonset_exists,
+            )
+            if cls.protected:  # a protected pod appeared after the wait: wait again, evict nothing
+                self.phase = "wait"
+                self._waiting_logged = False
+                return self._phase_wait()
+            if cls.blockers:
+                detail = "; ".join(f"{p.ref}: {why}" for p, why in cls.blockers)
+                return self._fail("DrainRefused", f"drain refused before any eviction: {detail}",
+                                  keep_cordon=False)
+            for p in cls.to_remove:
+                self._evictions[f"{p.namespace}/{p.name}"] = _EvictTrack(p)
+            if not self._evictions:
+                return self._drained()
+        for ref, tr in sorted(self._evictions.items()):
+            if tr.evicted or tr.gone or tr.next_try > now:
+                continue
+            try:
+                self.ctx.cluster.evict_pod(tr.pod.namespace, tr.pod.name, tr.pod.uid, opts.gracePeriodSeconds)
+                tr.evicted = True
+                self._event("evict", ref)
+            except (NotFoundError, ConflictError):
+                tr.gone = True
+            except TooManyRequestsError as e:
+                tr.attempts += 1
+                tr.last_error = e.message
+                wait = opts.evictionRetrySeconds if e.disruption_budget else max(
+                    opts.evictionRetrySeconds, e.retry_after or 0)
+                tr.next_try = now + wait
+            except ServerError as e:
+                pdbs = [b.ref for b in self.ctx.cluster.list_pdbs() if b.selects(tr.pod)]
+                return self._fail(
+                    "MultiplePDBs",
+                    f"eviction of {ref} refused: {e.message} PodDisruptionBudgets: {', '.join(pdbs) or 'unknown'}",
+                    keep_cordon=True,
+                )
+            except ForbiddenError as e:
+                if e.reason == "NamespaceTerminating":
+                    tr.next_try = now + opts.evictionRetrySeconds
+                    continue
+                return self._fail("Forbidden", f"eviction of {ref} forbidden: {e.message}", keep_cordon=True)
+        # drained = every evicted pod is gone (404 or a new UID), not "eviction accepted"
+        for tr in self._evictions.values():
+            if tr.evicted and not tr.gone:
+                cur = self.ctx.cluster.get_pod(tr.pod.namespace, tr.pod.name)
+                if cur is None or cur.uid != tr.pod.uid:
+                    tr.gone = True
+                elif (
+                    opts.skipWaitForDeleteTimeoutSeconds
+                    and cur.deletion_ts is not None
+                    and self.ctx.wall() - cur.deletion_ts > opts.skipWaitForDeleteTimeoutSeconds
+                ):
+                    tr.gone = True
+        pending = [tr for tr in self._evictions.values() if not tr.gone]
+        if not pending:
+            return self._drained()
+        since = self.inflight.since if self.inflight and self.inflight.phase == "drain" else self._since
+        if now - since >= opts.timeoutSeconds:
+            parts = []
+            pdbs = self.ctx.cluster.list_pdbs()
+            for tr in pending:
+                covering = [f"{b.ref} (allowed {b.disruptions_allowed})" for b in pdbs if b.selects(tr.pod)]
+                why = "still terminating" if tr.evicted else (tr.last_error or "not evicted")
+                parts.append(f"{tr.pod.ref}: {why}" + (f"; PodDisruptionBudget {', '.join(covering)}" if covering else ""))
+            return self._fail("DrainTimeout", f"drain timed out after {opts.timeoutSeconds} s: " + "; ".join(parts),
+                              keep_cordon=True)
+        nxt = [tr.next_try for tr in pending if not tr.evicted]
+        wake = min([*nxt, now + self.ctx.poll_seconds]) if nxt else now + min(self.ctx.poll_seconds, 1.0)
+        return max(wake, now + 0.001)
+
+    def _drained(self) -> float | None:
+        # S11: someone uncordoned the node during the drain: re-cordon and drain again (bounded)
+        node = self._read()
+        if self.owns_cordon and not node.unschedulable:
+            self._recordons += 1
+            if self._recordons > MAX_RECORDONS:
+                return self._fail("ExternallyUncordoned",
+                                  f"node was uncordoned by someone else {self._recordons} times during the drain")
+            self._patch(unschedulable=True)
+            self._event("cordon", "re-cordoned: the node was uncordoned by someone else during the drain")
+            self._evictions.clear()
+            return self._now()
+        self._event("drained", f"{len(self._evictions)} pods gone")
+        self._patch(annotations={inflight_key(self.recipe.name): self._inflight("stages")})
+        self.phase = "stages"
+        return self._phase_stages()
+
+    # ------------------------------------------------------------------ stages
+    def _build_runs(self, steps: tuple[Step, ...] | list[Step]) -> list[_StageRun]:
+        runs = []
+        for st in steps:
+            if st.action in ("uninstall",):
+                version = st.from_ or ""
+            else:
+                version = st.to or ""
+            key = f"{st.package}|{version}"
+            pkg = self.recipe.packages.get(st.package)
+            stages = [s for s in st.stages if s != "post-interrupt"]
+            if pkg is not None and pkg.version == version:
+                pull = pkg.pull_ref
+            else:
+                old = self.state.get(key)
+                pull = (f"{old.image}@{old.containerSHA}" if old and old.containerSHA else
+                        f"{old.image}:{version}" if old else f"{st.package}:{version}")
+            run = _StageRun(step=st, key=key, version=version, pull_ref=pull, stages=stages)
+            entry = self.state.get(key)
+            # resume inside a step: skip the stages the node already recorded complete
+            if entry is not None and entry.stage in stages:
+                idx = stages.index(entry.stage)
+                run.index = idx + 1 if entry.state == "complete" else idx
+                run.attempt = entry.restarts + 1
+                if entry.state == "in_progress":
+                    run.running = True  # the stage pod may exist already: look before starting
+            if run.index >= len(stages):
+                run.done = True
+            runs.append(run)
+        return runs
+
+    def _spec(self, run: _StageRun, stage: str, interrupt: Interrupt | None = None) -> StageSpec:
+        pkg: Package | None = self.recipe.packages.get(run.step.package)
+        same = pkg is not None and pkg.version == run.version
+        grace = None
+        if same and pkg is not None and pkg.gracefulShutdown:
+            from reconciler.model.recipe import parse_duration
+
+            grace = int(parse_duration(pkg.gracefulShutdown))
+        return StageSpec(
+            recipe=self.recipe.name,
+            node=self.name,
+            package=run.step.package,
+            version=run.version,
+            stage=stage,
+            pull_ref=run.pull_ref,
+            run_id=self.ctx.run_id,
+            attempt=run.attempt,
+            config_map=dict(pkg.configMap) if same and pkg is not None else {},
+            env=pkg.env if same and pkg is not None else (),
+            resources=pkg.resources if same and pkg is not None else None,
+            grace_seconds=grace,
+            interrupt=interrupt,
+            tolerations=self._tolerations(),
+            agent_image=(pkg.agentImageOverride if same and pkg is not None else None) or self.ctx.agent_image,
+            timeout_seconds=self.recipe.timeouts.stage,
+        )
+
+    def _tolerations(self) -> tuple[Toleration, ...]:
+        base = (
+            Toleration(key=UNSCHEDULABLE_TAINT_KEY, operator="Exists"),
+            Toleration(key=RUNTIME_REQUIRED_TAINT_KEY, operator="Exists"),
+        )
+        return base + tuple(self.recipe.additionalTolerations)
+
+    def _phase_stages(self) -> float | None:
+        if not self._runs and self.plan.steps:
+            self._runs = self._build_runs(self.plan.steps)
+        return self._drive(self._runs, self._stages_done)
+
+    def _stages_done(self) -> float | None:
+        if self.plan.interrupt is not None:
+            self.phase = "interrupt"
+            return self._phase_interrupt()
+        self.phase = "finish"
+        return self._phase_finish()
+
+    def _drive(self, runs: list[_StageRun], on_done: Callable[[], float | None]) -> float | None:
+        """Advance every runnable step (its ``after`` packages done) by its stages, in parallel."""
+        now = self._now()
+        done_pkgs = {r.step.package for r in runs if r.done}
+        wakes: list[float] = []
+        for run in runs:
+            if run.done:
+                continue
+            if any(dep not in done_pkgs for dep in run.step.after if any(r.step.package == dep for r in runs)):
+                continue
+            if run.retry_at is not None and run.retry_at > now:
+                wakes.append(run.retry_at)
+                continue
+            w = self._drive_one(run)
+            if self.outcome is not Outcome.RUNNING:
+                return None
+            if w is not None:
+                wakes.append(w)
+        if all(r.done for r in runs):
+            return on_done()
+        if any(r.done for r in runs) and not wakes:
+            return now  # a dependency finished: start its dependents now
+        return min(wakes) if wakes else now + self.ctx.poll_seconds
+
+    def _drive_one(self, run: _StageRun) -> float | None:
+        now = self._now()
+        stage = run.stages[run.index]
+        spec = self._spec(run, stage)
+        if not run.running:
+            self._set_entry(run.key, run.step.package, run.version, stage, "in_progress", run.step,
+                            restarts=run.attempt - 1)
+            self._patch(annotations={state_key(self.recipe.name): self._state_annotation()})
+            self.ctx.cluster.start_stage(spec)
+            run.running, run.started, run.retry_at = True, now, None
+            self._event("stage-start", f"{run.step.package} {run.version} {stage} (attempt {run.attempt})")
+            return now + self.ctx.poll_seconds
+        st = self.ctx.cluster.stage_status(spec)
+        if run.started is None:
+            run.started = st.started if st.started is not None else now
+        if st.phase == "missing":
+            self.ctx.cluster.start_stage(spec)
+            run.started = now
+            return now + self.ctx.poll_seconds
+        if st.phase == "succeeded":
+            return self._stage_succeeded(run, spec)
+        pull_stuck = st.phase == "pending" and st.reason in IMAGE_PULL_REASONS and now - run.started >= self.ctx.image_pull_grace
+        timed_out = now - run.started >= self.recipe.timeouts.stage
+        if st.phase == "failed" or pull_stuck or timed_out:
+            reason = st.reason or ("StageTimeout" if timed_out else "Error")
+            if timed_out and st.phase != "failed":
+                reason = "StageTimeout" if not pull_stuck else st.reason
+            return self._stage_failed(run, spec, st.exit_code, reason, st.log_tail)
+        limit = run.started + self.recipe.timeouts.stage
+        pull_limit = run.started + self.ctx.image_pull_grace if st.phase == "pending" else limit
+        return min(now + self.ctx.poll_seconds, limit, pull_limit)
+
+    def _stage_succeeded(self, run: _StageRun, spec: StageSpec) -> float | None:
+        stage = run.stages[run.index]
+        self._event("stage-end", f"{run.step.package} {run.version} {stage} ok")
+        name = self.recipe.name
+        ann: dict[str, str | None] = {}
+        if stage == "uninstall":
+            self.state.pop(run.key, None)
+            digests = parse_config_digests((self.node.annotations if self.node else {}).get(config_key(name)))
+            if digests.pop(run.step.package, None) is not None:
+                ann[config_key(name)] = dump_config_digests(digests)
+        else:
+            self._set_entry(run.key, run.step.package, run.version, stage, "complete", run.step, restarts=0)
+        if stage == "upgrade":  # other versions of the package are replaced (semantics §2.3)
+            for k in [k for k in self.state if k.startswith(f"{run.step.package}|") and k != run.key]:
+                del self.state[k]
+        pkg = self.recipe.packages.get(run.step.package)
+        if stage == "config" and pkg is not None and pkg.version == run.version:
+            digests = parse_config_digests((self.node.annotations if self.node else {}).get(config_key(name)))
+            digests[pkg.name] = config_digest(pkg)
+            ann[config_key(name)] = dump_config_digests(digests)
+        run.index += 1
+        run.attempt = 1
+        run.running = False
+        if run.index >= len(run.stages):
+            run.done = True
+        ann[state_key(name)] = self._state_annotation()
+        self._patch(annotations=ann)
+        self.ctx.cluster.delete_stage(spec)
+        return self._now()
+
+    def _stage_failed(self, run: _StageRun, spec: StageSpec, code: int | None, reason: str, tail: str) -> float | None:
+        stage = run.stages[run.index]
+        now = self._now()
+        retries = self.recipe.timeouts.stageRetries
+        self._set_entry(run.key, run.step.package, run.version, stage, "erroring", run.step, restarts=run.attempt)
+        self._patch(annotations={state_key(self.recipe.name): self._state_annotation()})
+        if run.attempt <= retries:
+            delay = min(300.0, self.recipe.timeouts.retryBackoff * (2 ** (run.attempt - 1)))
+            self._event("stage-retry", f"{run.step.package} {stage} failed (exit {code}, {reason}); retry in {delay:.0f} s")
+            run.attempt += 1
+            run.running = False
+            run.retry_at = now + delay
+            return run.retry_at
+        return self._fail(
+            reason if reason in ("StageTimeout", *IMAGE_PULL_REASONS) else "StageFailed",
+            f"{run.step.package} {run.version} {stage} failed after {run.attempt} attempt(s): "
+            f"exit code {code}, {reason}",
+            keep_cordon=True,
+            stage=stage,
+            package=run.step.package,
+            exit_code=code,
+            log_tail=tail,
+        )
+
+    # ------------------------------------------------------------------ interrupt
+    def _owner_package(self, interrupt: Interrupt) -> Step | None:
+        holders = [s for s in self.plan.steps if s.interrupt is not None and s.interrupt.type == interrupt.type]
+        pool = holders or [s for s in self.plan.steps if s.interrupt is not None] or list(self.plan.steps)
+        return sorted(pool, key=lambda s: s.package)[0] if pool else None
+
+    def _interrupt_packages(self) -> tuple[str, ...]:
+        return tuple(sorted(s.package for s in self.plan.steps if s.interrupt is not None))
+
+    def _phase_interrupt(self) -> float | None:
+        now = self._now()
+        fl = self.inflight
+        node = self._read()
+        if fl is None or fl.phase != "interrupt" or fl.requestedAt is None:
+            interrupt = self.plan.interrupt
+            if interrupt is None:
+                self.phase = "finish"
+                return self._phase_finish()
+            if not self.recipe.nodeSelector.matches(node.labels):
+                return self._leave("node no longer matches the recipe's nodeSelector (before the interrupt)")
+            if self.plan.cordon and not node.unschedulable:
+                # S11: never interrupt a node that is not cordoned
+                self._patch(unschedulable=True)
+                self._event("cordon", "re-cordoned before the interrupt")
+                self.phase = "drain"
+                self._evictions.clear()
+                return self._now()
+            pkgs = self._interrupt_packages()
+            for s in self.plan.steps:
+                if s.package in pkgs and s.to:
+                    self._set_entry(f"{s.package}|{s.to}", s.package, s.to, "interrupt", "in_progress", s)
+            ann = {
+                inflight_key(self.recipe.name): self._inflight(
+                    "interrupt",
+                    interrupt=interrupt.model_dump(mode="json"),
+                    interruptPackages=pkgs,
+                    bootID=node.boot_id,
+                    requestedAt=now,
+                ),
+                state_key(self.recipe.name): self._state_annotation(),
+            }
+            self._patch(annotations=ann)
+            fl = self.inflight
+            assert fl is not None
+            spec = self._interrupt_stage(interrupt)
+            self.ctx.cluster.start_stage(spec)
+            self._event("interrupt", f"{interrupt.type}" + (f" {','.join(interrupt.services)}" if interrupt.services else ""))
+            return now + self.ctx.poll_seconds
+        interrupt = Interrupt.model_validate(fl.interrupt) if fl.interrupt else self.plan.interrupt
+        if interrupt is None:
+            self.phase = "post"
+            return self._now()
+        spec = self._interrupt_stage(interrupt)
+        if interrupt.type == "reboot":
+            if node.boot_id and fl.bootID and node.boot_id != fl.bootID and node.ready is True:
+                self._event("rebooted", f"bootID {fl.bootID[:8]} -> {node.boot_id[:8]}")
+                return self._interrupt_done(spec)
+            st = self.ctx.cluster.stage_status(spec)
+            if st.phase == "missing" and node.boot_id == fl.bootID and node.ready is True:
+                # the request never reached the node (we stopped between the record and the pod)
+                self.ctx.cluster.start_stage(spec)
+            assert fl.requestedAt is not None
+            if now - fl.requestedAt >= self.recipe.timeouts.reboot:
+                return self._fail("RebootTimeout",
+                                  f"node did not come back from the reboot within {self.recipe.timeouts.reboot} s "
+                                  f"(bootID still {node.boot_id[:8] or 'unknown'}, Ready={node.ready})",
+                                  keep_cordon=True, stage="interrupt")
+            return min(now + self.ctx.poll_seconds, fl.requestedAt + self.recipe.timeouts.reboot)
+        st = self.ctx.cluster.stage_status(spec)
+        if st.phase == "missing":
+            self.ctx.cluster.start_stage(spec)
+            return now + self.ctx.poll_seconds
+        if st.phase == "succeeded":
+            return self._interrupt_done(spec)
+        assert fl.requestedAt is not None
+        if st.phase == "failed" or now - fl.requestedAt >= self.recipe.timeouts.stage:
+            return self._fail("InterruptFailed", f"{interrupt.type} interrupt failed: exit {st.exit_code} {st.reason}",
+                              keep_cordon=True, stage="interrupt", exit_code=st.exit_code, log_tail=st.log_tail)
+        return now + self.ctx.poll_seconds
+
+    def _interrupt_stage(self, interrupt: Interrupt) -> StageSpec:
+        owner = self._owner_package(interrupt)
+        pkg = self.recipe.packages.get(owner.package) if owner else None
+        fake = _StageRun(
+            step=owner or Step(package="node", action="reconfigure", stages=(), reason="interrupt"),
+            key="",
+            version=(pkg.version if pkg else ""),
+            pull_ref=(pkg.pull_ref if pkg else ""),
+            stages=["interrupt"],
+        )
+        return self._spec(fake, "interrupt", interrupt)
+
+    def _interrupt_done(self, spec: StageSpec) -> float | None:
+        fl = self.inflight
+        pkgs = fl.interruptPackages if fl else ()
+        for s in self.plan.steps:
+            if s.package in pkgs and s.to:
+                self._set_entry(f"{s.package}|{s.to}", s.package, s.to, "interrupt", "complete", s)
+        self._patch(annotations={
+            inflight_key(self.recipe.name): self._inflight("post-interrupt"),
+            state_key(self.recipe.name): self._state_annotation(),
+        })
+        self.ctx.cluster.delete_stage(spec)
+        self.phase = "post"
+        return self._now()
+
+    def _phase_post(self) -> float | None:
+        if not self._runs or self._runs[0].stages != ["post-interrupt"]:
+            if self.node is None or self.inflight is None:
+                self._read()
+            pkgs = self.inflight.interruptPackages if self.inflight else self._interrupt_packages()
+            steps = [s for s in self.plan.steps if s.package in pkgs and s.to]
+            self._runs = []
+            for s in steps:
+                run = self._build_runs([s.model_copy(update={"stages": ("post-interrupt",), "after": ()})])[0]
+                run.stages = ["post-interrupt"]
+                entry = self.state.get(run.key)
+                run.index, run.done, run.running, run.attempt = 0, False, False, 1
+                if entry is not None and entry.stage == "post-interrupt":
+                    run.done = entry.state == "complete"
+                    run.running = entry.state == "in_progress"
+                    run.attempt = entry.restarts + 1
+                self._runs.append(run)
+        return self._drive(self._runs, self._post_done)
+
+    def _post_done(self) -> float | None:
+        self.phase = "finish"
+        return self._phase_finish()
+
+    # ------------------------------------------------------------------ endings
+    def _phase_finish(self) -> float | None:
+        node = self._read()
+        if node.ready is not True:
+            return self._fail("NodeNotReady", "node is not Ready at the end of its lifecycle; it stays cordoned",
+                              keep_cordon=True)
+        name = self.recipe.name
+        ann: dict[str, str | None] = {
+            inflight_key(name): None,
+            failure_key(name): None,
+            cordon_key(name): None,
+            status_key(name): "complete",
+            state_key(name): self._state_annotation(),
+        }
+        uncordon = self.owns_cordon and node.unschedulable
+        taints = None
+        if self.recipe.runtimeRequired and any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints):
+            taints = tuple(t for t in node.taints if t.key != RUNTIME_REQUIRED_TAINT_KEY)
+        self._patch(annotations=ann, labels={status_key(name): "complete"},
+                    unschedulable=False if uncordon else None, taints=taints)
+        if uncordon:
+            self._event("uncordon")
+        self.owns_cordon = False
+        if any(c for c in [self._had_failure_condition(node)]):
+            self.ctx.cluster.set_node_condition(self.name, condition_type(name, "Erroring"), "False",
+                                                "Complete", f"recipe {name} complete")
+        self.outcome = Outcome.COMPLETE
+        self._event("complete", "untainted runtime-required" if taints is not None else "")
+        return None
+
+    def _had_failure_condition(self, node: NodeInfo) -> bool:
+        return failure_key(self.recipe.name) in node.annotations
+
+    def _fail(
+        self,
+        reason: str,
+        message: str,
+        *,
+        keep_cordon: bool = True,
+        stage: str = "",
+        package: str = "",
+        exit_code: int | None = None,
+        log_tail: str = "",
+    ) -> None:
+        name = self.recipe.name
+        rec = FailureRecord(runId=self.ctx.run_id, reason=reason, stage=stage, package=package,
+                            exitCode=exit_code, message=message[:2000], logTail=log_tail[-2000:])
+        ann: dict[str, str | None] = {failure_key(name): dump_model(rec), status_key(name): "erroring"}
+        unsched: bool | None = None
+        if not keep_cordon:
+            ann[inflight_key(name)] = None
+            if self.owns_cordon:
+                ann[cordon_key(name)] = None
+                unsched = False
+        try:
+            self._patch(annotations=ann, labels={status_key(name): "erroring"}, unschedulable=unsched)
+            if unsched is False:
+                self.owns_cordon = False
+                self._event("uncordon", "released: nothing was disrupted")
+            self.ctx.cluster.set_node_condition(self.name, condition_type(name, "Erroring"), "True", reason,
+                                                message[:1000])
+            self.ctx.cluster.emit_event(self.name, "Failed", f"recipe {name}: {message[:900]}", "Warning")
+        except NotFoundError:
+            pass
+        self.failure = rec
+        self.message = message
+        self.outcome = Outcome.FAILED
+        self._event("failed", f"{reason}: {message}")
+        return None
+
+    def _block(self, message: str) -> None:
+        """Protected pods outlived the wait: release what we hold; retried in a later pass (S09)."""
+        name = self.recipe.name
+        ann: dict[str, str | None] = {inflight_key(name): None, status_key(name): "blocked"}
+        if self.owns_cordon:
+            ann[cordon_key(name)] = None
+        self._patch(annotations=ann, labels={status_key(name): "blocked"},
+                    unschedulable=False if self.owns_cordon else None)
+        if self.owns_cordon:
+            self._event("uncordon", "released while blocked")
+        self.owns_cordon = False
+        self.inflight = None
+        self.message = message
+        self.outcome = Outcome.BLOCKED
+        self._event("blocked", message)
+        return None
+
+    def _leave(self, message: str) -> None:
+        """The node left the selector: finish safely (release our cordon), start nothing new."""
+        name = self.recipe.name
+        ann: dict[str, str | None] = {inflight_key(name): None}
+        if self.owns_cordon:
+            ann[cordon_key(name)] = None
+        if self.inflight is not None or self.owns_cordon:
+            self._patch(annotations=ann, unschedulable=False if self.owns_cordon else None)
+        if self.owns_cordon:
+            self._event("uncordon", "released: node left the selector")
+        self.owns_cordon = False
+        self.message = message
+        self.outcome = Outcome.LEFT
+        self._event("left", message)
+        return None
+
+
+def is_stage_pod(pod: PodInfo) -> bool:
+    """Whether ``pod`` is one of our stage pods."""
+    return pod.labels.get(MANAGED_BY[0]) == MANAGED_BY[1]

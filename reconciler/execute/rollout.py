@@ -1,0 +1,306 @@
+"""Batch-gated rollout of a plan across compartments (semantics-nodewright.md §1.2 with decisions
+(a) and (b)).
+
+Compartments proceed independently. Within one, nodes run in *waves*: a batch of
+``next_batch_size(...)`` nodes starts, the next batch starts when every node of the current one
+has ended. A batch passes when ``floor(succeeded × 100 / size) ≥ batchThreshold`` (blocked nodes
+are left out of ``size`` and retried once at the end of the compartment, S09); consecutive failed
+batches reaching ``failureThreshold`` below ``safetyLimit`` progress halt the compartment. The
+number of nodes we hold disrupted — in progress, or failed and still cordoned by us, including
+nodes left so by an earlier run — never exceeds the budget ceiling: a batch is shrunk to the free
+slots, and a compartment with no free slot and nothing running halts with that reason. A failed
+node is terminal for the run and never freezes its compartment.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.execute.lifecycle import NodeRun, Outcome, RunContext
+from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline
+from reconciler.model.nodestate import cordon_key, failure_key, inflight_key
+from reconciler.model.plan import NodePlan, Plan
+from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
+from reconciler.model.recipe import Recipe
+from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
+from reconciler.ports import Cluster, Clock
+
+log = logging.getLogger(__name__)
+
+
+def new_run_id() -> str:
+    """A fresh run id (``run-`` + 12 hex chars)."""
+    return "run-" + uuid.uuid4().hex[:12]
+
+
+@dataclass
+class _Compartment:
+    name: str
+    strategy: Strategy | None
+    ceiling: int
+    queue: list[str]
+    total: int
+    held: set[str] = field(default_factory=set)  # nodes held cordoned by us outside this run's active set
+    state: BatchState = field(default_factory=BatchState)
+    active: list[NodeRun] = field(default_factory=list)
+    batch: BatchRecord | None = None
+    batches: list[BatchRecord] = field(default_factory=list)
+    halted: str = ""
+    retried_blocked: set[str] = field(default_factory=set)
+
+    @property
+    def done(self) -> bool:
+        return not self.active and (not self.queue or bool(self.halted) or self.state.should_stop)
+
+
+class Rollout:
+    """Carry out ``plan`` for ``recipe`` with ``policy`` on ``cluster``, timed by ``clock``.
+
+    Args:
+        max_seconds: give up waiting after this long (clock seconds); nodes still running are
+            reported as they are (their records stay on the nodes, a later run resumes them).
+        on_event: called with each timeline event (live progress).
+    """
+
+    def __init__(
+        self,
+        recipe: Recipe,
+        policy: DeploymentPolicy,
+        plan: Plan,
+        cluster: Cluster,
+        clock: Clock,
+        *,
+        run_id: str | None = None,
+        wall: Callable[[], float] | None = None,
+        poll_seconds: float = 5.0,
+        max_seconds: float = 7 * 24 * 3600.0,
+        on_event: Callable[[Any], None] | None = None,
+        agent_image: str | None = None,
+    ) -> None:
+        self.recipe, self.policy, self.plan = recipe, policy, plan
+        self.cluster, self.clock = cluster, clock
+        self.run_id = run_id or new_run_id()
+        self.timeline = Timeline(start=clock.now())
+        if on_event:
+            self.timeline.listeners.append(on_event)
+        import time
+
+        self.ctx = RunContext(
+            recipe=recipe,
+            cluster=cluster,
+            clock=clock,
+            run_id=self.run_id,
+            plan_hash=plan.planHash,
+            timeline=self.timeline,
+            wall=wall or time.time,
+            poll_seconds=poll_seconds,
+            agent_image=agent_image,
+        )
+        self.max_seconds = max_seconds
+        self.runs: dict[str, NodeRun] = {}
+        self.max_disrupted: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ setup
+    def _strategy_of(self, name: str) -> Strategy | None:
+        if name == DEFAULT_COMPARTMENT:
+            return self.policy.default.strategy
+        for c in self.policy.compartments:
+            if c.name == name:
+                return c.strategy
+        return None
+
+    def _compartments(self) -> list[_Compartment]:
+        by_name: dict[str, NodePlan] = {n.name: n for n in self.plan.nodes}
+        out = []
+        nodes_now = {n.name: n for n in self.cluster.list_nodes()}
+        for cp in self.plan.compartments:
+            queue = [n for batch in cp.batches for n in batch if n in by_name and by_name[n].steps or
+                     (n in by_name and (by_name[n].interrupt is not None or by_name[n].untaint))]
+            held = set()
+            for node_name, info in nodes_now.items():
+                np = by_name.get(node_name)
+                if np is None or np.compartment != cp.name or node_name in queue:
+                    continue
+                if cordon_key(self.recipe.name) in info.annotations and info.unschedulable:
+                    held.add(node_name)  # failed earlier and still cordoned by us: uses budget
+            out.append(_Compartment(cp.name, self._strategy_of(cp.name), cp.ceiling, queue, len(queue), held))
+        return out
+
+    # ------------------------------------------------------------------ loop
+    def run(self) -> RunResult:
+        """Run to the end (or ``max_seconds``) and return the result document."""
+        comps = self._compartments()
+        start = self.clock.now()
+        while True:
+            for c in comps:
+                self._step_compartment(c)
+            if all(c.done for c in comps):
+                break
+            wakes: list[float] = []
+            for c in comps:
+                for r in c.active:
+                    w = r.advance()
+                    if w is not None:
+                        wakes.append(w)
+                self._collect(c)
+                self._record_budget(c)
+            if all(c.done for c in comps):
+                break
+            now = self.clock.now()
+            if now - start >= self.max_seconds:
+                log.warning("run %s stopped waiting after %.0f s", self.run_id, now - start)
+                break
+            pending_start = any(not c.active and c.queue and not c.halted and not c.state.should_stop for c in comps)
+            if pending_start:
+                continue
+            target = min(wakes) if wakes else now + self.ctx.poll_seconds
+            if target > now:
+                self.clock.wait(target - now)
+        return self._result(comps, self.clock.now() - start)
+
+    def _disrupted(self, c: _Compartment) -> int:
+        active = {r.name for r in c.active if r.holds_cordon}
+        failed_held = {n for n, r in self.runs.items() if r.outcome is Outcome.FAILED and r.holds_cordon
+                       and r.plan.compartment == c.name}
+        return len(active | failed_held | c.held)
+
+    def _record_budget(self, c: _Compartment) -> None:
+        self.max_disrupted[c.name] = max(self.max_disrupted.get(c.name, 0), self._disrupted(c))
+
+    def _step_compartment(self, c: _Compartment) -> None:
+        if c.active or c.halted or c.state.should_stop or not c.queue:
+            return
+        size = next_batch_size(c.strategy, c.ceiling, c.total, c.state)
+        free = c.ceiling - self._disrupted(c)
+        if free <= 0:
+            c.halted = (f"budget exhausted: {self._disrupted(c)} node(s) held cordoned by this recipe "
+                        f"(ceiling {c.ceiling}); fix or reset them to continue")
+            self.timeline.add(self.clock.now(), c.name, "halted", c.halted)
+            return
+        size = min(size, free) if size > 0 else min(1, free)
+        picked: list[str] = []
+        while c.queue and len(picked) < size:
+            name = c.queue.pop(0)
+            picked.append(name)
+        c.batch = BatchRecord(number=len(c.batches) + 1, nodes=picked)
+        c.batches.append(c.batch)
+        self.timeline.add(self.clock.now(), c.name, "batch-start", f"batch {c.batch.number}: {', '.join(picked)}")
+        by_name = {n.name: n for n in self.plan.nodes}
+        for name in picked:
+            run = NodeRun(self.ctx, by_name[name])
+            self.runs[name] = run
+            c.active.append(run)
+            run.advance()
+        self._collect(c)
+        self._record_budget(c)
+
+    def _collect(self, c: _Compartment) -> None:
+        still = [r for r in c.active if r.outcome is Outcome.RUNNING]
+        if len(still) == len(c.active):
+            return
+        c.active = still
+        if still or c.batch is None:
+            return
+        b = c.batch
+        outcomes = [self.runs[n].outcome for n in b.nodes]
+        b.succeeded = sum(o is Outcome.COMPLETE for o in outcomes)
+        b.failed = sum(o is Outcome.FAILED for o in outcomes)
+        b.blocked = sum(o is Outcome.BLOCKED for o in outcomes)
+        counted = b.succeeded + b.failed
+        for n in b.nodes:
+            if self.runs[n].outcome is Outcome.BLOCKED and n not in c.retried_blocked:
+                c.retried_blocked.add(n)
+                c.queue.append(n)  # retried once at the end of the compartment (S09)
+        if counted:
+            c.state = evaluate_batch(c.strategy, c.total, c.state, counted, b.succeeded, b.failed)
+            b.passed = not c.state.last_batch_failed
+        else:
+            b.passed = None
+        self.timeline.add(
+            self.clock.now(), c.name, "batch-end",
+            f"batch {b.number}: {b.succeeded} ok, {b.failed} failed, {b.blocked} blocked"
+            + ("" if b.passed is None else (", passed" if b.passed else ", failed")),
+        )
+        if c.state.should_stop:
+            c.halted = (f"halted after {c.state.consecutive_failures} consecutive failed batch(es) "
+                        f"(failureThreshold reached below safetyLimit)")
+            self.timeline.add(self.clock.now(), c.name, "halted", c.halted)
+        c.batch = None
+
+    # ------------------------------------------------------------------ result
+    def _result(self, comps: list[_Compartment], duration: float) -> RunResult:
+        outcomes: list[NodeOutcome] = []
+        any_failed = False
+        for np in self.plan.nodes:
+            r = self.runs.get(np.name)
+            if r is None:
+                state = "untouched"
+                outcomes.append(NodeOutcome(np.name, "untouched", np.compartment,
+                                            message="not started" if np.steps or np.interrupt else "no changes"))
+                continue
+            o = r.outcome
+            st = {
+                Outcome.COMPLETE: "complete",
+                Outcome.FAILED: "failed",
+                Outcome.BLOCKED: "blocked",
+                Outcome.REMOVED: "removed",
+                Outcome.LEFT: "left",
+                Outcome.RUNNING: "untouched",
+            }[o]
+            if o in (Outcome.FAILED, Outcome.BLOCKED):
+                any_failed = True
+            f = r.failure
+            outcomes.append(
+                NodeOutcome(
+                    np.name,
+                    st,  # type: ignore[arg-type]
+                    np.compartment,
+                    failed_stage=f.stage if f else "",
+                    reason=f.reason if f else "",
+                    message=r.message if o is not Outcome.RUNNING else "still running when the run stopped",
+                    exit_code=f.exitCode if f else None,
+                    log_tail=f.logTail if f else "",
+                )
+            )
+            del state
+        halted = any(c.halted or c.state.should_stop for c in comps)
+        running = any(r.outcome is Outcome.RUNNING for r in self.runs.values())
+        result = "halted" if halted else ("failed" if any_failed or running else "succeeded")
+        comp_docs = [
+            {
+                "name": c.name,
+                "ceiling": c.ceiling,
+                "strategy": c.strategy.kind if c.strategy else "legacy-fixed",
+                "batches": [b.to_dict() for b in c.batches],
+                "halted": bool(c.halted or c.state.should_stop),
+                "haltReason": c.halted,
+                "maxDisrupted": self.max_disrupted.get(c.name, 0),
+                "untouched": list(c.queue),
+            }
+            for c in comps
+        ]
+        return RunResult(
+            run_id=self.run_id,
+            plan_hash=self.plan.planHash,
+            recipe=self.recipe.name,
+            result=result,  # type: ignore[arg-type]
+            nodes=outcomes,
+            compartments=comp_docs,
+            timeline=list(self.timeline.events),
+            duration=duration,
+            writes=getattr(self.cluster, "writes", 0),
+        )
+
+
+def leftover_records(cluster: Cluster, recipe: str) -> dict[str, list[str]]:
+    """Nodes carrying this recipe's cordon, in-flight or failure records (for status and resume)."""
+    out: dict[str, list[str]] = {}
+    for n in cluster.list_nodes():
+        keys = [k for k in (cordon_key(recipe), inflight_key(recipe), failure_key(recipe)) if k in n.annotations]
+        if keys:
+            out[n.name] = keys
+    return out

@@ -1,0 +1,1 @@
+"""Observe the fleet through the ``Cluster`` port into a frozen snapshot."""
