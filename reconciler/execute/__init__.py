@@ -1,0 +1,1 @@
+"""Execute: node lifecycle, drain and batch-gated rollout (talks only to ports)."""
