@@ -95,6 +95,7 @@ class RunContext:
     poll_seconds: float = 5.0
     image_pull_grace: float = 60.0
     agent_image: str | None = None
+    inputs: str = ""
 
 
 @dataclass
@@ -148,7 +149,7 @@ class NodeRun:
     _recordons: int = 0
     _runs: list[_StageRun] = field(default_factory=list)
     _waiting_logged: bool = False
-    _interrupt_spec: StageSpec | None = None
+    lifecycle: str = ""
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -193,7 +194,12 @@ class NodeRun:
 
     def _inflight(self, phase: str, **extra: Any) -> str:
         base = self.inflight.model_dump() if self.inflight else {}
-        base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=self._now())
+        base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=self._now(),
+                    lifecycle=self.lifecycle or self.ctx.run_id)
+        if phase in ("wait", "drain", "stages") and self.plan.interrupt is not None:
+            # the interrupt is owed from the start, so a restart after the stages never loses it
+            base.update(interrupt=self.plan.interrupt.model_dump(mode="json"),
+                        interruptPackages=self._interrupt_packages(), requestedAt=None)
         base.update(extra)
         self.inflight = InFlight.model_validate(base)
         return dump_model(self.inflight)
@@ -263,6 +269,15 @@ class NodeRun:
         if not self.recipe.nodeSelector.matches(node.labels):
             return self._leave("node no longer matches the recipe's nodeSelector")
         fl = self.inflight
+        retry = failure_key(self.recipe.name) in node.annotations
+        if fl is not None and not retry:
+            self.lifecycle = fl.lifecycle or fl.runId
+        else:
+            # a new lifecycle: stage attempts count from 1 again, under new stage pod names
+            self.lifecycle = self.ctx.run_id
+            for k, e in list(self.state.items()):
+                if e.restarts:
+                    self.state[k] = e.model_copy(update={"restarts": 0})
         if fl is not None:
             self._event("resume", f"resuming at {fl.phase} (run {fl.runId})")
             if fl.phase == "interrupt":
@@ -287,13 +302,15 @@ class NodeRun:
         node = self.node or self._read()
         if not self.plan.cordon:
             self._patch(annotations={inflight_key(self.recipe.name): self._inflight("stages"),
-                                     status_key(self.recipe.name): "in_progress"},
+                                     status_key(self.recipe.name): "in_progress",
+                                     state_key(self.recipe.name): self._state_annotation()},
                         labels={status_key(self.recipe.name): "in_progress"})
             self.phase = "stages"
             return self._phase_stages()
         ann: dict[str, str | None] = {
             inflight_key(self.recipe.name): self._inflight("wait"),
             status_key(self.recipe.name): "in_progress",
+            state_key(self.recipe.name): self._state_annotation(),
         }
         if node.unschedulable and not self.owns_cordon:
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
@@ -471,7 +488,7 @@ class NodeRun:
             version=run.version,
             stage=stage,
             pull_ref=run.pull_ref,
-            run_id=self.ctx.run_id,
+            run_id=self.lifecycle or self.ctx.run_id,
             attempt=run.attempt,
             config_map=dict(pkg.configMap) if same and pkg is not None else {},
             env=pkg.env if same and pkg is not None else (),
@@ -530,6 +547,9 @@ class NodeRun:
         now = self._now()
         stage = run.stages[run.index]
         spec = self._spec(run, stage)
+        if not run.running and run.attempt > self.recipe.timeouts.stageRetries + 1:
+            return self._fail("StageFailed", f"{run.step.package} {run.version} {stage} failed {run.attempt - 1} "
+                              "time(s); no attempts left", keep_cordon=True, stage=stage, package=run.step.package)
         if not run.running:
             self._set_entry(run.key, run.step.package, run.version, stage, "in_progress", run.step,
                             restarts=run.attempt - 1)
@@ -593,8 +613,8 @@ class NodeRun:
         now = self._now()
         retries = self.recipe.timeouts.stageRetries
         self._set_entry(run.key, run.step.package, run.version, stage, "erroring", run.step, restarts=run.attempt)
-        self._patch(annotations={state_key(self.recipe.name): self._state_annotation()})
         if run.attempt <= retries:
+            self._patch(annotations={state_key(self.recipe.name): self._state_annotation()})
             delay = min(300.0, self.recipe.timeouts.retryBackoff * (2 ** (run.attempt - 1)))
             self._event("stage-retry", f"{run.step.package} {stage} failed (exit {code}, {reason}); retry in {delay:.0f} s")
             run.attempt += 1
@@ -786,9 +806,13 @@ class NodeRun:
         log_tail: str = "",
     ) -> None:
         name = self.recipe.name
-        rec = FailureRecord(runId=self.ctx.run_id, reason=reason, stage=stage, package=package,
+        rec = FailureRecord(runId=self.ctx.run_id, inputs=self.ctx.inputs, reason=reason, stage=stage, package=package,
                             exitCode=exit_code, message=message[:2000], logTail=log_tail[-2000:])
-        ann: dict[str, str | None] = {failure_key(name): dump_model(rec), status_key(name): "erroring"}
+        ann: dict[str, str | None] = {
+            failure_key(name): dump_model(rec),
+            status_key(name): "erroring",
+            state_key(name): self._state_annotation(),
+        }
         unsched: bool | None = None
         if not keep_cordon:
             ann[inflight_key(name)] = None

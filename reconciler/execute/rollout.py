@@ -22,7 +22,7 @@ from typing import Any
 
 from reconciler.execute.lifecycle import NodeRun, Outcome, RunContext
 from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline
-from reconciler.model.nodestate import cordon_key, failure_key, inflight_key
+from reconciler.model.nodestate import FailureRecord, cordon_key, digest, failure_key, inflight_key, parse_model
 from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
 from reconciler.model.recipe import Recipe
@@ -30,6 +30,14 @@ from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
 from reconciler.ports import Cluster, Clock
 
 log = logging.getLogger(__name__)
+
+
+def inputs_digest(recipe: Recipe, policy: DeploymentPolicy) -> str:
+    """Digest of what a node is changed *to*: the recipe and policy without their file paths."""
+    return digest({
+        "recipe": recipe.model_dump(mode="json", exclude={"source"}),
+        "policy": policy.model_dump(mode="json", exclude={"source"}),
+    })
 
 
 def new_run_id() -> str:
@@ -80,6 +88,7 @@ class Rollout:
         max_seconds: float = 7 * 24 * 3600.0,
         on_event: Callable[[Any], None] | None = None,
         agent_image: str | None = None,
+        retry_failed: bool = False,
     ) -> None:
         self.recipe, self.policy, self.plan = recipe, policy, plan
         self.cluster, self.clock = cluster, clock
@@ -99,7 +108,10 @@ class Rollout:
             wall=wall or time.time,
             poll_seconds=poll_seconds,
             agent_image=agent_image,
+            inputs=inputs_digest(recipe, policy),
         )
+        self.retry_failed = retry_failed
+        self.prefailed: dict[str, FailureRecord] = {}
         self.max_seconds = max_seconds
         self.runs: dict[str, NodeRun] = {}
         self.max_disrupted: dict[str, int] = {}
@@ -118,12 +130,22 @@ class Rollout:
         out = []
         nodes_now = {n.name: n for n in self.cluster.list_nodes()}
         for cp in self.plan.compartments:
-            queue = [n for batch in cp.batches for n in batch if n in by_name and by_name[n].steps or
-                     (n in by_name and (by_name[n].interrupt is not None or by_name[n].untaint))]
+            queue = []
+            for n in (n for batch in cp.batches for n in batch if n in by_name):
+                rec = parse_model(FailureRecord, nodes_now[n].annotations.get(failure_key(self.recipe.name))) \
+                    if n in nodes_now else None
+                if rec is not None and rec.inputs == self.ctx.inputs and not self.retry_failed:
+                    self.prefailed[n] = rec  # failed earlier with these very inputs: left failed
+                    continue
+                queue.append(n)
             held = set()
             for node_name, info in nodes_now.items():
                 np = by_name.get(node_name)
                 if np is None or np.compartment != cp.name or node_name in queue:
+                    continue
+                if node_name in self.prefailed:
+                    if cordon_key(self.recipe.name) in info.annotations and info.unschedulable:
+                        held.add(node_name)
                     continue
                 if cordon_key(self.recipe.name) in info.annotations and info.unschedulable:
                     held.add(node_name)  # failed earlier and still cordoned by us: uses budget
@@ -237,8 +259,15 @@ class Rollout:
         any_failed = False
         for np in self.plan.nodes:
             r = self.runs.get(np.name)
+            if r is None and np.name in self.prefailed:
+                f0 = self.prefailed[np.name]
+                any_failed = True
+                outcomes.append(NodeOutcome(
+                    np.name, "failed", np.compartment, failed_stage=f0.stage, reason=f0.reason,
+                    message=f"failed in run {f0.runId} with the same inputs (not retried; use --retry-failed): "
+                    f"{f0.message}", exit_code=f0.exitCode, log_tail=f0.logTail))
+                continue
             if r is None:
-                state = "untouched"
                 outcomes.append(NodeOutcome(np.name, "untouched", np.compartment,
                                             message="not started" if np.steps or np.interrupt else "no changes"))
                 continue
@@ -266,7 +295,6 @@ class Rollout:
                     log_tail=f.logTail if f else "",
                 )
             )
-            del state
         halted = any(c.halted or c.state.should_stop for c in comps)
         running = any(r.outcome is Outcome.RUNNING for r in self.runs.values())
         result = "halted" if halted else ("failed" if any_failed or running else "succeeded")

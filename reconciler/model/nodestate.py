@@ -174,12 +174,15 @@ class InFlight(Frozen):
     stage follows the interrupt. ``bootID``: the node's bootID recorded *before* a reboot was
     requested (reboot done = bootID changed, decision (f)). ``requestedAt``: clock seconds when
     the interrupt was requested. ``since``: clock seconds when this phase started (wait/drain
-    timeouts survive a restart). ``runId``/``planHash``: who wrote it.
+    timeouts survive a restart). ``runId``/``planHash``: who wrote it last. ``lifecycle``: the run
+    id that started this node's lifecycle; kept across resumed runs, it names the stage pods, so a
+    resumed run finds the pods of the run it continues and never collides with older ones.
     """
 
     runId: str
     planHash: str
     phase: Phase
+    lifecycle: str = ""
     since: float = 0.0
     interrupt: dict[str, Any] | None = None
     interruptPackages: tuple[str, ...] = ()
@@ -196,10 +199,13 @@ class CordonRecord(Frozen):
 
 class FailureRecord(Frozen):
     """Value of :func:`failure_key`: why the node failed in a run (kept until a later run
-    succeeds on the node or the node is reset)."""
+    succeeds on the node or the node is reset). ``inputs`` is the digest of the recipe and policy
+    the node failed with: a later run with the same inputs leaves the node failed (it does not
+    hammer a broken node) unless asked to retry failed nodes."""
 
     runId: str
     reason: str
+    inputs: str = ""
     stage: str = ""
     package: str = ""
     exitCode: int | None = None

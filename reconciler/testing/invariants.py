@@ -1,0 +1,121 @@
+"""Invariants every rollout must keep, checked from the outside (the simulated fleet's record of
+writes and the run's timeline), for tests and fault-injection sweeps.
+
+Use :class:`Watch` around a :class:`~reconciler.adapters.sim.SimFleet` before a run; it records,
+after every write, which nodes are held cordoned by a recipe, and every eviction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.adapters.sim import SimFleet
+from reconciler.execute.timeline import Event
+from reconciler.model.nodestate import cordon_key, failure_key
+from reconciler.model.recipe import Recipe
+
+
+@dataclass
+class Watch:
+    """Observes a simulated fleet write by write.
+
+    ``max_held[compartment]`` is the most nodes held cordoned by the recipe at once (node →
+    compartment from ``compartments``); ``evicted`` lists ``ns/name`` of every accepted eviction
+    with the pod's labels at that moment.
+    """
+
+    sim: SimFleet
+    recipe: str
+    compartments: Mapping[str, str]
+    max_held: dict[str, int] = field(default_factory=dict)
+    evicted: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        orig_patch = self.sim.patch_node
+        orig_evict = self.sim.evict_pod
+
+        def patch_node(name: str, **kw: Any) -> Any:
+            out = orig_patch(name, **kw)
+            self._count()
+            return out
+
+        def evict_pod(namespace: str, name: str, uid: str, grace: int | None) -> None:
+            pod = self.sim.get_pod(namespace, name)
+            labels = dict(pod.labels) if pod else {}
+            orig_evict(namespace, name, uid, grace)
+            self.evicted.append((f"{namespace}/{name}", labels))
+
+        self.sim.patch_node = patch_node  # type: ignore[method-assign]
+        self.sim.evict_pod = evict_pod  # type: ignore[method-assign]
+        self._count()
+
+    def held(self) -> dict[str, list[str]]:
+        """Compartment → nodes currently unschedulable with this recipe's cordon record."""
+        out: dict[str, list[str]] = {}
+        for n in self.sim.list_nodes():
+            if n.unschedulable and cordon_key(self.recipe) in n.annotations:
+                out.setdefault(self.compartments.get(n.name, "?"), []).append(n.name)
+        return out
+
+    def _count(self) -> None:
+        for comp, nodes in self.held().items():
+            self.max_held[comp] = max(self.max_held.get(comp, 0), len(nodes))
+
+
+def check_budget(watch: Watch, ceilings: Mapping[str, int]) -> list[str]:
+    """Violations of "never more nodes held cordoned than the ceiling" (decision (a))."""
+    return [
+        f"compartment {c}: {n} nodes held cordoned at once > ceiling {ceilings[c]}"
+        for c, n in watch.max_held.items()
+        if c in ceilings and n > ceilings[c]
+    ]
+
+
+def check_protected(watch: Watch, recipe: Recipe) -> list[str]:
+    """Violations of "no protected pod is ever evicted"."""
+    sel = recipe.podNonInterruptLabels
+    if sel is None or sel.is_empty():
+        return []
+    return [f"protected pod {ref} was evicted" for ref, labels in watch.evicted if sel.matches(labels)]
+
+
+def check_cordons(sim: SimFleet, recipe: str, failed_nodes: Iterable[str]) -> list[str]:
+    """Violations of "every node we cordoned is uncordoned or recorded failed"."""
+    failed = set(failed_nodes)
+    out = []
+    for n in sim.list_nodes():
+        if cordon_key(recipe) in n.annotations:
+            if n.name not in failed and failure_key(recipe) not in n.annotations:
+                out.append(f"node {n.name} is cordoned by {recipe} without a failure record")
+        if n.unschedulable and cordon_key(recipe) not in n.annotations and n.name in failed:
+            pass  # someone else's cordon: fine
+    return out
+
+
+def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -> list[str]:
+    """Violations of "stages in dependency order" and "at most one interrupt per node per run".
+
+    ``deps``: package → packages it depends on (the recipe's ``dependsOn`` names).
+    """
+    out: list[str] = []
+    started: dict[str, dict[str, float]] = {}
+    ended: dict[str, dict[str, float]] = {}
+    interrupts: dict[str, int] = {}
+    for ev in events:
+        if ev.event == "stage-start":
+            pkg = ev.detail.split()[0]
+            started.setdefault(ev.node, {}).setdefault(pkg, ev.t)
+        elif ev.event == "stage-end":
+            pkg = ev.detail.split()[0]
+            ended.setdefault(ev.node, {})[pkg] = ev.t
+        elif ev.event == "interrupt":
+            interrupts[ev.node] = interrupts.get(ev.node, 0) + 1
+    for node, starts in started.items():
+        for pkg, t in starts.items():
+            for dep in deps.get(pkg, ()):
+                if dep in starts and ended.get(node, {}).get(dep, float("inf")) > t:
+                    out.append(f"{node}: {pkg} started at {t} before its dependency {dep} ended")
+    out += [f"{n}: {k} interrupts in one run" for n, k in interrupts.items() if k > 1]
+    return out
