@@ -29,8 +29,10 @@ class StageSpec:
 
     ``stage`` is one of apply, config, upgrade, uninstall, post-interrupt, interrupt,
     uninstall-interrupt; the check (``<stage>-check``) runs in the same pod after the stage.
-    ``attempt`` (1-based) is part of the pod name so a retry never collides with a failed pod kept
-    for its logs. ``interrupt`` is set for interrupt stages (the merged interrupt).
+    ``attempt`` (1-based) and ``run_id`` (the id of the run that started the node's lifecycle) are
+    part of the pod name, so a retry never collides with a failed pod kept for its logs and a
+    resumed run finds the pods of the lifecycle it continues. ``interrupt`` is set for interrupt
+    stages (the merged interrupt).
     ``pull_ref`` is ``image@sha256:…`` or ``image:version``.
     """
 
@@ -55,7 +57,9 @@ class StageSpec:
     def pod_name(self) -> str:
         """Deterministic DNS-1123 name (≤ 63 chars): readable prefix + 8 hex of a digest of the
         identifying fields (NodeWright names stage pods the same way, semantics §3.1)."""
-        ident = f"{self.recipe}|{self.package}|{self.version}|{self.stage}|{self.node}|{self.attempt}"
+        ident = "|".join(
+            (self.recipe, self.package, self.version, self.stage, self.node, str(self.attempt), self.run_id)
+        )
         h = hashlib.sha256(ident.encode()).hexdigest()[:8]
         base = re.sub(r"[^a-z0-9-]+", "-", f"{self.recipe}-{self.package}-{self.stage}-{self.node}".lower())
         return f"{base[:53].strip('-')}-{h}"

@@ -143,7 +143,6 @@ def _summary(console: Console, r: RunResult) -> None:
         ok = sum(b["succeeded"] for b in c["batches"])
         failed = sum(b["failed"] for b in c["batches"])
         blocked = sum(b["blocked"] for b in c["batches"])
-        t.add_column if False else None
         t.add_row(c["name"], str(len(c["batches"])), str(ok), str(failed), str(blocked),
                   c["haltReason"] or ("yes" if c["halted"] else "no"))
     console.print(t)

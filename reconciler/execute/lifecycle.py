@@ -57,7 +57,7 @@ from reconciler.model.observed import NodeInfo, PodInfo
 from reconciler.model.plan import NodePlan, Step
 from reconciler.model.recipe import Interrupt, Package, Recipe
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
-from reconciler.ports import Cluster, Clock, StageSpec
+from reconciler.ports import Clock, Cluster, StageSpec
 
 log = logging.getLogger(__name__)
 
@@ -400,9 +400,7 @@ class NodeRun:
         for tr in self._evictions.values():
             if tr.evicted and not tr.gone:
                 cur = self.ctx.cluster.get_pod(tr.pod.namespace, tr.pod.name)
-                if cur is None or cur.uid != tr.pod.uid:
-                    tr.gone = True
-                elif (
+                if cur is None or cur.uid != tr.pod.uid or (
                     opts.skipWaitForDeleteTimeoutSeconds
                     and cur.deletion_ts is not None
                     and self.ctx.wall() - cur.deletion_ts > opts.skipWaitForDeleteTimeoutSeconds
@@ -418,7 +416,8 @@ class NodeRun:
             for tr in pending:
                 covering = [f"{b.ref} (allowed {b.disruptions_allowed})" for b in pdbs if b.selects(tr.pod)]
                 why = "still terminating" if tr.evicted else (tr.last_error or "not evicted")
-                parts.append(f"{tr.pod.ref}: {why}" + (f"; PodDisruptionBudget {', '.join(covering)}" if covering else ""))
+                pdb_text = f"; PodDisruptionBudget {', '.join(covering)}" if covering else ""
+                parts.append(f"{tr.pod.ref}: {why}{pdb_text}")
             return self._fail("DrainTimeout", f"drain timed out after {opts.timeoutSeconds} s: " + "; ".join(parts),
                               keep_cordon=True)
         nxt = [tr.next_try for tr in pending if not tr.evicted]
@@ -567,7 +566,9 @@ class NodeRun:
             return now + self.ctx.poll_seconds
         if st.phase == "succeeded":
             return self._stage_succeeded(run, spec)
-        pull_stuck = st.phase == "pending" and st.reason in IMAGE_PULL_REASONS and now - run.started >= self.ctx.image_pull_grace
+        pull_stuck = (
+            st.phase == "pending" and st.reason in IMAGE_PULL_REASONS and now - run.started >= self.ctx.image_pull_grace
+        )
         timed_out = now - run.started >= self.recipe.timeouts.stage
         if st.phase == "failed" or pull_stuck or timed_out:
             reason = st.reason or ("StageTimeout" if timed_out else "Error")
@@ -616,7 +617,9 @@ class NodeRun:
         if run.attempt <= retries:
             self._patch(annotations={state_key(self.recipe.name): self._state_annotation()})
             delay = min(300.0, self.recipe.timeouts.retryBackoff * (2 ** (run.attempt - 1)))
-            self._event("stage-retry", f"{run.step.package} {stage} failed (exit {code}, {reason}); retry in {delay:.0f} s")
+            self._event(
+                "stage-retry", f"{run.step.package} {stage} failed (exit {code}, {reason}); retry in {delay:.0f} s"
+            )
             run.attempt += 1
             run.running = False
             run.retry_at = now + delay
@@ -678,7 +681,8 @@ class NodeRun:
             assert fl is not None
             spec = self._interrupt_stage(interrupt)
             self.ctx.cluster.start_stage(spec)
-            self._event("interrupt", f"{interrupt.type}" + (f" {','.join(interrupt.services)}" if interrupt.services else ""))
+            services = f" {','.join(interrupt.services)}" if interrupt.services else ""
+            self._event("interrupt", f"{interrupt.type}{services}")
             return now + self.ctx.poll_seconds
         interrupt = Interrupt.model_validate(fl.interrupt) if fl.interrupt else self.plan.interrupt
         if interrupt is None:

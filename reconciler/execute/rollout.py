@@ -22,12 +22,19 @@ from typing import Any
 
 from reconciler.execute.lifecycle import NodeRun, Outcome, RunContext
 from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline
-from reconciler.model.nodestate import FailureRecord, cordon_key, digest, failure_key, inflight_key, parse_model
+from reconciler.model.nodestate import (
+    FailureRecord,
+    cordon_key,
+    digest,
+    failure_key,
+    inflight_key,
+    parse_model,
+)
 from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
 from reconciler.model.recipe import Recipe
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
-from reconciler.ports import Cluster, Clock
+from reconciler.ports import Clock, Cluster
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +59,7 @@ class _Compartment:
     ceiling: int
     queue: list[str]
     total: int
-    held: set[str] = field(default_factory=set)  # nodes held cordoned by us outside this run's active set
+    held: set[str] = field(default_factory=set)  # unschedulable nodes at the start of the batch
     state: BatchState = field(default_factory=BatchState)
     active: list[NodeRun] = field(default_factory=list)
     batch: BatchRecord | None = None
@@ -114,6 +121,7 @@ class Rollout:
         self.prefailed: dict[str, FailureRecord] = {}
         self.max_seconds = max_seconds
         self.runs: dict[str, NodeRun] = {}
+        self._by_name: dict[str, NodePlan] = {n.name: n for n in plan.nodes}
         self.max_disrupted: dict[str, int] = {}
 
     # ------------------------------------------------------------------ setup
@@ -126,30 +134,18 @@ class Rollout:
         return None
 
     def _compartments(self) -> list[_Compartment]:
-        by_name: dict[str, NodePlan] = {n.name: n for n in self.plan.nodes}
         out = []
         nodes_now = {n.name: n for n in self.cluster.list_nodes()}
         for cp in self.plan.compartments:
             queue = []
-            for n in (n for batch in cp.batches for n in batch if n in by_name):
-                rec = parse_model(FailureRecord, nodes_now[n].annotations.get(failure_key(self.recipe.name))) \
-                    if n in nodes_now else None
+            for n in (n for batch in cp.batches for n in batch if n in self._by_name):
+                info = nodes_now.get(n)
+                rec = parse_model(FailureRecord, info.annotations.get(failure_key(self.recipe.name))) if info else None
                 if rec is not None and rec.inputs == self.ctx.inputs and not self.retry_failed:
                     self.prefailed[n] = rec  # failed earlier with these very inputs: left failed
                     continue
                 queue.append(n)
-            held = set()
-            for node_name, info in nodes_now.items():
-                np = by_name.get(node_name)
-                if np is None or np.compartment != cp.name or node_name in queue:
-                    continue
-                if node_name in self.prefailed:
-                    if cordon_key(self.recipe.name) in info.annotations and info.unschedulable:
-                        held.add(node_name)
-                    continue
-                if cordon_key(self.recipe.name) in info.annotations and info.unschedulable:
-                    held.add(node_name)  # failed earlier and still cordoned by us: uses budget
-            out.append(_Compartment(cp.name, self._strategy_of(cp.name), cp.ceiling, queue, len(queue), held))
+            out.append(_Compartment(cp.name, self._strategy_of(cp.name), cp.ceiling, queue, len(queue)))
         return out
 
     # ------------------------------------------------------------------ loop
@@ -184,8 +180,20 @@ class Rollout:
                 self.clock.wait(target - now)
         return self._result(comps, self.clock.now() - start)
 
+    def _refresh_held(self, c: _Compartment) -> None:
+        """Nodes of the compartment that are unavailable (unschedulable) when a batch starts:
+        held cordoned by this recipe (failed in this or an earlier run) or cordoned by someone
+        else (S10: they count as unavailable too). One LIST per batch."""
+        c.held = {
+            info.name
+            for info in self.cluster.list_nodes()
+            if info.unschedulable
+            and (np := self._by_name.get(info.name)) is not None
+            and np.compartment == c.name
+        }
+
     def _disrupted(self, c: _Compartment) -> int:
-        active = {r.name for r in c.active if r.holds_cordon}
+        active = {r.name for r in c.active if r.holds_cordon or (r.plan.cordon and r.phase not in ("start",))}
         failed_held = {n for n, r in self.runs.items() if r.outcome is Outcome.FAILED and r.holds_cordon
                        and r.plan.compartment == c.name}
         return len(active | failed_held | c.held)
@@ -196,24 +204,30 @@ class Rollout:
     def _step_compartment(self, c: _Compartment) -> None:
         if c.active or c.halted or c.state.should_stop or not c.queue:
             return
-        size = next_batch_size(c.strategy, c.ceiling, c.total, c.state)
+        self._refresh_held(c)
+        size = max(1, next_batch_size(c.strategy, c.ceiling, c.total, c.state))
         free = c.ceiling - self._disrupted(c)
-        if free <= 0:
-            c.halted = (f"budget exhausted: {self._disrupted(c)} node(s) held cordoned by this recipe "
-                        f"(ceiling {c.ceiling}); fix or reset them to continue")
+        picked: list[str] = []
+        for name in list(c.queue):
+            if len(picked) >= size:
+                break
+            # a node that is not cordoned for its work, or is already unavailable, adds no disruption
+            cost = 1 if self._by_name[name].cordon and name not in c.held else 0
+            if cost > free:
+                continue
+            free -= cost
+            picked.append(name)
+            c.queue.remove(name)
+        if not picked:
+            c.halted = (f"budget exhausted: {self._disrupted(c)} node(s) unavailable (held cordoned by this "
+                        f"recipe or cordoned by someone else), ceiling {c.ceiling}; fix or uncordon them to continue")
             self.timeline.add(self.clock.now(), c.name, "halted", c.halted)
             return
-        size = min(size, free) if size > 0 else min(1, free)
-        picked: list[str] = []
-        while c.queue and len(picked) < size:
-            name = c.queue.pop(0)
-            picked.append(name)
         c.batch = BatchRecord(number=len(c.batches) + 1, nodes=picked)
         c.batches.append(c.batch)
         self.timeline.add(self.clock.now(), c.name, "batch-start", f"batch {c.batch.number}: {', '.join(picked)}")
-        by_name = {n.name: n for n in self.plan.nodes}
         for name in picked:
-            run = NodeRun(self.ctx, by_name[name])
+            run = NodeRun(self.ctx, self._by_name[name])
             self.runs[name] = run
             c.active.append(run)
             run.advance()

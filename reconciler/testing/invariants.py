@@ -23,14 +23,14 @@ class Watch:
 
     ``max_held[compartment]`` is the most nodes held cordoned by the recipe at once (node →
     compartment from ``compartments``); ``evicted`` lists ``ns/name`` of every accepted eviction
-    with the pod's labels at that moment.
+    with the pod's labels and phase at that moment.
     """
 
     sim: SimFleet
     recipe: str
     compartments: Mapping[str, str]
     max_held: dict[str, int] = field(default_factory=dict)
-    evicted: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    evicted: list[tuple[str, dict[str, str], str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         orig_patch = self.sim.patch_node
@@ -44,8 +44,9 @@ class Watch:
         def evict_pod(namespace: str, name: str, uid: str, grace: int | None) -> None:
             pod = self.sim.get_pod(namespace, name)
             labels = dict(pod.labels) if pod else {}
+            phase = pod.phase if pod else ""
             orig_evict(namespace, name, uid, grace)
-            self.evicted.append((f"{namespace}/{name}", labels))
+            self.evicted.append((f"{namespace}/{name}", labels, phase))
 
         self.sim.patch_node = patch_node  # type: ignore[method-assign]
         self.sim.evict_pod = evict_pod  # type: ignore[method-assign]
@@ -74,11 +75,16 @@ def check_budget(watch: Watch, ceilings: Mapping[str, int]) -> list[str]:
 
 
 def check_protected(watch: Watch, recipe: Recipe) -> list[str]:
-    """Violations of "no protected pod is ever evicted"."""
+    """Violations of "no protected pod is ever evicted" (a protected pod that has finished is
+    removed like any finished pod: it no longer protects anything)."""
     sel = recipe.podNonInterruptLabels
     if sel is None or sel.is_empty():
         return []
-    return [f"protected pod {ref} was evicted" for ref, labels in watch.evicted if sel.matches(labels)]
+    return [
+        f"protected pod {ref} was evicted while {phase}"
+        for ref, labels, phase in watch.evicted
+        if sel.matches(labels) and phase in ("Running", "Pending")
+    ]
 
 
 def check_cordons(sim: SimFleet, recipe: str, failed_nodes: Iterable[str]) -> list[str]:
@@ -86,11 +92,8 @@ def check_cordons(sim: SimFleet, recipe: str, failed_nodes: Iterable[str]) -> li
     failed = set(failed_nodes)
     out = []
     for n in sim.list_nodes():
-        if cordon_key(recipe) in n.annotations:
-            if n.name not in failed and failure_key(recipe) not in n.annotations:
-                out.append(f"node {n.name} is cordoned by {recipe} without a failure record")
-        if n.unschedulable and cordon_key(recipe) not in n.annotations and n.name in failed:
-            pass  # someone else's cordon: fine
+        if cordon_key(recipe) in n.annotations and n.name not in failed and failure_key(recipe) not in n.annotations:
+            out.append(f"node {n.name} is cordoned by {recipe} without a failure record")
     return out
 
 

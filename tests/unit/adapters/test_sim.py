@@ -8,7 +8,14 @@ import pytest
 
 from reconciler.adapters.sim import SimFleet
 from reconciler.adapters.simconfig import SimConfig, StageFailure
-from reconciler.errors import ConflictError, CrashInjected, InputError, NotFoundError, ServerError, TooManyRequestsError
+from reconciler.errors import (
+    ConflictError,
+    CrashInjected,
+    InputError,
+    NotFoundError,
+    ServerError,
+    TooManyRequestsError,
+)
 from reconciler.model.recipe import Interrupt
 from reconciler.ports import StageSpec
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod

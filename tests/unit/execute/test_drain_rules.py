@@ -66,10 +66,12 @@ def test_s07_daemonset_refused_without_ignore_daemonsets() -> None:
 
 
 def test_stage_pods_and_pod_selector_are_left_alone() -> None:
-    ours = pod_from(make_pod("node-reconciler", "stage-x", N, labels={"app.kubernetes.io/managed-by": "node-reconciler"}))
+    mine = {"app.kubernetes.io/managed-by": "node-reconciler"}
+    ours = pod_from(make_pod("node-reconciler", "stage-x", N, labels=mine))
     other = pod_from(make_pod("web", "x", N, owner=("ReplicaSet", "x"), labels={"tier": "web"}))
     picked = pod_from(make_pod("web", "y", N, owner=("ReplicaSet", "y"), labels={"tier": "db"}))
-    cls = classify_pods([ours, other, picked], DrainOptions(podSelector=LabelSelector(matchLabels={"tier": "db"})), None)
+    opts = DrainOptions(podSelector=LabelSelector(matchLabels={"tier": "db"}))
+    cls = classify_pods([ours, other, picked], opts, None)
     assert [p.ref for p in cls.evict] == ["web/y"]
     assert {p.ref for p, _ in cls.skipped} == {"node-reconciler/stage-x", "web/x"}
 

@@ -1,0 +1,107 @@
+"""Run a recipe on a simulated fleet and check the rollout invariants after every test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.simconfig import SimConfig
+from reconciler.execute.rollout import Rollout
+from reconciler.execute.timeline import Event, RunResult
+from reconciler.model.plan import Plan
+from reconciler.model.policy import (
+    Budget,
+    DefaultCompartment,
+    DeploymentPolicy,
+    ExponentialParams,
+    FixedParams,
+    Strategy,
+)
+from reconciler.model.recipe import DrainOptions, Interrupt, Package, Recipe, Timeouts
+from reconciler.model.selector import LabelSelector
+from reconciler.observe.snapshot import observe
+from reconciler.plan.planner import compute_plan
+from reconciler.testing.invariants import Watch, check_budget, check_cordons, check_protected, check_timeline
+
+SHA = "sha256:" + "a" * 64
+TRAINING = LabelSelector(matchLabels={"workload": "long-running-training"})
+
+
+def pkg(name: str, version: str = "1.0.0", *, deps: dict[str, str] | None = None, interrupt: str | None = None,
+        services: tuple[str, ...] = (), config: dict[str, str] | None = None) -> Package:
+    """A package pinned by digest."""
+    return Package(
+        name=name,
+        version=version,
+        image=f"ghcr.io/example/{name}",
+        containerSHA=SHA,
+        dependsOn=deps or {},
+        interrupt=Interrupt(type=interrupt, services=services) if interrupt else None,  # type: ignore[arg-type]
+        configMap=config or {},
+    )
+
+
+def recipe(*packages: Package, name: str = "tune", selector: dict[str, str] | None = None,
+           drain: DrainOptions | None = None, timeouts: Timeouts | None = None, **kw: Any) -> Recipe:
+    """A recipe over nodes labelled ``pool: gpu`` by default, protecting training pods."""
+    return Recipe(
+        name=name,
+        version="2026.11.1",
+        nodeSelector=LabelSelector(matchLabels=selector if selector is not None else {"pool": "gpu"}),
+        podNonInterruptLabels=TRAINING,
+        drain=drain or DrainOptions(),
+        timeouts=timeouts or Timeouts(),
+        packages={p.name: p for p in packages},
+        **kw,
+    )
+
+
+def policy(*, count: int | None = None, percent: int | None = None, strategy: str = "fixed",
+           **params: Any) -> DeploymentPolicy:
+    """A single-compartment policy."""
+    budget = Budget(count=count) if count is not None else Budget(percent=percent or 100)
+    strat = {
+        "fixed": lambda: Strategy(fixed=FixedParams(**params)),
+        "exponential": lambda: Strategy(exponential=ExponentialParams(**params)),
+    }[strategy]()
+    return DeploymentPolicy(name="p", default=DefaultCompartment(budget=budget, strategy=strat))
+
+
+@dataclass
+class Run:
+    """Outcome of :func:`apply` with the fleet and the watcher for further checks."""
+
+    result: RunResult
+    sim: SimFleet
+    watch: Watch
+    plan: Plan
+
+    def node(self, name: str) -> Any:
+        """The result entry of one node."""
+        return next(n for n in self.result.nodes if n.name == name)
+
+    def events(self, node: str, event: str | None = None) -> list[Event]:
+        """Timeline events of one node (optionally of one kind)."""
+        return [e for e in self.result.timeline if e.node == node and (event is None or e.event == event)]
+
+
+def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: DeploymentPolicy,
+          config: SimConfig | None = None, *, check: bool = True, **kw: Any) -> Run:
+    """Plan and apply ``r`` on a simulated fleet; assert the invariants unless ``check`` is False."""
+    sim = objs_or_sim if isinstance(objs_or_sim, SimFleet) else SimFleet(objs_or_sim, config or SimConfig())
+    plan = compute_plan(r, p, observe(sim))
+    comp = {n.name: n.compartment for n in plan.nodes}
+    watch = Watch(sim, r.name, comp)
+    result = Rollout(r, p, plan, sim, sim, wall=sim.wall, **kw).run()
+    if check:
+        ceilings = {c.name: c.ceiling for c in plan.compartments}
+        failed = [n.name for n in result.nodes if n.state == "failed"]
+        problems = (
+            check_budget(watch, ceilings)
+            + check_protected(watch, r)
+            + check_cordons(sim, r.name, failed)
+            + check_timeline(result.timeline, {k: list(v.dependsOn) for k, v in r.packages.items()})
+        )
+        assert not problems, problems
+    return Run(result, sim, watch, plan)

@@ -1,0 +1,299 @@
+"""Lifecycle and rollout scenarios on the simulated fleet (drain-and-scenarios.md §2, ids in names;
+semantics-nodewright.md decisions). Every run is checked by the invariants in ``harness.apply``:
+budget never exceeded, no protected pod evicted, every node we cordoned uncordoned or recorded
+failed, stages in dependency order, at most one interrupt per node."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.model.nodestate import (
+    RUNTIME_REQUIRED_TAINT_KEY,
+    cordon_key,
+    failure_key,
+    inflight_key,
+    parse_state,
+    state_key,
+)
+from reconciler.model.recipe import DrainOptions, Timeouts
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
+
+from .harness import apply, pkg, policy, recipe
+
+
+def nodes(n: int, **labels: str) -> list[dict[str, Any]]:
+    return [make_node(f"n{i}", {"pool": "gpu", **labels}, created=1795000000.0 + i) for i in range(1, n + 1)]
+
+
+def rs_pod(ns: str, name: str, node: str, app: str, **kw: Any) -> dict[str, Any]:
+    return make_pod(ns, name, node, labels={"app": app}, owner=("ReplicaSet", app), **kw)
+
+
+REBOOT = pkg("tuned", interrupt="reboot")
+
+
+def test_full_install_with_reboot_runs_the_lifecycle_in_order() -> None:
+    r = recipe(pkg("base"), pkg("tuned", deps={"base": "1.0.0"}, interrupt="reboot"))
+    run = apply(nodes(3) + [rs_pod("web", "web-1", "n1", "web")], r, policy(count=1))
+    assert run.result.result == "succeeded"
+    kinds = [e.event for e in run.events("n1")]
+    order = ["cordon", "evict", "drained", "stage-start", "interrupt", "rebooted", "uncordon", "complete"]
+    positions = [kinds.index(k) for k in order]
+    assert positions == sorted(positions), kinds
+    state = parse_state(run.sim.get_node("n1").annotations[state_key("tune")])
+    assert {k: (v.stage, v.state) for k, v in state.items()} == {
+        "base|1.0.0": ("config", "complete"),
+        "tuned|0.9.0" if False else "tuned|1.0.0": ("post-interrupt", "complete"),
+    }
+    n1 = run.sim.get_node("n1")
+    assert not n1.unschedulable and cordon_key("tune") not in n1.annotations
+    assert inflight_key("tune") not in n1.annotations
+    assert run.watch.max_held["__default__"] == 1
+
+
+def test_s01_pdb_that_never_allows_a_disruption_fails_the_node_at_the_drain_timeout() -> None:
+    objs = nodes(2) + [rs_pod("shop", "web-7c9-a", "n1", "web"),
+                       make_pdb("shop", "web", {"app": "web"}, min_available=1)]
+    r = recipe(REBOOT, drain=DrainOptions(timeoutSeconds=600, evictionRetrySeconds=5))
+    sim = SimFleet(objs, SimConfig())
+    calls: list[float] = []
+    orig = sim.evict_pod
+
+    def counting(*a: Any) -> None:
+        calls.append(sim.now())
+        orig(*a)
+
+    sim.evict_pod = counting  # type: ignore[method-assign]
+    run = apply(sim, r, policy(count=1))
+    n1 = run.node("n1")
+    assert n1.state == "failed" and n1.reason == "DrainTimeout"
+    assert "shop/web-7c9-a" in n1.message and "shop/web" in n1.message and "allowed 0" in n1.message
+    assert len(calls) <= 600 / 5 + 1
+    assert all(b - a >= 5 for a, b in itertools.pairwise(calls))
+    assert not run.events("n1", "stage-start") and not run.events("n1", "interrupt")
+    assert run.sim.get_node("n1").unschedulable  # stays cordoned by us, with a failure record
+    assert failure_key("tune") in run.sim.get_node("n1").annotations
+
+
+def test_s02_two_pdbs_fail_the_node_quickly_naming_both() -> None:
+    objs = nodes(2) + [
+        make_pod("dns", "dc-a", "n1", labels={"app": "dns", "component": "controller"}, owner=("ReplicaSet", "dc")),
+        make_pod("dns", "dc-b", "n2", labels={"app": "dns", "component": "controller"}, owner=("ReplicaSet", "dc")),
+        make_pdb("dns", "ext", {"app": "dns"}, max_unavailable=1),
+        make_pdb("dns", "ctrl", {"component": "controller"}, min_available=1),
+    ]
+    run = apply(objs, recipe(REBOOT), policy(count=1, failureThreshold=1, safetyLimit=100))
+    n1 = run.node("n1")
+    assert n1.reason == "MultiplePDBs" and "dns/ext" in n1.message and "dns/ctrl" in n1.message
+    assert run.events("n1", "failed")[0].t < 10
+    assert run.result.result == "halted" and run.node("n2").state == "untouched"
+
+
+def test_s04_drained_means_the_evicted_pods_are_gone() -> None:
+    objs = nodes(1) + [make_pod("db", "pg-0", "n1", labels={"app": "pg"}, owner=("StatefulSet", "pg"), grace=120)]
+    run = apply(objs, recipe(REBOOT), policy(count=1), SimConfig(maxTerminationSeconds=120, rescheduleSeconds=1))
+    evicted = run.events("n1", "evict")[0].t
+    first_stage = run.events("n1", "stage-start")[0].t
+    assert first_stage - evicted >= 120
+    assert run.events("n1", "interrupt")[0].t >= evicted + 120
+
+
+def test_s05_statefulset_replacement_with_the_same_name_counts_as_gone() -> None:
+    objs = nodes(2) + [make_pod("web", "web-0", "n1", labels={"app": "w"}, owner=("StatefulSet", "web"))]
+    run = apply(objs, recipe(REBOOT, selector={"pool": "gpu", "kubernetes.io/hostname": "n1"}), policy(count=1))
+    assert run.result.result == "succeeded"
+    again = run.sim.get_pod("web", "web-0")
+    assert again is not None and again.node_name == "n2"
+    assert len(run.events("n1", "evict")) == 1  # the replacement is never evicted
+
+
+def test_s08_drain_refused_before_any_eviction_releases_our_cordon() -> None:
+    objs = nodes(1) + [
+        make_pod("default", "debug-shell", "n1"),
+        make_pod("web", "cache-1", "n1", owner=("ReplicaSet", "cache"), emptydir=True),
+        make_pod("web", "db-2", "n1", owner=("ReplicaSet", "db")),
+    ]
+    run = apply(objs, recipe(REBOOT), policy(count=1))
+    n1 = run.node("n1")
+    assert n1.reason == "DrainRefused"
+    assert "default/debug-shell" in n1.message and "web/cache-1" in n1.message
+    assert not run.watch.evicted
+    node = run.sim.get_node("n1")
+    assert not node.unschedulable and cordon_key("tune") not in node.annotations
+
+
+def test_s09_protected_pods_are_waited_for_never_evicted_and_a_blocked_node_releases_its_slot() -> None:
+    objs = nodes(3) + [
+        make_pod("ml", "train-7", "n1", labels={"workload": "long-running-training"}, owner=("Job", "t7"),
+                 active_deadline=3 * 3600),
+        make_pod("ml", "train-8", "n2", labels={"workload": "long-running-training"}, owner=("Job", "t8"),
+                 active_deadline=300),
+    ]
+    r = recipe(REBOOT, timeouts=Timeouts(waitNonInterrupt=1800))
+    run = apply(objs, r, policy(count=1))
+    assert run.node("n1").state == "blocked" and "ml/train-7" in run.node("n1").message
+    assert run.node("n2").state == "complete" and run.node("n3").state == "complete"
+    assert "blocked by ml/train-7" in run.events("n1", "wait")[0].detail
+    assert not run.sim.get_node("n1").unschedulable
+    # train-8 finished (300 s) while n1 held the only slot; n2 removed it only as a finished pod
+    assert ("ml/train-8", {"workload": "long-running-training", }, "Succeeded") in [
+        (ref, {k: v for k, v in labels.items() if k == "workload"}, phase) for ref, labels, phase in run.watch.evicted]
+    assert run.events("n2", "cordon")[0].t >= run.events("n1", "blocked")[0].t
+    assert len(run.events("n1", "blocked")) == 2  # retried once at the end of the compartment, still blocked
+    assert run.result.result == "failed"
+
+
+def test_s10_admin_cordon_is_never_undone_and_counts_against_the_budget() -> None:
+    objs = nodes(4)
+    objs[2]["spec"]["unschedulable"] = True  # n3, cordoned by an admin before the rollout
+    run = apply(objs, recipe(REBOOT), policy(count=2, initialBatch=2))
+    assert run.node("n3").state == "complete"
+    n3 = run.sim.get_node("n3")
+    assert n3.unschedulable and cordon_key("tune") not in n3.annotations
+    held = run.result.compartments[0]["maxDisrupted"]
+    assert held <= 2
+    # while n3 is unavailable only one more node may be disrupted: no batch has two cordoned-by-us nodes
+    assert run.watch.max_held["__default__"] <= 1
+
+
+def test_s11_node_uncordoned_during_drain_is_recordoned_and_never_interrupted_uncordoned() -> None:
+    objs = nodes(1) + [rs_pod("web", "w-1", "n1", "web")]
+    sim = SimFleet(objs, SimConfig())
+    orig = sim.evict_pod
+    done: list[bool] = []
+
+    def evict_then_admin_uncordons(*a: Any) -> None:
+        orig(*a)
+        if not done:
+            done.append(True)
+            sim.set_node("n1", unschedulable=False)
+
+    sim.evict_pod = evict_then_admin_uncordons  # type: ignore[method-assign]
+    run = apply(sim, recipe(REBOOT), policy(count=1))
+    assert run.result.result == "succeeded"
+    assert any("re-cordoned" in e.detail for e in run.events("n1", "cordon"))
+
+
+def test_s15_reboot_that_never_returns_fails_the_node_keeps_it_cordoned_and_halts() -> None:
+    cfg = SimConfig(neverReturns=("n1",), rebootSeconds=60)
+    r = recipe(REBOOT, timeouts=Timeouts(reboot=900))
+    run = apply(nodes(5), r, policy(count=1, failureThreshold=1, safetyLimit=100), cfg)
+    n1 = run.node("n1")
+    assert n1.state == "failed" and n1.reason == "RebootTimeout"
+    assert run.events("n1", "failed")[0].t - run.events("n1", "interrupt")[0].t >= 900
+    assert run.sim.get_node("n1").unschedulable
+    assert run.result.result == "halted"
+    assert all(run.node(f"n{i}").state == "untouched" for i in range(2, 6))
+
+
+def test_s16_node_deleted_mid_rollout_is_removed_and_releases_its_slot() -> None:
+    sim = SimFleet(nodes(3), SimConfig(stageSeconds=50))
+    orig = sim.start_stage
+
+    def delete_n1_once_started(spec: Any) -> None:
+        orig(spec)
+        if spec.node == "n1":
+            sim.delete_node("n1")
+
+    sim.start_stage = delete_n1_once_started  # type: ignore[method-assign]
+    run = apply(sim, recipe(REBOOT), policy(count=1), check=False)
+    assert run.node("n1").state == "removed"
+    assert run.node("n2").state == "complete" and run.node("n3").state == "complete"
+
+
+def test_s20_small_pool_percent_budget_moves_one_node_at_a_time() -> None:
+    objs = nodes(2) + [make_node("other", {"pool": "cpu"}) for _ in range(1)]
+    run = apply(objs, recipe(REBOOT), policy(percent=33, strategy="exponential"))
+    assert run.plan.compartments[0].ceiling == 1
+    assert run.watch.max_held["__default__"] == 1
+    assert run.result.result == "succeeded"
+
+
+def test_s22_selector_matching_nothing_ends_at_once_with_no_writes() -> None:
+    run = apply(nodes(3), recipe(REBOOT, selector={"pool": "storage"}), policy(percent=25, strategy="exponential"))
+    assert run.result.result == "succeeded" and run.sim.writes == 0
+    assert all(c["batches"] == [] for c in run.result.compartments)
+
+
+def test_failed_stage_is_retried_with_backoff_then_terminal_and_reported_with_exit_code() -> None:
+    cfg = SimConfig(failures=(StageFailure(node="n2", package="tuned", stage="apply", exitCode=42, times=99,
+                                           logTail="modprobe: FATAL: module nvidia_peermem not found"),))
+    r = recipe(REBOOT, timeouts=Timeouts(stageRetries=2, retryBackoff=10))
+    run = apply(nodes(4), r, policy(count=2, initialBatch=2, batchThreshold=50), cfg)
+    n2 = run.node("n2")
+    assert (n2.state, n2.failed_stage, n2.exit_code) == ("failed", "apply", 42)
+    assert "nvidia_peermem" in n2.log_tail
+    retries = run.events("n2", "stage-retry")
+    assert len(retries) == 2 and "retry in 10 s" in retries[0].detail and "retry in 20 s" in retries[1].detail
+    # a failed node never freezes its compartment: the rest is done
+    assert [run.node(n).state for n in ("n1", "n3", "n4")] == ["complete"] * 3
+    node = run.sim.get_node("n2")
+    assert node.unschedulable and node.labels["reconciler.nodewright.dev/status_tune"] == "erroring"
+    cond = [c for c in run.sim.nodes["n2"]["status"]["conditions"] if c["type"].endswith("/Erroring")]
+    assert cond and cond[0]["status"] == "True"
+    assert any(e["reason"] == "Failed" and e["node"] == "n2" for e in run.sim.events)
+
+
+def test_failure_threshold_halts_and_held_failed_nodes_use_the_budget() -> None:
+    cfg = SimConfig(failures=(StageFailure(package="tuned", stage="apply", exitCode=1, times=999),))
+    r = recipe(REBOOT, timeouts=Timeouts(stageRetries=0))
+    run = apply(nodes(10), r, policy(count=3, strategy="exponential", failureThreshold=2, safetyLimit=50), cfg)
+    assert run.result.result == "halted"
+    comp = run.result.compartments[0]
+    assert comp["halted"] and len(comp["batches"]) <= 3
+    assert run.watch.max_held["__default__"] <= 3
+
+
+def test_node_leaving_the_selector_mid_run_is_released_and_not_started() -> None:
+    sim = SimFleet(nodes(2), SimConfig(stageSeconds=30))
+    orig = sim.start_stage
+
+    def relabel(spec: Any) -> None:
+        orig(spec)
+        if spec.node == "n1" and spec.stage == "config":
+            sim.set_node("n1", labels={"pool": "cpu"})
+
+    sim.start_stage = relabel  # type: ignore[method-assign]
+    run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2))
+    assert run.node("n1").state == "left"
+    assert not run.sim.get_node("n1").unschedulable
+    assert not run.events("n1", "interrupt")
+
+
+def test_runtime_required_taint_is_removed_when_the_node_is_complete() -> None:
+    objs = nodes(1)
+    objs[0]["spec"]["taints"] = [{"key": RUNTIME_REQUIRED_TAINT_KEY, "value": "true", "effect": "NoSchedule"},
+                                 {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    run = apply(objs, recipe(pkg("base"), runtimeRequired=True), policy(count=1))
+    taints = {t.key for t in run.sim.get_node("n1").taints}
+    assert taints == {"dedicated"}
+
+
+def test_image_pull_failure_fails_the_stage_instead_of_hanging() -> None:
+    cfg = SimConfig(failures=(StageFailure(node="n1", package="tuned", stage="apply", reason="ImagePullBackOff",
+                                           times=99),))
+    run = apply(nodes(1), recipe(REBOOT, timeouts=Timeouts(stageRetries=1)), policy(count=1), cfg)
+    assert run.node("n1").reason == "ImagePullBackOff"
+    assert run.result.duration < 1800
+
+
+def test_second_run_with_no_changes_writes_nothing() -> None:
+    first = apply(nodes(3), recipe(REBOOT), policy(count=1))
+    second = apply(first.sim, recipe(REBOOT), policy(count=1))
+    assert second.plan.summary["nodesChanging"] == 0
+    assert second.sim.writes == first.sim.writes
+
+
+def test_same_inputs_leave_a_failed_node_failed_and_retry_failed_retries_it() -> None:
+    cfg = SimConfig(failures=(StageFailure(node="n1", package="tuned", stage="apply", exitCode=3, times=1),))
+    r = recipe(REBOOT, timeouts=Timeouts(stageRetries=0))
+    first = apply(nodes(2), r, policy(count=1), cfg)
+    assert first.node("n1").state == "failed"
+    again = apply(first.sim, r, policy(count=1))
+    assert again.node("n1").state == "failed" and "--retry-failed" in again.node("n1").message
+    retried = apply(first.sim, r, policy(count=1), retry_failed=True)
+    assert retried.node("n1").state == "complete"
+    assert failure_key("tune") not in retried.sim.get_node("n1").annotations
