@@ -92,6 +92,7 @@ class SimFleet:
         self.daemonsets: set[tuple[str, str]] = set()
         self.events: list[Obj] = []
         self._stages: dict[str, Obj] = {}
+        self.stage_log: list[tuple[float, str, str, str, str, str]] = []  # (t, event, node, package, version, stage)
         self._failures_used: dict[int, int] = {}
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
@@ -523,6 +524,7 @@ class SimFleet:
             return
         self._write("create-pod", f"pod/{spec.pod_name}")
         rec: Obj = {"spec": spec, "phase": "running", "started": self._now, "exit": None, "reason": "", "log": ""}
+        self.stage_log.append((self._now, "start", spec.node, spec.package, spec.version, spec.stage))
         self._stages[spec.pod_name] = rec
         name = spec.pod_name
         if spec.stage in ("interrupt", "uninstall-interrupt") and spec.interrupt is not None:
@@ -550,6 +552,8 @@ class SimFleet:
         if rec is None or rec["phase"] != "running":
             return
         rec.update(phase="succeeded" if code == 0 else "failed", exit=code, reason=reason, log=log)
+        spec = rec["spec"]
+        self.stage_log.append((self._now, rec["phase"], spec.node, spec.package, spec.version, spec.stage))
 
     def _reboot_down(self, node: str, stage_name: str) -> None:
         n = self.nodes.get(node)

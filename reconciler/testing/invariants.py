@@ -97,6 +97,20 @@ def check_cordons(sim: SimFleet, recipe: str, failed_nodes: Iterable[str]) -> li
     return out
 
 
+def check_no_rerun(sim: SimFleet) -> list[str]:
+    """Violations of "a stage that completed is never run again" (within one lifecycle of a node:
+    the simulated fleet's log of stage pod starts and ends)."""
+    done: set[tuple[str, str, str, str]] = set()
+    out = []
+    for t, event, node, package, version, stage in sim.stage_log:
+        key = (node, package, version, stage)
+        if event == "start" and key in done and stage not in ("interrupt",):
+            out.append(f"{node}: {package} {version} {stage} started again at {t} after it had succeeded")
+        if event == "succeeded":
+            done.add(key)
+    return out
+
+
 def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -> list[str]:
     """Violations of "stages in dependency order" and "at most one interrupt per node per run".
 
