@@ -133,7 +133,7 @@ class LeaseHeldError(ReconcilerError):
         )
 
 
-class CrashInjected(BaseException):  # noqa: N818 - it is not an error, it is a simulated kill
+class CrashInjected(BaseException):
     """Raised by the simulated fleet (``--sim-crash-after N``) to stop a run abruptly after N writes.
 
     Derives from ``BaseException`` so no ``except Exception`` in the executor can swallow it: it

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reconciler.errors import InputError, SourcePos
-from reconciler.ports import Cluster, Clock
+from reconciler.ports import Clock, Cluster
 
 
 @dataclass
