@@ -55,7 +55,11 @@ from reconciler.model.selector import Taint
 from reconciler.ports import StageSpec, StageStatus
 
 Obj = dict[str, Any]
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet")
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap")
+#: Annotation carrying the simulation's pending timers on saved objects, so a saved fleet resumes.
+SIM_ANN = "sim.reconciler.nodewright.dev/state"
+CLOCK_NAME = ("kube-system", "reconciler-sim-clock")
+STAGE_NS = "node-reconciler"
 RECREATED_BY = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job")
 
 
@@ -99,10 +103,17 @@ class SimFleet:
         self._uid = 0
         self._rv = 0
         self._now = 0.0
+        self._saved_clock: Obj | None = None
+        self._saved_stages: list[Obj] = []
         for obj in objects:
             self._add(obj)
-        self.epoch = parse_time(self.config.startTime) if self.config.startTime else self._newest_timestamp()
+        if self._saved_clock is not None:
+            self.epoch = float(self._saved_clock["now"])
+            self._uid = max(self._uid, int(self._saved_clock.get("uids", 0)))
+        else:
+            self.epoch = parse_time(self.config.startTime) if self.config.startTime else self._newest_timestamp()
         self._schedule_deadlines()
+        self._restore_timers()
 
     # ---------------------------------------------------------------- loading / saving
     @classmethod
@@ -139,11 +150,94 @@ class SimFleet:
         return cls(objects, config, crash_after)
 
     def to_objects(self) -> list[Obj]:
-        """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name)."""
+        """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name), then
+        the stage pods and a ConfigMap holding the simulated clock, so :meth:`from_file` resumes
+        the simulation where it stopped (pending reboots, terminations and stages included)."""
         out: list[Obj] = [self.nodes[k] for k in sorted(self.nodes)]
         out += [self.pods[k] for k in sorted(self.pods)]
         out += [self.pdbs[k] for k in sorted(self.pdbs)]
-        return copy.deepcopy(out)
+        out = copy.deepcopy(out)
+        for name in sorted(self._stages):
+            out.append(self._stage_object(name, self._stages[name]))
+        out.append({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": CLOCK_NAME[0], "name": CLOCK_NAME[1]},
+            "data": {"now": repr(self.wall()), "uids": str(self._uid)},
+        })
+        return out
+
+    def _stage_object(self, name: str, rec: Obj) -> Obj:
+        spec: StageSpec = rec["spec"]
+        state = {
+            "recipe": spec.recipe, "package": spec.package, "version": spec.version, "stage": spec.stage,
+            "runId": spec.run_id, "attempt": spec.attempt, "pullRef": spec.pull_ref,
+            "interrupt": spec.interrupt.type if spec.interrupt else None,
+            "phase": rec["phase"], "exit": rec["exit"], "reason": rec["reason"], "log": rec["log"],
+            "started": self.epoch + rec["started"], "doneAt": rec.get("done_at"),
+            "pendingExit": rec.get("pending_exit", 0), "pendingReason": rec.get("pending_reason", ""),
+            "pendingLog": rec.get("pending_log", ""),
+        }
+        return {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"namespace": STAGE_NS, "name": name,
+                         "labels": {"app.kubernetes.io/managed-by": "node-reconciler"},
+                         "annotations": {SIM_ANN: json.dumps(state, sort_keys=True)}},
+            "spec": {"nodeName": spec.node, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]},
+        }
+
+    def _restore_timers(self) -> None:
+        from reconciler.model.recipe import Interrupt
+
+        for obj in self._saved_stages:
+            st = json.loads(obj["metadata"]["annotations"][SIM_ANN])
+            spec = StageSpec(
+                recipe=st["recipe"], node=obj["spec"]["nodeName"], package=st["package"], version=st["version"],
+                stage=st["stage"], pull_ref=st.get("pullRef", ""), run_id=st["runId"], attempt=int(st["attempt"]),
+                interrupt=Interrupt(type=st["interrupt"]) if st.get("interrupt") else None,
+            )
+            rec: Obj = {"spec": spec, "phase": st["phase"], "started": float(st["started"]) - self.epoch,
+                        "exit": st["exit"], "reason": st["reason"], "log": st["log"], "done_at": st.get("doneAt")}
+            self._stages[spec.pod_name] = rec
+            if rec["phase"] == "running" and st.get("doneAt") is not None and st.get("interrupt") == "reboot":
+                self._at(max(self._now, float(st["doneAt"]) - self.epoch),
+                         lambda n=spec.node, p=spec.pod_name: self._reboot_down(n, p))
+            elif rec["phase"] == "running" and st.get("doneAt") is not None:
+                out = (int(st.get("pendingExit", 0)), st.get("pendingReason", ""), st.get("pendingLog", ""))
+                rec.update(pending_exit=out[0], pending_reason=out[1], pending_log=out[2])
+                self._at(max(self._now, float(st["doneAt"]) - self.epoch),
+                         lambda n=spec.pod_name, o=out: self._stage_done(n, *o))
+        for name, node in self.nodes.items():
+            up = ((node["metadata"].get("annotations") or {}).get(SIM_ANN))
+            if up:
+                at = float(json.loads(up).get("rebootUpAt", 0)) - self.epoch
+                self._at(max(self._now, at), lambda n=name: self._reboot_up(n))
+        for key, pod in self.pods.items():
+            ann = (pod["metadata"].get("annotations") or {}).get(SIM_ANN)
+            if not ann:
+                continue
+            timers = json.loads(ann)
+            uid = pod["metadata"]["uid"]
+            if "removeAt" in timers:
+                self._at(max(self._now, float(timers["removeAt"]) - self.epoch), lambda k=key, u=uid: self._remove_pod(k, u))
+            if "startAt" in timers:
+                self._at(max(self._now, float(timers["startAt"]) - self.epoch), lambda k=key, u=uid: self._start_pod(k, u))
+
+    @staticmethod
+    def _set_timer(obj: Obj, **timers: float | None) -> None:
+        ann = obj["metadata"].setdefault("annotations", {}) or {}
+        obj["metadata"]["annotations"] = ann
+        cur = json.loads(ann.get(SIM_ANN, "{}"))
+        for k, v in timers.items():
+            if v is None:
+                cur.pop(k, None)
+            else:
+                cur[k] = v
+        if cur:
+            ann[SIM_ANN] = json.dumps(cur, sort_keys=True)
+        else:
+            ann.pop(SIM_ANN, None)
+            if not ann:
+                del obj["metadata"]["annotations"]
 
     def save(self, path: str) -> None:
         """Write the fleet as a ``v1 List`` in kubectl YAML (simulated time written into the
@@ -161,6 +255,13 @@ class SimFleet:
             return
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
+        if kind == "ConfigMap":
+            if (meta.get("namespace"), meta.get("name")) == CLOCK_NAME:
+                self._saved_clock = dict(obj.get("data") or {})
+            return
+        if kind == "Pod" and SIM_ANN in (meta.get("annotations") or {}) and meta.get("namespace") == STAGE_NS:
+            self._saved_stages.append(obj)
+            return
         if kind == "Node":
             meta.setdefault("uid", self._new_uid())
             self.nodes[meta["name"]] = obj
@@ -212,6 +313,12 @@ class SimFleet:
         while self._queue and self._queue[0][0] <= self._now:
             _, _, fn = heapq.heappop(self._queue)
             fn()
+
+    def advance(self, seconds: float) -> None:
+        """Run the simulation for exactly ``seconds`` (every event due by then)."""
+        target = self._now + seconds
+        while self._now < target:
+            self.wait(target - self._now)
 
     def wall(self) -> float:
         """Epoch seconds of the current simulated instant."""
@@ -424,6 +531,7 @@ class SimFleet:
             self._bump(pod)
             if phase in ("Pending", "Succeeded", "Failed"):
                 grace_s = 0.0
+            self._set_timer(pod, removeAt=self.wall() + grace_s)
             self._at(self._now + grace_s, lambda: self._remove_pod((namespace, name), uid or pod["metadata"]["uid"]))
         self._after_write()
 
@@ -456,6 +564,7 @@ class SimFleet:
         new = copy.deepcopy(old)
         meta = new["metadata"]
         meta.pop("deletionTimestamp", None)
+        self._set_timer(new, removeAt=None)
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = format_time(self.wall())
         if kind != "StatefulSet":
@@ -477,6 +586,7 @@ class SimFleet:
                 load[nn] += 1
         spec["nodeName"] = min(candidates, key=lambda n: (load[n], n))
         new["status"] = {"phase": "Pending", "conditions": []}
+        self._set_timer(new, startAt=self.wall() + self.config.podStartSeconds)
         self.pods[key] = new
         uid = meta["uid"]
         self._at(self._now + self.config.podStartSeconds, lambda: self._start_pod(key, uid))
@@ -493,6 +603,7 @@ class SimFleet:
         if pod is None or pod["metadata"]["uid"] != uid:
             return
         ts = format_time(self.wall())
+        self._set_timer(pod, startAt=None)
         pod["status"] = {
             "phase": "Running",
             "startTime": ts,
@@ -529,22 +640,25 @@ class SimFleet:
         name = spec.pod_name
         if spec.stage in ("interrupt", "uninstall-interrupt") and spec.interrupt is not None:
             if spec.interrupt.type == "reboot":
+                rec.update(done_at=self.wall() + 1.0)
                 self._at(self._now + 1.0, lambda: self._reboot_down(spec.node, name))
             else:
+                rec.update(done_at=self.wall() + self.config.interruptSeconds)
                 self._at(self._now + self.config.interruptSeconds, lambda: self._stage_done(name, 0, "", ""))
         else:
+            code, reason, log = 0, "", ""
             hit = self._failure_for(spec)
             if hit:
                 idx, f = hit
                 self._failures_used[idx] = self._failures_used.get(idx, 0) + 1
-                if f.reason in ("ImagePullBackOff", "ErrImagePull"):
-                    rec.update(phase="pending", reason=f.reason)  # never starts
-                else:
-                    log = f.logTail or f"{spec.stage}: simulated failure (exit {f.exitCode})"
-                    delay = self.config.stage_duration(spec.stage)
-                    self._at(self._now + delay, lambda: self._stage_done(name, f.exitCode, f.reason, log))
+                code, reason = f.exitCode, f.reason
+                log = f.logTail or f"{spec.stage}: simulated failure (exit {f.exitCode})"
+            if reason in ("ImagePullBackOff", "ErrImagePull"):
+                rec.update(phase="pending", reason=reason)  # never starts
             else:
-                self._at(self._now + self.config.stage_duration(spec.stage), lambda: self._stage_done(name, 0, "", ""))
+                delay = self.config.stage_duration(spec.stage)
+                rec.update(done_at=self.wall() + delay, pending_exit=code, pending_reason=reason, pending_log=log)
+                self._at(self._now + delay, lambda: self._stage_done(name, code, reason, log))
         self._after_write()
 
     def _stage_done(self, name: str, code: int, reason: str, log: str) -> None:
@@ -565,12 +679,14 @@ class SimFleet:
             rec.update(phase="failed", exit=143, reason="Error", log="terminated by host shutdown")
         if node in self.config.neverReturns:
             return
+        self._set_timer(n, rebootUpAt=self.wall() + self.config.rebootSeconds)
         self._at(self._now + self.config.rebootSeconds, lambda: self._reboot_up(node))
 
     def _reboot_up(self, node: str) -> None:
         n = self.nodes.get(node)
         if n is None:
             return
+        self._set_timer(n, rebootUpAt=None)
         info = n.setdefault("status", {}).setdefault("nodeInfo", {})
         info["bootID"] = self._new_uid()
         self._set_ready(n, True, "KubeletReady", "kubelet is posting ready status")

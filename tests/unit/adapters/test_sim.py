@@ -36,9 +36,7 @@ def test_pdb_allows_one_then_429_until_replacement_is_ready() -> None:
     with pytest.raises(TooManyRequestsError) as e:
         sim.evict_pod("web", "web-2", uid2, None)
     assert e.value.disruption_budget
-    sim.wait(1000)  # terminate, recreate elsewhere, become Ready
-    while sim._queue:
-        sim.wait(1000)
+    sim.advance(1000)  # terminate, recreate elsewhere, become Ready
     assert sim.get_pod("web", "web-1") is None
     pods = sim.list_pods()
     assert len([p for p in pods if p.labels.get("app") == "web"]) == 2
@@ -64,20 +62,20 @@ def test_stage_failure_injection_and_reboot_changes_boot_id() -> None:
                      run_id="x")
     sim.start_stage(spec)
     assert sim.stage_status(spec).phase == "running"
-    sim.wait(10)
+    sim.advance(10)
     st = sim.stage_status(spec)
     assert (st.phase, st.exit_code) == ("failed", 7)
     again = StageSpec(**{**spec.__dict__, "attempt": 2})
     sim.start_stage(again)
-    sim.wait(10)
+    sim.advance(10)
     assert sim.stage_status(again).phase == "succeeded"
     boot = sim.get_node("n1").boot_id
     reboot = StageSpec(recipe="r", node="n1", package="p", version="1.0.0", stage="interrupt", pull_ref="",
                        run_id="x", interrupt=Interrupt(type="reboot"))
     sim.start_stage(reboot)
-    sim.wait(2)
+    sim.advance(2)
     assert sim.get_node("n1").ready is False
-    sim.wait(100)
+    sim.advance(100)
     n = sim.get_node("n1")
     assert n.ready is True and n.boot_id != boot
 
@@ -97,9 +95,9 @@ def test_crash_after_n_writes_and_save_roundtrip(tmp_path: Path) -> None:
 def test_active_deadline_pods_succeed_after_their_deadline() -> None:
     objs = [make_node("n1", {}), make_pod("ml", "t", "n1", owner=("Job", "t"), active_deadline=100)]
     sim = SimFleet(objs)
-    sim.wait(99)
+    sim.advance(99)
     assert sim.get_pod("ml", "t").phase == "Running"  # type: ignore[union-attr]
-    sim.wait(2)
+    sim.advance(2)
     assert sim.get_pod("ml", "t").phase == "Succeeded"  # type: ignore[union-attr]
 
 
@@ -109,3 +107,30 @@ def test_bad_fleet_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError) as e:
         SimFleet.from_file(str(f))
     assert str(f) in str(e.value)
+
+
+def test_saved_fleet_resumes_pending_stage_reboot_and_termination(tmp_path: Path) -> None:
+    objs = [make_node("n1", {}), make_node("n2", {}),
+            make_pod("web", "w", "n2", labels={"app": "w"}, owner=("ReplicaSet", "w"), grace=20)]
+    sim = SimFleet(objs, SimConfig(stageSeconds=100, rebootSeconds=50, maxTerminationSeconds=60))
+    stage = StageSpec(recipe="r", node="n2", package="p", version="1.0.0", stage="apply", pull_ref="i", run_id="x")
+    reboot = StageSpec(recipe="r", node="n1", package="p", version="1.0.0", stage="interrupt", pull_ref="",
+                       run_id="x", interrupt=Interrupt(type="reboot"))
+    sim.start_stage(stage)
+    sim.start_stage(reboot)
+    sim.evict_pod("web", "w", sim.get_pod("web", "w").uid, None)  # type: ignore[union-attr]
+    sim.advance(10)
+    boot = sim.get_node("n1").boot_id
+    assert sim.get_node("n1").ready is False
+    out = tmp_path / "f.yaml"
+    sim.save(str(out))
+    again = SimFleet.from_file(str(out), SimConfig(stageSeconds=100, rebootSeconds=50))
+    assert again.get_pod("web", "w") is not None  # still terminating
+    assert again.stage_status(stage).phase == "running"
+    again.advance(15)
+    assert again.get_pod("web", "w") is None  # removed 20 s after the eviction, across the save
+    again.advance(100)
+    assert again.stage_status(stage).phase == "succeeded"
+    n1 = again.get_node("n1")
+    assert n1.ready is True and n1.boot_id != boot
+    assert not any(p.namespace == "node-reconciler" for p in again.list_pods())
