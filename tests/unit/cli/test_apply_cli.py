@@ -1,0 +1,106 @@
+"""``reconciler apply`` and ``reconciler status`` on the simulated fleet, through the CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from reconciler.cli.main import main
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
+
+SHA = "sha256:" + "b" * 64
+RECIPE = f"""\
+apiVersion: reconciler.nodewright.dev/v1alpha1
+kind: NodeRecipe
+metadata: {{name: kernel-fix, version: 2026.11.1}}
+spec:
+  nodeSelector: {{matchLabels: {{pool: gpu}}}}
+  podNonInterruptLabels: {{matchLabels: {{workload: training}}}}
+  interruptionBudget: {{count: 1}}
+  packages:
+    base:
+      version: 1.0.0
+      image: ghcr.io/example/base
+      containerSHA: {SHA}
+    fix:
+      version: 2.1.0
+      image: ghcr.io/example/fix
+      containerSHA: {SHA}
+      dependsOn: {{base: 1.0.0}}
+      interrupt: {{type: reboot}}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    objs = [make_node(f"n{i}", {"pool": "gpu"}) for i in (1, 2, 3)]
+    objs += [make_pod("web", "w-1", "n1", labels={"app": "w"}, owner=("ReplicaSet", "w")),
+             make_pod("web", "w-2", "n2", labels={"app": "w"}, owner=("ReplicaSet", "w")),
+             make_pdb("web", "w", {"app": "w"}, max_unavailable=1)]
+    fleet = tmp_path / "fleet.yaml"
+    buf = io.StringIO()
+    YAML(typ="safe", pure=True).dump({"apiVersion": "v1", "kind": "List", "items": objs}, buf)
+    fleet.write_text(buf.getvalue())
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(RECIPE)
+    return fleet, recipe
+
+
+def test_apply_json_result_document(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    fleet, recipe = files
+    rc = main(["apply", str(recipe), "--cluster", f"sim:{fleet}", "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["result"] == "succeeded"
+    assert {n["name"]: n["state"] for n in doc["nodes"]} == {"n1": "complete", "n2": "complete", "n3": "complete"}
+    assert doc["compartments"][0]["batches"][0]["nodes"] == ["n1"]
+    events = {e["event"] for e in doc["timeline"]}
+    assert {"cordon", "evict", "drained", "stage-start", "stage-end", "interrupt", "rebooted", "uncordon"} <= events
+
+
+def test_crash_then_resume_from_the_saved_fleet(files: tuple[Path, Path], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    fleet, recipe = files
+    saved = tmp_path / "saved.yaml"
+    rc = main(["apply", str(recipe), "--cluster", f"sim:{fleet}", "--sim-crash-after", "12",
+               "--sim-save", str(saved), "-o", "json"])
+    assert rc == 137
+    capsys.readouterr()
+    assert main(["status", "--cluster", f"sim:{saved}", "-o", "json"]) == 0
+    mid = json.loads(capsys.readouterr().out)
+    assert any(n["cordonedByUs"] for n in mid["nodes"])
+    rc = main(["apply", str(recipe), "--cluster", f"sim:{saved}", "--sim-save", str(saved), "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["result"] == "succeeded"
+    assert any(e["event"] == "resume" for e in doc["timeline"])
+    assert main(["status", "--cluster", f"sim:{saved}", "-o", "json"]) == 0
+    end = json.loads(capsys.readouterr().out)
+    for n in end["nodes"]:
+        assert not n["unschedulable"] and not n["cordonedByUs"]
+        assert {(p["name"], p["version"], p["state"]) for p in n["packages"]} == {
+            ("base", "1.0.0", "complete"), ("fix", "2.1.0", "complete")}
+
+
+def test_stale_plan_is_refused_and_nothing_is_written(files: tuple[Path, Path], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    fleet, recipe = files
+    plan = tmp_path / "plan.json"
+    assert main(["plan", str(recipe), "--cluster", f"sim:{fleet}", "-o", "json"]) in (0, 3)
+    plan.write_text(capsys.readouterr().out)
+    recipe.write_text(RECIPE.replace("2.1.0", "2.1.1"))
+    saved = tmp_path / "after.yaml"
+    rc = main(["apply", str(recipe), "--cluster", f"sim:{fleet}", "--plan", str(plan), "--sim-save", str(saved)])
+    assert rc == 2
+    assert "stale" in capsys.readouterr().err
+    assert not saved.exists()
+
+
+def test_bad_recipe_exits_2_with_file_and_line(files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    fleet, recipe = files
+    recipe.write_text(RECIPE.replace("version: 2.1.0", "version: two"))
+    assert main(["apply", str(recipe), "--cluster", f"sim:{fleet}"]) == 2
+    err = capsys.readouterr().err
+    assert f"{recipe}:" in err and "Traceback" not in err
