@@ -1,0 +1,359 @@
+"""The ``load`` layer: recipe and policy files → validated, frozen models (pure: no network).
+
+Public API: :func:`load_inputs`, :class:`Inputs`, :func:`policy_for`.
+
+Accepted documents (any file may hold several, separated by ``---``):
+
+=============================================  ==================  ==========================
+apiVersion                                     kind                becomes
+=============================================  ==================  ==========================
+``reconciler.nodewright.dev/v1alpha1``         ``NodeRecipe``      Recipe (origin NodeRecipe)
+``nodewright.nvidia.com/v1alpha1``             ``NodeWright``      Recipe (origin NodeWright)
+``skyhook.nvidia.com/v1alpha1``                ``Skyhook``         Recipe (origin Skyhook)
+any of the three groups above, ``v1alpha1``    ``DeploymentPolicy``  DeploymentPolicy
+``aicr.run/{v1alpha1,v1alpha2,v1alpha3,``      ``RecipeResult``    the Recipes (and policies)
+``v1beta1,v1beta2,v1}``, ``aicr.nvidia.com/``                      of its
+``v1alpha1``                                                       ``nodewright-customizations``
+=============================================  ==================  ==========================
+
+Anything else at top level is an error naming the accepted kinds. Files referenced as manifests
+by a RecipeResult are loaded only through it (so a directory holding both loads them once).
+
+Errors: every problem of every file is collected and raised together as
+:class:`~reconciler.errors.InputErrors` (one :class:`~reconciler.errors.InputError` when there is
+only one), each with ``file:line:column`` and a dotted field path; no pydantic or ruamel
+exception leaves this package.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from reconciler.errors import InputError, InputErrors, SourcePos
+from reconciler.load import compat, policies, recipes
+from reconciler.load.yamlsafe import YamlDoc, load_file
+from reconciler.model.policy import DeploymentPolicy
+from reconciler.model.recipe import Recipe
+
+__all__ = ["Inputs", "load_inputs", "policy_for"]
+
+#: Directory next to a recipes directory searched for policies when none are given.
+POLICY_DIR = "policies"
+
+LEGACY_POLICY = "legacy"
+"""Name of the synthetic policy of a recipe without ``deploymentPolicy`` (NodeWright's metric label)."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything loaded in one run.
+
+    ``recipes`` are sorted by ``(priority, name)`` (NodeWright's order: lower priority first).
+    ``policies`` maps policy name → policy. ``files`` lists every file read, in reading order
+    (AICR manifest files included). ``recipe_docs`` / ``policy_docs`` keep each object's source
+    document so later layers can point at a line (:meth:`locate`); ``reset_overrides`` holds
+    NodeWright ``deploymentPolicyOptions.resetBatchStateOnCompletion`` per recipe name.
+    """
+
+    recipes: tuple[Recipe, ...]
+    policies: Mapping[str, DeploymentPolicy]
+    files: tuple[str, ...]
+    recipe_docs: Mapping[str, YamlDoc] = field(default_factory=dict, compare=False, repr=False)
+    policy_docs: Mapping[str, YamlDoc] = field(default_factory=dict, compare=False, repr=False)
+    reset_overrides: Mapping[str, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def recipe(self, name: str) -> Recipe:
+        """The recipe called ``name``.
+
+        Raises:
+            KeyError: no such recipe.
+        """
+        for r in self.recipes:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def locate(self, recipe_name: str, path: Sequence[str | int] = ()) -> SourcePos:
+        """Position of ``path`` (document path, e.g. ``("spec", "packages", "x", "version")``) in
+        the file recipe ``recipe_name`` came from; the nearest existing ancestor when absent."""
+        doc = self.recipe_docs.get(recipe_name)
+        if doc is None:
+            source = next((r.source for r in self.recipes if r.name == recipe_name), "")
+            return SourcePos(source or "<unknown>")
+        return doc.pos(path)
+
+
+def policy_for(recipe: Recipe, inputs: Inputs) -> DeploymentPolicy:
+    """The deployment policy of ``recipe``.
+
+    A recipe without ``deploymentPolicy`` gets :meth:`DeploymentPolicy.legacy` (one ``__default__``
+    compartment, its ``interruptionBudget`` or 100 %; semantics §1.2.6), named
+    :data:`LEGACY_POLICY`. A NodeWright ``deploymentPolicyOptions.resetBatchStateOnCompletion``
+    on the recipe overrides the policy's flag (semantics §1.2.5).
+
+    Raises:
+        InputError: the named policy was not loaded; positioned at the recipe's
+            ``spec.deploymentPolicy``.
+    """
+    if recipe.deploymentPolicy is None:
+        policy = DeploymentPolicy.legacy(LEGACY_POLICY, recipe.interruptionBudget).model_copy(
+            update={"source": recipe.source}
+        )
+    else:
+        found = inputs.policies.get(recipe.deploymentPolicy)
+        if found is None:
+            raise _missing_policy(recipe, inputs)
+        policy = found
+    override = inputs.reset_overrides.get(recipe.name)
+    if override is not None and override != policy.resetBatchStateOnCompletion:
+        policy = policy.model_copy(update={"resetBatchStateOnCompletion": override})
+    return policy
+
+
+def _missing_policy(recipe: Recipe, inputs: Inputs) -> InputError:
+    known = ", ".join(sorted(inputs.policies)) or "none"
+    hint = "" if inputs.policies else f"; pass --policy FILE or put it in {POLICY_DIR}/ next to the recipes"
+    doc = inputs.recipe_docs.get(recipe.name)
+    if doc is not None and doc.file == recipe.source:
+        pos = doc.pos(("spec", "deploymentPolicy"))
+    else:  # a recipe built elsewhere: name its file at least
+        pos = SourcePos(recipe.source or "<unknown>")
+    return InputError(
+        f"deploymentPolicy {recipe.deploymentPolicy!r} is not defined (loaded policies: {known}){hint}",
+        pos,
+        "spec.deploymentPolicy",
+    )
+
+
+def _accepted() -> str:
+    aicr = ", ".join(compat.AICR_API_VERSIONS)
+    return (
+        f"accepted: {recipes.KIND} ({recipes.API_VERSION}), "
+        + ", ".join(f"{k} ({v})" for k, v in compat.CR_KINDS.items())
+        + f", {policies.KIND} ({', '.join(policies.API_VERSIONS)}), {compat.AICR_KIND} ({aicr})"
+    )
+
+
+def _expand(paths: Sequence[str], errors: list[InputError], *, optional: bool = False) -> list[str]:
+    """Files of ``paths``: files as given, directories → every ``*.yaml``/``*.yml`` below them
+    (recursively, hidden directories skipped, sorted by path)."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found: list[str] = []
+            for dirpath, dirnames, filenames in os.walk(p):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                found.extend(
+                    os.path.join(dirpath, f) for f in filenames if f.lower().endswith((".yaml", ".yml"))
+                )
+            if not found and not optional:
+                errors.append(InputError("directory holds no *.yaml or *.yml file", SourcePos(p)))
+            out.extend(sorted(found))
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            errors.append(InputError("no such file or directory", SourcePos(p)))
+    return out
+
+
+def _sibling_policies(paths: Sequence[str]) -> list[str]:
+    """``policies/`` next to each directory in ``paths`` (``recipes/`` → ``policies/``)."""
+    out: list[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            continue
+        sib = os.path.join(os.path.dirname(os.path.normpath(p)), POLICY_DIR)
+        if os.path.isdir(sib) and os.path.realpath(sib) != os.path.realpath(p) and sib not in out:
+            out.append(sib)
+    return out
+
+
+class _Run:
+    """The state of one :func:`load_inputs` call."""
+
+    def __init__(self, locked: bool) -> None:
+        self.locked = locked
+        self.errors: list[InputError] = []
+        self.files: list[str] = []
+        self.recipes: list[recipes.LoadedRecipe] = []
+        self.policies: list[policies.LoadedPolicy] = []
+        self.claimed: set[str] = set()  # real paths of files read as AICR manifests
+
+    def add_file(self, path: str) -> None:
+        if path not in self.files:
+            self.files.append(path)
+
+    def dispatch(self, doc: YamlDoc, *, policy_only: bool) -> None:
+        data = doc.data
+        if not isinstance(data, dict):
+            found = "list" if isinstance(data, list) else "scalar"
+            self.errors.append(
+                doc.error((), f"a document must be a mapping with apiVersion and kind, found a {found}")
+            )
+            return
+        api, kind = data.get("apiVersion"), data.get("kind")
+        if policy_only and kind != policies.KIND:
+            self.errors.append(
+                doc.error(
+                    ("kind",), f"a policy file may only hold DeploymentPolicy resources (found kind {kind!r})"
+                )
+            )
+            return
+        if kind == recipes.KIND and api == recipes.API_VERSION:
+            rec = recipes.load_node_recipe(doc, self.errors, locked=self.locked)
+            if rec is not None:
+                self.recipes.append(rec)
+        elif isinstance(kind, str) and kind in compat.CR_KINDS and api == compat.CR_KINDS[kind]:
+            rec = compat.load_custom_resource(doc, self.errors, locked=self.locked)
+            if rec is not None:
+                self.recipes.append(rec)
+        elif kind == policies.KIND and api in policies.API_VERSIONS:
+            pol = policies.load_policy(doc, self.errors)
+            if pol is not None:
+                self.policies.append(pol)
+        elif kind == compat.AICR_KIND and api in compat.AICR_API_VERSIONS:
+            out = compat.load_recipe_result(doc, self.errors, locked=self.locked)
+            for f in out.files:
+                self.add_file(f)
+                self.claimed.add(os.path.realpath(f))
+            self.recipes.extend(out.recipes)
+            self.policies.extend(out.policies)
+        else:
+            self.errors.append(self._unknown(doc, api, kind))
+
+    @staticmethod
+    def _unknown(doc: YamlDoc, api: object, kind: object) -> InputError:
+        wanted = {
+            recipes.KIND: (recipes.API_VERSION,),
+            policies.KIND: policies.API_VERSIONS,
+            compat.AICR_KIND: compat.AICR_API_VERSIONS,
+            **{k: (v,) for k, v in compat.CR_KINDS.items()},
+        }
+        if isinstance(kind, str) and kind in wanted:
+            regen = " (regenerate it with a current aicr)" if kind == compat.AICR_KIND else ""
+            return doc.error(
+                ("apiVersion",),
+                f"kind {kind} needs apiVersion {' or '.join(wanted[kind])}, found {api!r}{regen}",
+            )
+        if api is None or kind is None:
+            missing = " and ".join(k for k, v in (("apiVersion", api), ("kind", kind)) if v is None)
+            return doc.error((), f"missing {missing}; {_accepted()}")
+        return doc.error(("kind",), f"unknown apiVersion/kind {api!r}/{kind!r}; {_accepted()}")
+
+    def check_names(self) -> None:
+        """Recipe names and policy names are unique across all files."""
+        first: dict[str, SourcePos] = {}
+        for r in self.recipes:
+            pos = r.doc.pos(("metadata", "name"))
+            if r.recipe.name in first:
+                self.errors.append(
+                    r.doc.error(
+                        ("metadata", "name"),
+                        f"recipe name {r.recipe.name!r} is already used by {first[r.recipe.name]}",
+                    )
+                )
+            else:
+                first[r.recipe.name] = pos
+        pfirst: dict[str, SourcePos] = {}
+        for p in self.policies:
+            pos = p.doc.pos(("metadata", "name"))
+            if p.policy.name in pfirst:
+                self.errors.append(
+                    p.doc.error(
+                        ("metadata", "name"),
+                        f"policy name {p.policy.name!r} is already used by {pfirst[p.policy.name]}",
+                    )
+                )
+            else:
+                pfirst[p.policy.name] = pos
+
+    def sort_key(self, e: InputError) -> tuple[int, int, int]:
+        pos = e.pos or SourcePos("")
+        idx = self.files.index(pos.file) if pos.file in self.files else len(self.files)
+        return (idx, pos.line, pos.column)
+
+
+def load_inputs(paths: Sequence[str], policy_paths: Sequence[str] = (), *, locked: bool = False) -> Inputs:
+    """Load recipes and policies from files and directories.
+
+    ``paths``: files or directories (directories: every ``*.yaml``/``*.yml`` below, recursively,
+    sorted; hidden directories skipped); they may hold any accepted kind. ``policy_paths``: files or
+    directories holding only ``DeploymentPolicy`` resources. When ``policy_paths`` is empty, a
+    ``policies/`` directory *next to* a directory in ``paths`` (``recipes/`` → ``policies/``) is
+    used if it exists. A file reached twice is read once.
+
+    ``locked``: every package needs ``containerSHA`` and an exact ``X.Y.Z`` version.
+
+    When any policy was loaded (or policy paths were given or found), every recipe's
+    ``deploymentPolicy`` must name one of them.
+
+    Raises:
+        InputError: exactly one problem.
+        InputErrors: several problems (``errors`` holds each, sorted by file and line).
+    """
+    if isinstance(paths, str):
+        paths = [paths]
+    if isinstance(policy_paths, str):
+        policy_paths = [policy_paths]
+    run = _Run(locked)
+    recipe_files = _expand(paths, run.errors)
+    discovered = not policy_paths
+    pol_paths = list(policy_paths) or _sibling_policies(paths)
+    policy_files = _expand(pol_paths, run.errors, optional=discovered)
+
+    parsed: list[tuple[YamlDoc, bool]] = []
+    seen: set[str] = set()
+    for f, policy_only in [(f, False) for f in recipe_files] + [(f, True) for f in policy_files]:
+        real = os.path.realpath(f)
+        if real in seen:
+            continue
+        seen.add(real)
+        run.add_file(f)
+        try:
+            parsed.extend((doc, policy_only) for doc in load_file(f))
+        except InputError as e:
+            run.errors.append(e)
+
+    # RecipeResults first: the manifest files they claim are then not loaded a second time.
+    def is_aicr(doc: YamlDoc, policy_only: bool) -> bool:
+        return not policy_only and isinstance(doc.data, dict) and doc.data.get("kind") == compat.AICR_KIND
+
+    for doc, policy_only in parsed:
+        if is_aicr(doc, policy_only):
+            run.dispatch(doc, policy_only=False)
+    for doc, policy_only in parsed:
+        if not is_aicr(doc, policy_only) and os.path.realpath(doc.file) not in run.claimed:
+            run.dispatch(doc, policy_only=policy_only)
+
+    order = {f: i for i, f in enumerate(run.files)}
+    run.recipes.sort(key=lambda r: (order.get(r.doc.file, len(order)), r.doc.index))
+    run.policies.sort(key=lambda p: (order.get(p.doc.file, len(order)), p.doc.index))
+    run.check_names()
+
+    policy_map = {p.policy.name: p.policy for p in run.policies}
+    recipe_docs = {r.recipe.name: r.doc for r in run.recipes}
+    inputs = Inputs(
+        recipes=tuple(sorted((r.recipe for r in run.recipes), key=lambda r: (r.priority, r.name))),
+        policies=MappingProxyType(policy_map),
+        files=tuple(run.files),
+        recipe_docs=MappingProxyType(recipe_docs),
+        policy_docs=MappingProxyType({p.policy.name: p.doc for p in run.policies}),
+        reset_overrides=MappingProxyType(
+            {r.recipe.name: r.reset_batch_state for r in run.recipes if r.reset_batch_state is not None}
+        ),
+    )
+    if policy_map or policy_paths or pol_paths:
+        for r in run.recipes:
+            if r.recipe.deploymentPolicy is not None and r.recipe.deploymentPolicy not in policy_map:
+                run.errors.append(_missing_policy(r.recipe, inputs))
+
+    if run.errors:
+        unique: dict[str, InputError] = {}
+        for err in sorted(run.errors, key=run.sort_key):
+            unique.setdefault(str(err), err)
+        errs = list(unique.values())
+        raise errs[0] if len(errs) == 1 else InputErrors(errs)
+    return inputs

@@ -1,0 +1,379 @@
+"""Our ``reconciler.nodewright.dev/v1alpha1`` ``NodeRecipe`` documents → :class:`Recipe`.
+
+Format: architecture.md §3.1. Also holds the conversion shared with the NodeWright/Skyhook
+loader (:mod:`reconciler.load.compat`): packages (NodeWright admission rules 4-6 and 9,
+semantics-nodewright.md §1.1, plus decision (g): cycles are rejected and named), the recipe
+model itself, and locked mode.
+
+Every function here appends :class:`~reconciler.errors.InputError` objects to an ``errors`` list
+instead of raising, so one run reports every problem of every file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from reconciler.errors import InputError
+from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
+from reconciler.model.recipe import Package, Recipe
+from reconciler.model.versions import is_exact
+from reconciler.plan.graph import find_cycle
+
+API_VERSION = "reconciler.nodewright.dev/v1alpha1"
+KIND = "NodeRecipe"
+
+#: Names of recipes and policies: a DNS-1123 label (dots allowed), because the name becomes part
+#: of annotation keys, Lease and object names (at most 63 characters).
+OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+
+#: ``spec`` fields of a NodeRecipe (= :class:`Recipe` fields, less name/version/origin/source).
+SPEC_FIELDS = (
+    "nodeSelector",
+    "podNonInterruptLabels",
+    "deploymentPolicy",
+    "interruptionBudget",
+    "runtimeRequired",
+    "autoTaintNewNodes",
+    "priority",
+    "sequencing",
+    "additionalTolerations",
+    "drain",
+    "timeouts",
+    "packages",
+)
+_TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")
+_META_KEYS = ("name", "version", "labels", "annotations")
+
+Origin = Literal["NodeRecipe", "NodeWright", "Skyhook"]
+
+
+@dataclass(frozen=True)
+class LoadedRecipe:
+    """A converted recipe with the document it came from (for positions in later messages).
+
+    ``reset_batch_state`` is a NodeWright/Skyhook ``deploymentPolicyOptions.
+    resetBatchStateOnCompletion`` override (None: not set).
+    """
+
+    recipe: Recipe
+    doc: YamlDoc
+    reset_batch_state: bool | None = None
+
+
+def check_keys(
+    doc: YamlDoc, path: PathKey, allowed: Collection[str], errors: list[InputError], where: str
+) -> bool:
+    """Report each key of the mapping at ``path`` that is not in ``allowed`` ("did you mean").
+
+    Returns False when something was reported. ``where`` names the mapping in the message.
+    """
+    value = doc.get(path)
+    if not isinstance(value, dict):
+        return True
+    ok = True
+    for key in value:
+        if key not in allowed:
+            ok = False
+            close = difflib.get_close_matches(key, list(allowed), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            msg = f"unknown field {key!r} in {where}{hint} (accepted: {', '.join(allowed)})"
+            errors.append(doc.error((*path, key), msg))
+    return ok
+
+
+def require_mapping(doc: YamlDoc, path: PathKey, errors: list[InputError], *, required: bool) -> bool:
+    """Check that ``path`` holds a mapping (or is absent/null when not ``required``)."""
+    value = doc.get(path)
+    if value is None and not required:
+        return True
+    if not isinstance(value, dict):
+        if doc.has(path):
+            errors.append(doc.error(path, f"must be a mapping, found a {_kind_of(value)}"))
+        else:
+            errors.append(doc.error(path, "is missing (a mapping is required)"))
+        return False
+    return True
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "string"
+
+
+def object_name(doc: YamlDoc, errors: list[InputError], what: str) -> str | None:
+    """``metadata.name``, checked against :data:`OBJECT_NAME`; None (and an error) when unusable."""
+    if not require_mapping(doc, ("metadata",), errors, required=True):
+        return None
+    name = doc.get(("metadata", "name"))
+    path = ("metadata", "name")
+    if name is None:
+        errors.append(doc.error(path, f"a {what} needs metadata.name"))
+        return None
+    if not isinstance(name, str) or not OBJECT_NAME.match(name):
+        errors.append(
+            doc.error(
+                path,
+                f"{what} name {name!r} must be lower-case letters, digits, '-' or '.', start and end "
+                "with a letter or digit, at most 63 characters",
+            )
+        )
+        return None
+    return name
+
+
+def split_image(image: str, version: Any) -> tuple[str, str | None]:
+    """Strip a tag equal to ``version`` from ``image``; returns ``(image, problem)``.
+
+    Only text after the *last* ``/`` can be a tag, so ``localhost:5000/org/pkg`` has none
+    (NodeWright PR #280). A digest (``@sha256:…``) in ``image`` is refused: it goes in
+    ``containerSHA``.
+    """
+    if not image.strip():
+        return image, "image must not be empty"
+    if "@" in image:
+        return image, f"image {image!r} carries a digest; put it in containerSHA and the image without it"
+    head, sep, last = image.rpartition("/")
+    if ":" not in last:
+        return image, None
+    base, tag = last.split(":", 1)
+    if not isinstance(version, str):
+        return image, None  # the version itself is reported
+    if tag != version:
+        return image, (
+            f"image tag {tag!r} does not match version {version!r}; leave the tag out "
+            "(the version is the tag) or make them equal"
+        )
+    return head + sep + base, None
+
+
+def convert_package(
+    doc: YamlDoc, path: PathKey, key: str, errors: list[InputError], *, locked: bool
+) -> Package | None:
+    """Validate the package at ``path`` (map key ``key``) into a :class:`Package`.
+
+    Rules (NodeWright admission, semantics §1.1): ``name`` optional and equal to the key; image tag
+    equal to ``version`` and stripped; every ``configInterrupts`` key is a ``configMap`` key or a
+    ``*`` glob matching at least one (``fnmatch.fnmatchcase``). ``resources`` quantities written as
+    YAML numbers (``cpuLimit: 4``, as rendered AICR manifests do) become strings. Locked mode:
+    ``containerSHA`` required and ``version`` an exact ``X.Y.Z`` (also each ``dependsOn`` version).
+    Returns None when the package has errors (they are appended to ``errors``).
+    """
+    raw = doc.get(path)
+    if not isinstance(raw, dict):
+        errors.append(
+            doc.error(path, f"package {key!r} must be a mapping with at least version and image")
+        )
+        return None
+    before = len(errors)
+    data = dict(raw)
+    if "name" in data:
+        if data["name"] != key:
+            errors.append(
+                doc.error((*path, "name"), f"package name {data['name']!r} must equal its key {key!r}")
+            )
+    else:
+        data["name"] = key
+    resources = data.get("resources")
+    if isinstance(resources, dict):  # quantities may be YAML numbers (cpuLimit: 4), as in Kubernetes
+        data["resources"] = {
+            k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+            for k, v in resources.items()
+        }
+    image = data.get("image")
+    if isinstance(image, str):
+        data["image"], problem = split_image(image, data.get("version"))
+        if problem:
+            errors.append(doc.error((*path, "image"), problem))
+    cmap = data.get("configMap")
+    cints = data.get("configInterrupts")
+    if isinstance(cints, dict):
+        keys = sorted(str(k) for k in cmap) if isinstance(cmap, dict) else []
+        for pattern in cints:
+            if pattern in keys or ("*" in pattern and any(fnmatchcase(k, pattern) for k in keys)):
+                continue
+            have = ", ".join(keys) if keys else "nothing"
+            kind = "glob" if "*" in pattern else "key"
+            errors.append(
+                doc.error(
+                    (*path, "configInterrupts", pattern),
+                    f"configInterrupts {kind} {pattern!r} matches no configMap key (configMap has: {have})",
+                )
+            )
+    if locked:
+        if data.get("containerSHA") is None:
+            errors.append(
+                doc.error(
+                    path, f"package {key!r} has no containerSHA; --locked needs every image pinned by digest"
+                )
+            )
+        version = data.get("version")
+        if isinstance(version, str) and not is_exact(version):
+            errors.append(
+                doc.error(
+                    (*path, "version"),
+                    f"package {key!r} version {version!r} is not exact; --locked needs X.Y.Z",
+                )
+            )
+        deps = data.get("dependsOn")
+        if isinstance(deps, dict):
+            for dep, ver in deps.items():
+                if isinstance(ver, str) and ver and not is_exact(ver):
+                    errors.append(
+                        doc.error(
+                            (*path, "dependsOn", dep),
+                            f"dependsOn version {ver!r} is not exact; --locked needs X.Y.Z",
+                        )
+                    )
+    try:
+        pkg = Package.model_validate(data)
+    except ValidationError as exc:
+        errors.extend(validation_errors(exc, doc, lambda loc: (*path, *loc), root=path))
+        return None
+    return pkg if len(errors) == before else None
+
+
+def _same_version(a: str, b: str) -> bool:
+    """Exactly the same version (NodeWright: "at exactly that version"); a leading ``v`` is optional."""
+    return a.removeprefix("v") == b.removeprefix("v")
+
+
+def check_dependencies(
+    doc: YamlDoc,
+    path: PathKey,
+    raw_packages: Mapping[str, Any],
+    packages: Mapping[str, Package],
+    errors: list[InputError],
+) -> None:
+    """``dependsOn`` rules over the raw package map at ``path`` (so packages with other errors are
+    still checked): each entry names a package of the recipe at exactly its version (compared
+    when both packages are valid), and there is no cycle (decision (g); the message names it)."""
+    names = list(raw_packages)
+    listing = ", ".join(sorted(names))
+    graph: dict[str, list[str]] = {}
+    for pname, raw in raw_packages.items():
+        deps = raw.get("dependsOn") if isinstance(raw, dict) else None
+        if not isinstance(deps, dict):
+            graph[pname] = []
+            continue
+        graph[pname] = [str(d) for d in deps]
+        for dep, ver in deps.items():
+            where = (*path, pname, "dependsOn", dep)
+            if dep not in raw_packages:
+                msg = f"dependsOn names {dep!r}, which is not a package of this recipe (packages: {listing})"
+                errors.append(doc.error(where, msg))
+                continue
+            have = packages.get(dep)
+            if have is not None and isinstance(ver, str) and ver and not _same_version(ver, have.version):
+                errors.append(
+                    doc.error(
+                        where,
+                        f"dependsOn {dep} {ver}, but this recipe has {dep} at {have.version}",
+                    )
+                )
+    cycle = find_cycle(graph)
+    if cycle:
+        errors.append(
+            doc.error((*path, cycle[0], "dependsOn", cycle[1]), "dependsOn cycle: " + " -> ".join(cycle))
+        )
+
+
+def build_recipe(
+    doc: YamlDoc,
+    *,
+    name: str,
+    version: str,
+    origin: Origin,
+    fields: Mapping[str, PathKey],
+    packages_path: PathKey,
+    errors: list[InputError],
+    locked: bool,
+) -> Recipe | None:
+    """Build a :class:`Recipe` from ``doc``.
+
+    ``fields`` maps each present :class:`Recipe` field (other than name, version, origin, source,
+    packages) to the path of its value in ``doc``; packages are read from ``packages_path``.
+    Model errors are positioned through ``fields``; errors of the whole model (e.g. both
+    ``deploymentPolicy`` and ``interruptionBudget``) at ``spec.deploymentPolicy``. Returns None
+    when anything in the recipe is wrong.
+    """
+    before = len(errors)
+    packages: dict[str, Package] = {}
+    raw_pkgs = doc.get(packages_path)
+    if raw_pkgs is not None and not isinstance(raw_pkgs, dict):
+        errors.append(doc.error(packages_path, "packages must be a mapping of package name to package"))
+    elif isinstance(raw_pkgs, dict):
+        for key in raw_pkgs:
+            pkg = convert_package(doc, (*packages_path, key), key, errors, locked=locked)
+            if pkg is not None:
+                packages[key] = pkg
+        check_dependencies(doc, packages_path, raw_pkgs, packages, errors)
+    kwargs: dict[str, Any] = {f: doc.get(p) for f, p in fields.items() if doc.get(p) is not None}
+    kwargs.update(name=name, version=version, origin=origin, source=doc.file, packages=packages)
+
+    def to_path(loc: Sequence[str | int]) -> PathKey:
+        head = loc[0]
+        if head == "name":
+            return ("metadata", "name", *loc[1:])
+        if isinstance(head, str) and head in fields:
+            return (*fields[head], *loc[1:])
+        if head == "packages":
+            return (*packages_path, *loc[1:])
+        return tuple(loc)
+
+    root = fields.get("deploymentPolicy", ("spec",))
+    try:
+        recipe = Recipe.model_validate(kwargs)
+    except ValidationError as exc:
+        errors.extend(validation_errors(exc, doc, to_path, root=root))
+        return None
+    return recipe if len(errors) == before else None
+
+
+def load_node_recipe(doc: YamlDoc, errors: list[InputError], *, locked: bool) -> LoadedRecipe | None:
+    """Convert a ``NodeRecipe`` document (architecture.md §3.1).
+
+    Top level: ``apiVersion``, ``kind``, ``metadata`` {``name`` (required), ``version``,
+    ``labels``, ``annotations``}, ``spec`` (fields :data:`SPEC_FIELDS`; unknown ones are errors).
+    """
+    before = len(errors)
+    check_keys(doc, (), _TOP_KEYS, errors, "a NodeRecipe")
+    name = object_name(doc, errors, "recipe")
+    check_keys(doc, ("metadata",), _META_KEYS, errors, "metadata")
+    version = doc.get(("metadata", "version"), "")
+    if not isinstance(version, str):
+        hint = f" (YAML read {version!r} as a number: quote it)" if isinstance(version, int | float) else ""
+        errors.append(doc.error(("metadata", "version"), f"metadata.version must be a string{hint}"))
+        version = ""
+    if not require_mapping(doc, ("spec",), errors, required=True):
+        return None
+    check_keys(doc, ("spec",), SPEC_FIELDS, errors, "spec")
+    fields = {f: ("spec", f) for f in SPEC_FIELDS if f != "packages" and doc.has(("spec", f))}
+    recipe = build_recipe(
+        doc,
+        name=name or "invalid",
+        version=version,
+        origin="NodeRecipe",
+        fields=fields,
+        packages_path=("spec", "packages"),
+        errors=errors,
+        locked=locked,
+    )
+    if recipe is None or name is None or len(errors) != before:
+        return None
+    return LoadedRecipe(recipe, doc)

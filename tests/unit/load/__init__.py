@@ -1,0 +1,1 @@
+"""Tests of the load layer (files → validated models)."""
