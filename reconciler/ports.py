@@ -147,6 +147,11 @@ class Cluster(Protocol):
         """One write: delete the stage pod (after success, or to restart it); absent is fine."""
         ...
 
+    def delete_stages(self, recipe: str, node: str) -> None:
+        """One write: delete every stage pod of ``recipe`` on ``node`` (a delete-collection by
+        labels), once the node is complete; failed nodes keep theirs for the logs."""
+        ...
+
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """One write: a Kubernetes Event on the node (reportingController = node-reconciler)."""
         ...

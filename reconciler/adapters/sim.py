@@ -719,6 +719,16 @@ class SimFleet:
         del self._stages[spec.pod_name]
         self._after_write()
 
+    def delete_stages(self, recipe: str, node: str) -> None:
+        """One write: delete every stage pod of ``recipe`` on ``node``."""
+        names = [k for k, v in self._stages.items() if v["spec"].recipe == recipe and v["spec"].node == node]
+        if not names:
+            return
+        self._write("delete-pods", f"pods/{recipe}/{node}")
+        for k in names:
+            del self._stages[k]
+        self._after_write()
+
     # ---------------------------------------------------------------- helpers for tests
     def set_node(self, name: str, **changes: Any) -> None:
         """Test helper (not a write): change a node directly, e.g. ``labels={...}`` or ``ready=False``."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -150,6 +150,7 @@ class NodeRun:
     _runs: list[_StageRun] = field(default_factory=list)
     _waiting_logged: bool = False
     lifecycle: str = ""
+    _pending: dict[str, str | None] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -174,7 +175,11 @@ class NodeRun:
         self.ctx.timeline.add(self._now(), self.name, event, detail)
 
     def _read(self) -> NodeInfo:
-        self.node = self.ctx.cluster.get_node(self.name)
+        node = self.ctx.cluster.get_node(self.name)
+        if self._pending:  # records not written yet are part of what we know of the node
+            ann = {**node.annotations, **self._pending}
+            node = replace(node, annotations={k: v for k, v in ann.items() if v is not None})
+        self.node = node
         self.state = parse_state(
             self.node.annotations.get(state_key(self.recipe.name)), node=self.name, key=state_key(self.recipe.name)
         )
@@ -188,9 +193,24 @@ class NodeRun:
         unschedulable: bool | None = None,
         taints: Any = None,
     ) -> None:
+        if self._pending:
+            annotations = {**self._pending, **(annotations or {})}
+            self._pending = {}
         self.node = self.ctx.cluster.patch_node(
             self.name, annotations=annotations, labels=labels, unschedulable=unschedulable, taints=taints
         )
+
+    def _annotation(self, key: str) -> str | None:
+        """The value of one of our annotations as we last wrote or deferred it."""
+        if key in self._pending:
+            return self._pending[key]
+        return self.node.annotations.get(key) if self.node else None
+
+    def _defer(self, annotations: dict[str, str | None]) -> None:
+        """Record to be written with the node's next write. Used for "after" records (a stage
+        completed) whose next effect is always preceded by a write: the completed stage pod stays
+        until the node is complete, so a run that stops before the write finds it and records it."""
+        self._pending.update(annotations)
 
     def _inflight(self, phase: str, **extra: Any) -> str:
         base = self.inflight.model_dump() if self.inflight else {}
@@ -341,7 +361,6 @@ class NodeRun:
                 return self._block(f"protected pods still running after {limit} s: {names}")
             return min(self._now() + self.ctx.poll_seconds * 6, since + limit)
         self.phase = "drain"
-        self._patch(annotations={inflight_key(self.recipe.name): self._inflight("drain")})
         self._since = self._now()
         return self._phase_drain()
 
@@ -369,6 +388,9 @@ class NodeRun:
                 self._evictions[f"{p.namespace}/{p.name}"] = _EvictTrack(p)
             if not self._evictions:
                 return self._drained()
+            # the drain's start is recorded so its timeout survives a restart
+            self._patch(annotations={inflight_key(self.recipe.name): self._inflight("drain")})
+            self._since = self._now()
         for ref, tr in sorted(self._evictions.items()):
             if tr.evicted or tr.gone or tr.next_try > now:
                 continue
@@ -437,7 +459,7 @@ class NodeRun:
             self._evictions.clear()
             return self._now()
         self._event("drained", f"{len(self._evictions)} pods gone")
-        self._patch(annotations={inflight_key(self.recipe.name): self._inflight("stages")})
+        self._defer({inflight_key(self.recipe.name): self._inflight("stages")})
         self.phase = "stages"
         return self._phase_stages()
 
@@ -586,7 +608,7 @@ class NodeRun:
         ann: dict[str, str | None] = {}
         if stage == "uninstall":
             self.state.pop(run.key, None)
-            digests = parse_config_digests((self.node.annotations if self.node else {}).get(config_key(name)))
+            digests = parse_config_digests(self._annotation(config_key(name)))
             if digests.pop(run.step.package, None) is not None:
                 ann[config_key(name)] = dump_config_digests(digests)
         else:
@@ -596,7 +618,7 @@ class NodeRun:
                 del self.state[k]
         pkg = self.recipe.packages.get(run.step.package)
         if stage == "config" and pkg is not None and pkg.version == run.version:
-            digests = parse_config_digests((self.node.annotations if self.node else {}).get(config_key(name)))
+            digests = parse_config_digests(self._annotation(config_key(name)))
             digests[pkg.name] = config_digest(pkg)
             ann[config_key(name)] = dump_config_digests(digests)
         run.index += 1
@@ -605,8 +627,7 @@ class NodeRun:
         if run.index >= len(run.stages):
             run.done = True
         ann[state_key(name)] = self._state_annotation()
-        self._patch(annotations=ann)
-        self.ctx.cluster.delete_stage(spec)
+        self._defer(ann)
         return self._now()
 
     def _stage_failed(self, run: _StageRun, spec: StageSpec, code: int | None, reason: str, tail: str) -> float | None:
@@ -734,11 +755,10 @@ class NodeRun:
         for s in self.plan.steps:
             if s.package in pkgs and s.to:
                 self._set_entry(f"{s.package}|{s.to}", s.package, s.to, "interrupt", "complete", s)
-        self._patch(annotations={
+        self._defer({
             inflight_key(self.recipe.name): self._inflight("post-interrupt"),
             state_key(self.recipe.name): self._state_annotation(),
         })
-        self.ctx.cluster.delete_stage(spec)
         self.phase = "post"
         return self._now()
 
@@ -788,6 +808,7 @@ class NodeRun:
         if uncordon:
             self._event("uncordon")
         self.owns_cordon = False
+        self.ctx.cluster.delete_stages(name, self.name)
         if any(c for c in [self._had_failure_condition(node)]):
             self.ctx.cluster.set_node_condition(self.name, condition_type(name, "Erroring"), "False",
                                                 "Complete", f"recipe {name} complete")
