@@ -1,0 +1,94 @@
+"""``reconciler plan RECIPE... [--policy FILE]... --cluster sim:PATH [-o text|json|markdown]``.
+
+Loads the recipes and policies, observes the cluster once, plans every recipe (in the loader's
+``(priority, name)`` order) and prints the plans. Nothing is written to the cluster.
+
+Output:
+
+* ``text``: one set of tables per recipe (colours only when stdout is a terminal);
+* ``json``: one recipe → its plan document (``Plan.to_json()``); several → ``{"plans": [...]}``
+  with the plan documents in order (``apply --plan`` reads both shapes);
+* ``markdown``: the PR comment body of each recipe, joined by a rule; with several recipes the
+  size budget is shared so the whole body stays under GitHub's comment limit.
+
+Exit codes: 0 ok; with ``--detailed-exitcode`` 3 when any recipe has pending changes (a node
+with work, or a runtime-required taint to remove); 2 bad input; 4 cluster error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from typing import Any
+
+from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
+from reconciler.errors import EXIT_CHANGES, EXIT_OK
+from reconciler.model.plan import Plan
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``plan`` verb."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "plan",
+        help="show what would change on which nodes, in which batches (no changes are made)",
+        description="Plan each recipe against the observed cluster and print the plan.",
+    )
+    add_input_args(p)
+    add_cluster_args(p)
+    add_output_arg(p, ("text", "json", "markdown"))
+    with contextlib.suppress(argparse.ArgumentError):  # in case add_input_args gains it
+        p.add_argument(
+            "--no-locked",
+            dest="locked",
+            action="store_false",
+            help="allow packages not pinned by containerSHA (default: locked, as apply)",
+        )
+    p.add_argument(
+        "--revision", default="", metavar="REV", help="source revision recorded in the plan (e.g. a git SHA)"
+    )
+    p.add_argument(
+        "--detailed-exitcode",
+        action="store_true",
+        help="exit 3 when changes are pending, 0 when every selected node is up to date",
+    )
+    p.set_defaults(func=run, locked=True)
+
+
+def pending(plan: Plan) -> bool:
+    """True when the plan would change something (a node with work or a taint to remove)."""
+    return bool(plan.summary.get("nodesChanging") or plan.summary.get("untaint"))
+
+
+def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
+    """Render ``plans`` in ``output`` format (see the module docstring for the shapes)."""
+    from reconciler.report.render import MARKDOWN_LIMIT, render_json, render_markdown, render_text
+
+    if output == "json":
+        if len(plans) == 1:
+            return render_json(plans[0])
+        return json.dumps({"plans": [p.to_dict() for p in plans]}, sort_keys=True, indent=2) + "\n"
+    if output == "markdown":
+        sep = "\n---\n\n"
+        limit = (MARKDOWN_LIMIT - len(sep) * max(0, len(plans) - 1)) // max(1, len(plans))
+        return sep.join(render_markdown(p, limit=limit) for p in plans)
+    return "\n".join(render_text(p, color=color) for p in plans)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, observe once, plan every recipe, print; see the module docstring for exit codes."""
+    from reconciler.cli.clusters import open_cluster
+    from reconciler.load import load_inputs, policy_for
+    from reconciler.observe.snapshot import observe
+    from reconciler.plan.planner import compute_plan
+
+    inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True))
+    policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
+    opened = open_cluster(args)
+    fleet = observe(opened.cluster)
+    plans = [compute_plan(r, policies[r.name], fleet, revision=args.revision) for r in inputs.recipes]
+    sys.stdout.write(format_plans(plans, args.output, color=args.output == "text" and sys.stdout.isatty()))
+    if args.detailed_exitcode and any(pending(p) for p in plans):
+        return EXIT_CHANGES
+    return EXIT_OK

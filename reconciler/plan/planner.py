@@ -1,0 +1,471 @@
+"""The planner: one recipe × one policy × one observed fleet → a :class:`~reconciler.model.plan.Plan` (pure).
+
+Deterministic: no clock, no randomness, no I/O; the same inputs give byte-identical
+``Plan.to_json()`` and the same ``planHash``.
+
+Per selected node (nodes not matching ``recipe.nodeSelector`` are untouched and absent):
+
+* **steps** from :func:`reconciler.diff.diff_node`, ordered so each package comes after its own
+  changing dependencies (``after``); uninstalls come first, a package being uninstalled after
+  the packages that depend on it (reverse ``dependsOn`` order; for packages no longer in the
+  recipe no dependencies are known, so by name); among the rest, downgrades are taken first
+  whenever their dependencies allow, then by name (decision (g): each package as soon as it can).
+* **interrupt**: the merge of every step's interrupt and of the interrupt the node's ``InFlight``
+  record still owes (:mod:`reconciler.plan.interrupts`).
+* **cordon** — decision: a node is cordoned and drained *exactly when it has an interrupt*
+  (``noop`` included), as NodeWright's interrupt flow does (semantics §2.5); steps without an
+  interrupt run on a schedulable node. Only then are ``waitFor``, ``evict``, ``drainBlockers`` and
+  ``pdbs`` computed (a node that is not drained waits for nothing and evicts nothing).
+* **waitFor**: Running/Pending pods matching ``podNonInterruptLabels`` (an empty selector means
+  "never wait", as in NodeWright). They are never evicted, whatever the drain flags.
+* **evict / drainBlockers**: :func:`classify_drain` — the executor's own pure filter chain
+  (:func:`reconciler.execute.drain.classify_pods`), so the plan shows exactly what ``apply`` will
+  do: ``kubectl drain``'s filter classes with the recipe's ``drain`` options
+  (drain-and-scenarios.md §1.2): our own stage pods are skipped, DaemonSet-managed pods are left
+  running with ``ignoreDaemonSets`` (and block otherwise; an orphaned DaemonSet cannot be seen
+  offline, so every DaemonSet-owned pod is treated as live), mirror pods are skipped, finished
+  pods are removed, emptyDir pods need ``deleteEmptyDirData``, pods without a controller need
+  ``force``. **pdbs**: PodDisruptionBudgets covering evicted Running pods, with their
+  ``disruptionsAllowed``.
+* **untaint**: the recipe is ``runtimeRequired``, the node carries
+  :data:`~reconciler.model.nodestate.RUNTIME_REQUIRED_TAINT_KEY` and has no steps and no interrupt.
+
+A node *has work* when it has steps, an interrupt, an ``InFlight`` record or our cordon (the last
+two: an unfinished lifecycle to finish or a cordon to release). Nodes with work are placed in
+batches per compartment (:mod:`reconciler.plan.batching`), in the order: ``InFlight`` record or our
+cordon first, then node ``created`` ascending, then name. A compartment's ``matched`` and budget
+ceiling count every selected node assigned to it; batches are predicted over its nodes with work,
+assuming every node succeeds. Nodes cordoned by someone else are reported in a warning (they
+count against the budget at run time, decision (a)); the prediction does not subtract them.
+
+**planHash** = sha256 (hex) of a canonical JSON document (sorted keys, no whitespace) of::
+
+    {"v": 1,
+     "recipe": recipe.model_dump(mode="json") without "source",
+     "policy": policy.model_dump(mode="json") without "source",
+     "nodes": [per selected node, by name: {name, labels, unschedulable, taints, created,
+               annotations: only this recipe's state/config/inflight/cordon keys and the legacy
+               nodeState keys, waitFor/evict as "ns/name@uid", drainBlockers}]}
+
+Not hashed: file paths (``source``), the revision label, resourceVersions, bootIDs, and volatile
+status the plan only displays — PodDisruptionBudget ``disruptionsAllowed`` and node Ready (they
+change by the minute; ``apply`` re-reads them and reacts). So a plan reviewed in CI and re-made by
+``apply --plan`` from another checkout of the same inputs has the same hash, while any change to
+what the plan would *do* (steps, order, batches, pods to wait for or evict) changes it.
+
+``summary`` = ``{nodes, nodesChanging, actions: {install, upgrade, downgrade, reconfigure,
+uninstall} (counted per step), interrupts: {reboot, service, restartAllServices, noop}
+(counted per node), batches, untaint}``; ``nodesChanging`` counts nodes with work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.diff import NodeDiff, PackageChange, diff_node
+from reconciler.errors import InputError
+from reconciler.execute.drain import classify_pods
+from reconciler.model.nodestate import (
+    LEGACY_PREFIXES,
+    RUNTIME_REQUIRED_TAINT_KEY,
+    config_key,
+    cordon_key,
+    inflight_key,
+    state_key,
+)
+from reconciler.model.observed import NodeInfo, ObservedFleet, PodInfo
+from reconciler.model.plan import ACTIONS, CompartmentPlan, NodePlan, Plan, RecipeRef, Step
+from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy
+from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
+from reconciler.model.selector import LabelSelector
+from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, predict_batches
+from reconciler.plan.graph import dependents, find_cycle
+from reconciler.plan.interrupts import merge_interrupts
+
+#: Hash document version: bump when the hashed document's shape changes.
+HASH_VERSION = 1
+
+#: How many names a warning lists before it says "and N more".
+_LIST_MAX = 10
+
+
+# --------------------------------------------------------------------------------------------
+# drain classification
+
+
+@dataclass(frozen=True)
+class DrainView:
+    """What a drain of one node would do (drain-and-scenarios.md §1.2, S08, S09).
+
+    ``wait``: protected Running/Pending pods (``podNonInterruptLabels``) the node waits for; never
+    evicted. ``evict``: pods the drain removes (evicted, or deleted when finished), by
+    namespace/name. ``blockers``: pods that make the drain refuse (all or nothing) with the
+    reason. ``lossy``: evicted pods the plan warns about (bare pods under ``force``, emptyDir data
+    deleted under ``deleteEmptyDirData``).
+    """
+
+    wait: tuple[PodInfo, ...] = ()
+    evict: tuple[PodInfo, ...] = ()
+    blockers: tuple[tuple[PodInfo, str], ...] = ()
+    lossy: tuple[tuple[PodInfo, str], ...] = ()
+
+
+def classify_drain(pods: Sequence[PodInfo], drain: DrainOptions, protect: LabelSelector | None) -> DrainView:
+    """Classify the pods of a node the way the executor's drain will (the same pure filter chain,
+    :func:`reconciler.execute.drain.classify_pods`: ``kubectl drain``'s classes with ``drain``'s
+    flags). Offline, every DaemonSet-owned pod is treated as live (an orphan cannot be told
+    apart), and terminating pods are not aged (no clock)."""
+    cls = classify_pods(pods, drain, protect)
+    evict = tuple(sorted(cls.to_remove, key=lambda p: (p.namespace, p.name)))
+    lossy: list[tuple[PodInfo, str]] = []
+    for p in evict:
+        if p.finished:
+            continue
+        if p.emptydir:
+            lossy.append((p, "emptyDir data will be deleted (drain.deleteEmptyDirData)"))
+        if p.controller is None:
+            lossy.append((p, "bare pod will be deleted and not recreated (drain.force)"))
+    return DrainView(tuple(cls.protected), evict, tuple(cls.blockers), tuple(lossy))
+
+
+# --------------------------------------------------------------------------------------------
+# step order
+
+
+def order_steps(changes: Sequence[PackageChange], deps: Mapping[str, Sequence[str]]) -> list[Step]:
+    """Order a node's changing packages into steps with their ``after`` lists.
+
+    ``deps`` is the recipe's name → dependency names. Uninstalls first, each after the
+    uninstalling packages that depend on it; then the other steps in dependency order (each
+    after its changing, non-uninstalling dependencies), preferring downgrades, then names.
+    """
+    changing = {c.package: c for c in changes if c.changing}
+    rev = dependents(deps)
+    uninst = {n for n, c in changing.items() if c.action == "uninstall"}
+    after: dict[str, list[str]] = {}
+    for n in changing:
+        if n in uninst:
+            after[n] = sorted(d for d in rev.get(n, []) if d in uninst)
+        else:
+            after[n] = sorted(d for d in deps.get(n, ()) if d in changing and d not in uninst)
+    order = _kahn(sorted(uninst), after, lambda n: (0, n))
+    order += _kahn(
+        sorted(set(changing) - uninst),
+        after,
+        lambda n: (0 if changing[n].action == "downgrade" else 1, n),
+    )
+    return [changing[n].to_step(after[n]) for n in order]
+
+
+def _kahn(names: list[str], after: Mapping[str, list[str]], key: Callable[[str], tuple[int, str]]) -> list[str]:
+    """Topological order of ``names`` (``after`` edges inside ``names``), smallest ``key`` first."""
+    members = set(names)
+    pending = {n: {a for a in after[n] if a in members} for n in names}
+    heap = [(key(n), n) for n in names if not pending[n]]
+    heapq.heapify(heap)
+    out: list[str] = []
+    while heap:
+        _, n = heapq.heappop(heap)
+        out.append(n)
+        for m in names:
+            if n in pending[m]:
+                pending[m].discard(n)
+                if not pending[m]:
+                    heapq.heappush(heap, (key(m), m))
+    if len(out) != len(names):  # pragma: no cover - the recipe graph is checked acyclic first
+        raise ValueError("dependency cycle among steps")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# per node
+
+
+@dataclass
+class _Draft:
+    info: NodeInfo
+    diff: NodeDiff
+    steps: list[Step]
+    interrupt: Interrupt | None
+    drain: DrainView
+    pdbs: dict[str, int]
+    untaint: bool
+    has_work: bool
+    note: str
+    hash_part: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def first(self) -> bool:
+        return self.diff.inflight is not None or self.diff.cordoned_by_us
+
+
+def _names(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_LIST_MAX])
+    return shown + (f" and {len(items) - _LIST_MAX} more" if len(items) > _LIST_MAX else "")
+
+
+def _pod_id(p: PodInfo) -> str:
+    return f"{p.ref}@{p.uid}"
+
+
+def _relevant_annotations(recipe: str, ann: Mapping[str, str]) -> dict[str, str]:
+    keys = [state_key(recipe), config_key(recipe), inflight_key(recipe), cordon_key(recipe)]
+    keys += [f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES]
+    return {k: ann[k] for k in keys if k in ann}
+
+
+def _plan_node(
+    recipe: Recipe,
+    fleet: ObservedFleet,
+    info: NodeInfo,
+    deps: Mapping[str, Sequence[str]],
+    warnings: list[str],
+) -> _Draft:
+    d = diff_node(recipe, info)
+    for problem in d.problems:
+        warnings.append(f"node {info.name}: {problem}")
+    if d.state_error:
+        warnings.append(f"node {info.name} skipped: {d.state_error}")
+    steps = order_steps(d.changes, deps)
+    # a node whose state cannot be read is skipped entirely, even an interrupt its InFlight owes
+    intr = None if d.state_error else merge_interrupts([*(s.interrupt for s in steps), d.owed_interrupt])
+    cordon = intr is not None
+    view = DrainView()
+    pdbs: dict[str, int] = {}
+    if cordon:
+        view = classify_drain(fleet.pods_on(info.name), recipe.drain, recipe.podNonInterruptLabels)
+        for p in view.evict:
+            if p.phase != "Running" or p.deletion_ts is not None:
+                continue  # Pending/finished/terminating pods are deleted without a budget check
+            covering = fleet.pdbs_for(p)
+            for b in covering:
+                pdbs[b.ref] = b.disruptions_allowed
+                if b.disruptions_allowed <= 0:
+                    warnings.append(
+                        f"node {info.name}: PodDisruptionBudget {b.ref} allows 0 disruptions; evicting "
+                        f"{p.ref} is refused (429) until it allows one, or the drain times out"
+                    )
+            if len(covering) > 1:
+                warnings.append(
+                    f"node {info.name}: pod {p.ref} is selected by {len(covering)} PodDisruptionBudgets "
+                    f"({', '.join(b.ref for b in covering)}); the Eviction API refuses it (HTTP 500)"
+                )
+        if view.blockers:
+            warnings.append(
+                f"node {info.name}: drain would be refused (nothing is evicted): "
+                + "; ".join(f"{p.ref} {why}" for p, why in view.blockers)
+            )
+        if view.wait:
+            warnings.append(
+                f"node {info.name}: waits for protected pods (podNonInterruptLabels) before draining: "
+                + _names([p.ref for p in view.wait])
+            )
+        for p, why in view.lossy:
+            warnings.append(f"node {info.name}: {p.ref}: {why}")
+    tainted = any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in info.taints)
+    untaint = recipe.runtimeRequired and tainted and not steps and intr is None and not d.state_error
+    has_work = not d.state_error and (bool(steps) or intr is not None or d.inflight is not None or d.cordoned_by_us)
+    notes: list[str] = []
+    if d.state_error:
+        notes.append("state annotation malformed: node skipped")
+    if d.imported:
+        notes.append(f"state imported from {d.state_source}")
+    if d.inflight is not None:
+        notes.append(f"resumes run {d.inflight.runId} at phase {d.inflight.phase}")
+    if d.cordoned_by_us and not steps and intr is None:
+        notes.append("our cordon is released")
+    if d.failure is not None:
+        notes.append(f"failed in run {d.failure.runId}: {d.failure.reason}")
+    if untaint:
+        notes.append("complete: runtime-required taint is removed")
+    if not has_work and not d.state_error:
+        notes.append("up to date")
+    if has_work and info.ready is not True:
+        warnings.append(f"node {info.name} is not Ready; its lifecycle may wait or fail")
+    if info.unschedulable and not d.cordoned_by_us:
+        warnings.append(
+            f"node {info.name} is already cordoned by someone else: it counts against its compartment's "
+            "budget while cordoned and stays cordoned after the rollout (decision (c))"
+        )
+    if d.cordoned_by_us and not info.unschedulable:
+        warnings.append(
+            f"node {info.name}: our cordon record is present but the node is schedulable (uncordoned by someone else?)"
+        )
+    draft = _Draft(info, d, steps, intr, view, pdbs, untaint, has_work, "; ".join(notes))
+    draft.hash_part = {
+        "name": info.name,
+        "labels": dict(info.labels),
+        "unschedulable": info.unschedulable,
+        "taints": sorted(str(t) for t in info.taints),
+        "created": info.created,
+        "annotations": _relevant_annotations(recipe.name, info.annotations),
+        "waitFor": [_pod_id(p) for p in view.wait],
+        "evict": [_pod_id(p) for p in view.evict],
+        "drainBlockers": [f"{_pod_id(p)}: {why}" for p, why in view.blockers],
+    }
+    return draft
+
+
+# --------------------------------------------------------------------------------------------
+# recipe-level checks
+
+
+def _recipe_warnings(recipe: Recipe) -> list[str]:
+    out = []
+    removing = {n for n, p in recipe.packages.items() if p.uninstall is not None and p.uninstall.apply}
+    for name, pkg in sorted(recipe.packages.items()):
+        if name in removing:
+            continue
+        gone = sorted(d for d in pkg.dependsOn if d in removing)
+        if gone:
+            out.append(f"package {name} depends on {', '.join(gone)}, which uninstall.apply removes")
+    return out
+
+
+def _digest(doc: Any) -> str:
+    blob = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def plan_hash(recipe: Recipe, policy: DeploymentPolicy, node_parts: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 hex of the canonical hash document (see the module docstring)."""
+    return _digest(
+        {
+            "v": HASH_VERSION,
+            "recipe": recipe.model_dump(mode="json", exclude={"source"}),
+            "policy": policy.model_dump(mode="json", exclude={"source"}),
+            "nodes": sorted(node_parts, key=lambda n: str(n["name"])),
+        }
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# the plan
+
+
+def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, *, revision: str = "") -> Plan:
+    """Plan ``recipe`` under ``policy`` against the observed ``fleet`` (see the module docstring).
+
+    ``revision`` is a label of where the inputs came from (e.g. a git SHA); it is recorded in the
+    plan but not hashed.
+
+    Raises:
+        InputError: the recipe's ``dependsOn`` has a cycle (the message names it).
+    """
+    deps = {name: sorted(p.dependsOn) for name, p in recipe.packages.items()}
+    cycle = find_cycle(deps)
+    if cycle:
+        raise InputError(
+            f"recipe {recipe.name}: dependsOn cycle: {' -> '.join(cycle)}",
+            field=f"spec.packages.{cycle[0]}.dependsOn",
+        )
+    warnings = _recipe_warnings(recipe)
+    selected = sorted((n for n in fleet.nodes.values() if recipe.nodeSelector.matches(n.labels)), key=lambda n: n.name)
+    if not selected:
+        warnings.append(f"recipe {recipe.name}: nodeSelector matches no nodes; nothing to do")
+    drafts = [_plan_node(recipe, fleet, n, deps, warnings) for n in selected]
+
+    # aggregated per-package notices
+    imported = [d.info.name for d in drafts if d.diff.imported]
+    if imported:
+        warnings.append(
+            f"{len(imported)} node(s) have state imported from NodeWright/Skyhook annotations (config "
+            f"digests unknown, configuration treated as unchanged): {_names(imported)}"
+        )
+    sha: dict[str, list[str]] = {}
+    for d in drafts:
+        for c in d.diff.changes:
+            if c.sha_mismatch:
+                sha.setdefault(c.package, []).append(d.info.name)
+    for pkg_name, nodes in sorted(sha.items()):
+        pkg = recipe.packages[pkg_name]
+        warnings.append(
+            f"package {pkg_name} {pkg.version}: {len(nodes)} node(s) applied another containerSHA than the "
+            f"recipe's {pkg.containerSHA}; the same version is not re-run (bump the version): {_names(nodes)}"
+        )
+
+    # compartments and batches
+    assignment = assign_compartments(policy, [d.info for d in drafts])
+    order = [c.name for c in policy.compartments] + [DEFAULT_COMPARTMENT]
+    batch_of: dict[str, int] = {}
+    compartments: list[CompartmentPlan] = []
+    for cname in order:
+        members = [d for d in drafts if assignment[d.info.name] == cname]
+        if not members:
+            continue
+        budget, strategy = compartment_spec(policy, cname)
+        ceil = ceiling(budget, len(members))
+        if budget.rounds_up(len(members)):
+            warnings.append(
+                f"compartment {cname}: budget {budget.percent}% of {len(members)} node(s) rounds down to 0; "
+                "the ceiling is raised to 1 node (decision (i))"
+            )
+        work = sorted(
+            (d for d in members if d.has_work),
+            key=lambda d: (0 if d.first else 1, d.info.created, d.info.name),
+        )
+        batches = predict_batches(strategy, ceil, [d.info.name for d in work])
+        for i, names in enumerate(batches, start=1):
+            for n in names:
+                batch_of[n] = i
+        compartments.append(
+            CompartmentPlan(
+                name=cname,
+                strategy=strategy.kind if strategy is not None else "none",
+                ceiling=ceil,
+                matched=len(members),
+                batches=tuple(tuple(b) for b in batches),
+            )
+        )
+
+    node_plans = tuple(
+        NodePlan(
+            name=d.info.name,
+            compartment=assignment[d.info.name],
+            batch=batch_of.get(d.info.name, 0),
+            steps=tuple(d.steps),
+            interrupt=d.interrupt,
+            cordon=d.interrupt is not None,
+            waitFor=tuple(p.ref for p in d.drain.wait),
+            evict=tuple(p.ref for p in d.drain.evict),
+            pdbs=d.pdbs,
+            drainBlockers=tuple(f"{p.ref}: {why}" for p, why in d.drain.blockers),
+            untaint=d.untaint,
+            imported=d.diff.imported,
+            note=d.note,
+        )
+        for d in drafts
+    )
+    actions = {a: 0 for a in ACTIONS}
+    interrupts = {"reboot": 0, "service": 0, "restartAllServices": 0, "noop": 0}
+    for np_ in node_plans:
+        for s in np_.steps:
+            actions[s.action] += 1
+        if np_.interrupt is not None:
+            interrupts[np_.interrupt.type] += 1
+    summary: dict[str, Any] = {
+        "nodes": len(selected),
+        "nodesChanging": sum(1 for d in drafts if d.has_work),
+        "actions": actions,
+        "interrupts": interrupts,
+        "batches": sum(len(c.batches) for c in compartments),
+        "untaint": sum(1 for d in drafts if d.untaint),
+    }
+    return Plan(
+        planHash=plan_hash(recipe, policy, [d.hash_part for d in drafts]),
+        recipe=RecipeRef(name=recipe.name, version=recipe.version),
+        policy=policy.name,
+        revision=revision,
+        summary=summary,
+        compartments=tuple(compartments),
+        nodes=node_plans,
+        warnings=tuple(warnings),
+    )
+
+
+__all__ = ["DrainView", "classify_drain", "compute_plan", "order_steps", "plan_hash"]

@@ -1,0 +1,1 @@
+"""Reporting: renderers of plans and results (text, JSON, Markdown), status and PR comments."""

@@ -1,0 +1,351 @@
+"""Render a :class:`~reconciler.model.plan.Plan` for people and machines (pure: returns strings).
+
+* :func:`render_text`: terminal tables (``rich``), no colour codes unless asked for;
+* :func:`render_json`: the stable JSON contract (``Plan.to_json()``);
+* :func:`render_markdown`: the pull-request comment body: a hidden marker, the summary first
+  (nodes changing, actions, interrupts, batches, risks), then details in ``<details>`` sections,
+  under :data:`MARKDOWN_LIMIT` characters with an explicit truncation note
+  (gitops-conventions.md §4.3).
+
+Every text that comes from a recipe, a policy or the cluster (names, versions, reasons, pod
+references, warnings) is escaped: in Markdown it cannot open HTML tags, links, emphasis, code
+spans or table cells; in the terminal it is never read as ``rich`` markup.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterable, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from reconciler.model.plan import ACTIONS, NodePlan, Plan, Step
+from reconciler.plan.interrupts import describe
+
+#: Hard cap of the Markdown body: GitHub refuses comments over 65,536 characters; the margin
+#: leaves room for a caller's own header/footer.
+MARKDOWN_LIMIT = 60_000
+
+_INTERRUPT_TYPES = ("reboot", "restartAllServices", "service", "noop")
+
+#: Room kept for the truncation note.
+_NOTE_RESERVE = 400
+
+#: Longest warning shown in the summary's risk list (the full text is in the details).
+_RISK_MAX = 500
+
+
+# --------------------------------------------------------------------------------------------
+# shared wording
+
+
+def step_text(s: Step) -> str:
+    """One step in words: ``tuning: upgrade 1.1.3 → 1.1.4 [upgrade, config, post-interrupt]``."""
+    if s.action == "install":
+        ver = f"{s.to}"
+    elif s.action == "uninstall":
+        ver = f"{s.from_}"
+    else:
+        ver = f"{s.from_} → {s.to}" if s.from_ != s.to else f"{s.to}"
+    extra = ""
+    if s.changedKeys:
+        extra += f" keys: {', '.join(s.changedKeys)}"
+    if s.restartOnly:
+        extra += " (restart only)"
+    if s.after:
+        extra += f" after: {', '.join(s.after)}"
+    return f"{s.package}: {s.action} {ver} [{', '.join(s.stages)}]{extra}"
+
+
+def _changing(plan: Plan) -> list[NodePlan]:
+    return [n for n in plan.nodes if n.steps or n.interrupt is not None or n.batch > 0 or n.untaint]
+
+
+def _count_line(counts: dict[str, int], keys: Iterable[str]) -> str:
+    parts = [f"{counts.get(k, 0)} {k}" for k in keys if counts.get(k, 0)]
+    return ", ".join(parts) if parts else "none"
+
+
+def _batch_sizes(sizes: Sequence[int]) -> str:
+    return ", ".join(str(s) for s in sizes) if sizes else "no batch"
+
+
+# --------------------------------------------------------------------------------------------
+# text
+
+
+def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
+    """The plan as terminal tables: a summary, compartments with batch sizes, one row per node
+    with work (up-to-date nodes are only counted), warnings.
+
+    ``color`` enables ANSI styles (the CLI passes whether stdout is a TTY); without it the
+    output is plain text. Recipe and cluster text is never interpreted as ``rich`` markup.
+    """
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        soft_wrap=False,
+    )
+    s = plan.summary
+    title = f"Plan for recipe {plan.recipe.name}"
+    if plan.recipe.version:
+        title += f" {plan.recipe.version}"
+    console.print(Text(title, style="bold"))
+    meta = f"policy {plan.policy}"
+    if plan.revision:
+        meta += f" · revision {plan.revision}"
+    meta += f" · plan hash {plan.planHash[:12]}"
+    console.print(Text(meta))
+    console.print(Text(f"Nodes: {s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected change"))
+    console.print(Text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"))
+    console.print(Text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"))
+    console.print(Text(f"Batches: {s.get('batches', 0)}"))
+
+    if plan.compartments:
+        ct = Table(title="Compartments", title_justify="left", show_lines=False)
+        for col in ("compartment", "strategy", "ceiling", "matched", "batch sizes"):
+            ct.add_column(col)
+        for c in plan.compartments:
+            ct.add_row(
+                Text(c.name),
+                Text(c.strategy),
+                Text(str(c.ceiling)),
+                Text(str(c.matched)),
+                Text(_batch_sizes([len(b) for b in c.batches])),
+            )
+        console.print(ct)
+
+    changing = _changing(plan)
+    if changing:
+        nt = Table(title="Nodes", title_justify="left", show_lines=False)
+        for col in ("node", "batch", "steps", "interrupt", "drain"):
+            nt.add_column(col, overflow="fold")
+        for n in sorted(changing, key=lambda x: (x.compartment, x.batch or 10**9, x.name)):
+            steps = "\n".join(step_text(st) for st in n.steps) or "-"
+            if n.note:
+                steps += f"\n({n.note})"
+            drain = []
+            if n.cordon:
+                drain.append("cordon")
+            if n.waitFor:
+                drain.append(f"wait {len(n.waitFor)}")
+            if n.evict:
+                drain.append(f"evict {len(n.evict)}")
+            if n.drainBlockers:
+                drain.append(f"BLOCKED {len(n.drainBlockers)}")
+            if n.untaint:
+                drain.append("untaint")
+            nt.add_row(
+                Text(n.name),
+                Text(f"{n.compartment} #{n.batch}" if n.batch else n.compartment),
+                Text(steps),
+                Text(describe(n.interrupt)),
+                Text(", ".join(drain) or "-"),
+            )
+        console.print(nt)
+    else:
+        console.print(Text("No changes: every selected node is up to date."))
+
+    if plan.warnings:
+        console.print(Text("Warnings:", style="bold yellow"))
+        for w in plan.warnings:
+            console.print(Text(f"  ! {w}"))
+    return "\n".join(line.rstrip() for line in buf.getvalue().split("\n"))
+
+
+# --------------------------------------------------------------------------------------------
+# json
+
+
+def render_json(plan: Plan) -> str:
+    """The JSON contract: exactly ``plan.to_json()`` (sorted keys, 2-space indent, newline)."""
+    return plan.to_json()
+
+
+# --------------------------------------------------------------------------------------------
+# markdown
+
+#: Inline Markdown metacharacters: emphasis, code, links/images, tables, strikethrough, headings.
+_MD_INLINE = re.compile(r"([\\`*_\[\]|~!#])")
+#: Block markers that only matter where the text starts a line or a list item's content.
+_MD_BLOCK_START = re.compile(r"^(\d{1,9})([.)])(?=\s|$)|^([-+])(?=\s|$)")
+
+
+def md_escape(text: object) -> str:
+    """Escape untrusted text for GitHub-flavoured Markdown, safe inside table cells and list items.
+
+    HTML metacharacters become entities (no tag, comment or ``<details>`` can be opened or
+    closed); emphasis, code, link/image, table, strikethrough and heading characters are
+    backslash-escaped; a leading list/quote marker (``-``, ``+``, ``1.``) is escaped; line breaks
+    and control characters become spaces; ``@`` is followed by a zero-width space so a name
+    cannot mention (notify) a user or team.
+    """
+    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    s = "".join(ch if ch >= " " else " " for ch in s)
+    s = _MD_INLINE.sub(r"\\\1", s)
+    s = _MD_BLOCK_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", s, count=1)
+    return s.replace("@", "@&#8203;")
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _md_step(s: Step) -> str:
+    return md_escape(step_text(s))
+
+
+def _risks(plan: Plan) -> list[str]:
+    return list(plan.warnings)
+
+
+def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
+    """The pull-request comment body for ``plan``.
+
+    Layout: hidden marker ``<!-- reconciler:plan recipe=NAME -->``; title; summary (nodes
+    changing, actions, interrupts/reboots, batches per compartment); risks (warnings) above the
+    fold; then ``<details>`` sections with the batch plan and one table row per changing node.
+    When the body would exceed ``limit`` characters, rows are dropped from the end of the details,
+    every open table/``<details>`` is closed, and a truncation note says how much was left out
+    and how to get the full plan (``reconciler plan -o json``).
+    """
+    s = plan.summary
+    name = md_escape(plan.recipe.name)
+    marker_name = re.sub(r"[^A-Za-z0-9._-]", "_", plan.recipe.name)
+    head: list[str] = [f"<!-- reconciler:plan recipe={marker_name} -->"]
+    title = f"### Plan for recipe {name}"
+    if plan.recipe.version:
+        title += f" {md_escape(plan.recipe.version)}"
+    head.append(title)
+    meta = [f"policy {md_escape(plan.policy)}"]
+    if plan.revision:
+        meta.append(f"revision {md_escape(plan.revision)}")
+    meta.append(f"plan hash {plan.planHash[:12]}")
+    head.append(" · ".join(meta))
+    head.append("")
+    actions = s.get("actions", {})
+    intr = s.get("interrupts", {})
+    head.append(f"**{s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected nodes change.**")
+    head.append("")
+    head.append("| | |")
+    head.append("|---|---|")
+    head.append(f"| Actions | {_count_line(actions, ACTIONS)} |")
+    head.append(f"| Interrupts | {_count_line(intr, _INTERRUPT_TYPES)} |")
+    head.append(f"| Reboots | {intr.get('reboot', 0)} |")
+    cordons = sum(1 for n in plan.nodes if n.cordon)
+    evicts = sum(len(n.evict) for n in plan.nodes)
+    head.append(f"| Cordon and drain | {cordons} node(s), {evicts} pod(s) evicted |")
+    batch_txt = md_escape(
+        _clip(
+            "; ".join(
+                f"{c.name}: {len(c.batches)} ({_batch_sizes([len(b) for b in c.batches])})" for c in plan.compartments
+            ),
+            1000,
+        )
+    )
+    head.append(f"| Batches | {s.get('batches', 0)}" + (f" — {batch_txt}" if batch_txt else "") + " |")
+    if s.get("untaint"):
+        head.append(f"| Runtime-required taint removed | {s['untaint']} node(s) |")
+    head.append("")
+    risks = _risks(plan)
+    if risks:
+        head.append(f"**Risks ({len(risks)})**")
+        head.append("")
+        top = risks[:20]
+        head.extend(f"- ⚠️ {md_escape(_clip(r, _RISK_MAX))}" for r in top)
+        if len(risks) > len(top):
+            head.append(f"- … and {len(risks) - len(top)} more (see details)")
+        head.append("")
+    elif not _changing(plan):
+        head.append("No changes: every selected node is up to date.")
+        head.append("")
+
+    changing = sorted(_changing(plan), key=lambda x: (x.compartment, x.batch or 10**9, x.name))
+    node_rows = []
+    for n in changing:
+        steps = "<br>".join(_md_step(st) for st in n.steps) or "-"
+        if n.note:
+            steps += f"<br>_{md_escape(n.note)}_"
+        drain = []
+        if n.waitFor:
+            drain.append("wait: " + ", ".join(md_escape(p) for p in n.waitFor))
+        if n.evict:
+            drain.append("evict: " + ", ".join(md_escape(p) for p in n.evict))
+        if n.pdbs:
+            drain.append("PDBs: " + ", ".join(f"{md_escape(k)}={v}" for k, v in sorted(n.pdbs.items())))
+        if n.drainBlockers:
+            drain.append("**blocked**: " + "; ".join(md_escape(b) for b in n.drainBlockers))
+        if n.untaint:
+            drain.append("untaint")
+        node_rows.append(
+            _row(
+                md_escape(n.name),
+                md_escape(n.compartment),
+                n.batch or "-",
+                steps,
+                md_escape(describe(n.interrupt)),
+                "yes" if n.cordon else "no",
+                "<br>".join(drain) or "-",
+            )
+        )
+    batch_rows = []
+    for c in plan.compartments:
+        if not c.batches:
+            batch_rows.append(_row(md_escape(c.name), md_escape(c.strategy), c.ceiling, c.matched, "-", "-"))
+        for i, b in enumerate(c.batches, start=1):
+            nodes = ", ".join(md_escape(x) for x in b)
+            batch_rows.append(_row(md_escape(c.name), md_escape(c.strategy), c.ceiling, c.matched, i, nodes))
+
+    sections: list[tuple[str, str, list[str]]] = []
+    if node_rows:
+        table = _row("Node", "Compartment", "Batch", "Steps", "Interrupt", "Cordon", "Drain")
+        sections.append((f"Nodes ({len(node_rows)} changing)", table + "\n" + "|---" * 7 + "|", node_rows))
+    if batch_rows:
+        table = _row("Compartment", "Strategy", "Ceiling", "Matched", "Batch", "Nodes")
+        sections.append(("Batches", table + "\n" + "|---" * 6 + "|", batch_rows))
+    if plan.warnings:
+        sections.append((f"All warnings ({len(plan.warnings)})", "", [f"- {md_escape(w)}" for w in plan.warnings]))
+
+    footer = f"\n\n<sub>full plan: `reconciler plan -o json` · plan hash {plan.planHash}</sub>\n"
+    reserve = len(footer) + _NOTE_RESERVE
+    out = "\n".join(head)
+    if len(out) + reserve > limit:  # an absurdly long summary: cut it, never the marker
+        out = out[: max(0, limit - reserve - 1)] + "…"
+    omitted: list[str] = []
+    for title, table_head, rows in sections:
+        open_ = f"\n<details><summary>{title}</summary>\n\n" + (table_head if table_head else "")
+        close = "\n\n</details>"
+        shown = 0
+        if len(out) + len(open_) + len(close) + reserve <= limit:
+            body = ""
+            for row in rows:
+                if len(out) + len(open_) + len(body) + 1 + len(row) + len(close) + reserve > limit:
+                    break
+                body += ("\n" if body or table_head else "") + row
+                shown += 1
+            if shown:
+                out += open_ + body + close
+        if shown < len(rows):
+            omitted.append(f"{title.split(' (')[0]}: {len(rows) - shown} of {len(rows)} rows")
+    if omitted:
+        out += (
+            "\n\n**Truncated** to stay under the comment size limit — not shown: "
+            + "; ".join(omitted)
+            + ". Run `reconciler plan -o json` for the full plan."
+        )
+    out += footer
+    return out
