@@ -33,6 +33,7 @@ import io
 import json
 import uuid
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,11 +108,13 @@ class SimFleet:
         self._saved_stages: list[Obj] = []
         for obj in objects:
             self._add(obj)
+        self.epoch: float
         if self._saved_clock is not None:
             self.epoch = float(self._saved_clock["now"])
             self._uid = max(self._uid, int(self._saved_clock.get("uids", 0)))
         else:
-            self.epoch = parse_time(self.config.startTime) if self.config.startTime else self._newest_timestamp()
+            start = parse_time(self.config.startTime) if self.config.startTime else None
+            self.epoch = start if start is not None else self._newest_timestamp()
         self._schedule_deadlines()
         self._restore_timers()
 
@@ -200,17 +203,17 @@ class SimFleet:
             self._stages[spec.pod_name] = rec
             if rec["phase"] == "running" and st.get("doneAt") is not None and st.get("interrupt") == "reboot":
                 self._at(max(self._now, float(st["doneAt"]) - self.epoch),
-                         lambda n=spec.node, p=spec.pod_name: self._reboot_down(n, p))
+                         partial(self._reboot_down, spec.node, spec.pod_name))
             elif rec["phase"] == "running" and st.get("doneAt") is not None:
                 out = (int(st.get("pendingExit", 0)), st.get("pendingReason", ""), st.get("pendingLog", ""))
                 rec.update(pending_exit=out[0], pending_reason=out[1], pending_log=out[2])
                 self._at(max(self._now, float(st["doneAt"]) - self.epoch),
-                         lambda n=spec.pod_name, o=out: self._stage_done(n, *o))
+                         partial(self._stage_done, spec.pod_name, *out))
         for name, node in self.nodes.items():
             up = ((node["metadata"].get("annotations") or {}).get(SIM_ANN))
             if up:
                 at = float(json.loads(up).get("rebootUpAt", 0)) - self.epoch
-                self._at(max(self._now, at), lambda n=name: self._reboot_up(n))
+                self._at(max(self._now, at), partial(self._reboot_up, name))
         for key, pod in self.pods.items():
             ann = (pod["metadata"].get("annotations") or {}).get(SIM_ANN)
             if not ann:
@@ -218,9 +221,9 @@ class SimFleet:
             timers = json.loads(ann)
             uid = pod["metadata"]["uid"]
             if "removeAt" in timers:
-                self._at(max(self._now, float(timers["removeAt"]) - self.epoch), lambda k=key, u=uid: self._remove_pod(k, u))
+                self._at(max(self._now, float(timers["removeAt"]) - self.epoch), partial(self._remove_pod, key, uid))
             if "startAt" in timers:
-                self._at(max(self._now, float(timers["startAt"]) - self.epoch), lambda k=key, u=uid: self._start_pod(k, u))
+                self._at(max(self._now, float(timers["startAt"]) - self.epoch), partial(self._start_pod, key, uid))
 
     @staticmethod
     def _set_timer(obj: Obj, **timers: float | None) -> None:
@@ -296,7 +299,7 @@ class SimFleet:
             start = parse_time((pod.get("status") or {}).get("startTime"))
             at = (start - self.epoch if start is not None else 0.0) + float(deadline)
             uid = pod["metadata"]["uid"]
-            self._at(max(at, self._now), lambda k=key, u=uid: self._finish_pod(k, u))
+            self._at(max(at, self._now), partial(self._finish_pod, key, uid))
 
     # ---------------------------------------------------------------- clock
     def now(self) -> float:

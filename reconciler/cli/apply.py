@@ -47,7 +47,7 @@ def _read_plan_hash(path: str) -> str:
     except (OSError, json.JSONDecodeError) as e:
         raise InputError(f"cannot read plan: {e}", SourcePos(path)) from None
     docs = doc.get("plans", [doc]) if isinstance(doc, dict) else []
-    hashes = [d.get("planHash") for d in docs if isinstance(d, dict) and d.get("planHash")]
+    hashes = [str(d["planHash"]) for d in docs if isinstance(d, dict) and d.get("planHash")]
     if not hashes:
         raise InputError("no planHash in plan file", SourcePos(path))
     return ",".join(sorted(hashes))

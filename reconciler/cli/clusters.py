@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from reconciler.adapters.simconfig import SimConfig
 from reconciler.errors import InputError, SourcePos
 from reconciler.ports import Clock, Cluster
 
@@ -37,7 +38,6 @@ def open_cluster(args: argparse.Namespace) -> Opened:
         if not spec.startswith("sim:"):
             raise InputError(f"--cluster {spec!r}: expected sim:PATH (or use --kubeconfig for a real cluster)")
         from reconciler.adapters.sim import SimFleet
-        from reconciler.adapters.simconfig import SimConfig
 
         config = SimConfig()
         cfg_path = getattr(args, "sim_config", None)
@@ -52,7 +52,7 @@ def open_cluster(args: argparse.Namespace) -> Opened:
     return Opened(cluster, RealClock(), time.time, poll_seconds=2.0, description="kubernetes cluster")
 
 
-def load_sim_config(path: str) -> object:
+def load_sim_config(path: str) -> SimConfig:
     """Read a ``--sim-config`` YAML file into a SimConfig.
 
     Raises:
@@ -61,8 +61,6 @@ def load_sim_config(path: str) -> object:
     from pydantic import ValidationError
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
-
-    from reconciler.adapters.simconfig import SimConfig
 
     try:
         raw = YAML(typ="safe").load(Path(path).read_text(encoding="utf-8")) or {}

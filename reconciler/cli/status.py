@@ -53,9 +53,9 @@ def node_status(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
             failures.append({"recipe": r, "reason": "MalformedNodeState", "message": str(e)})
             state = {}
         for key in sorted(state):
-            e = state[key]
-            packages.append({"recipe": r, "name": e.name, "version": e.version, "stage": e.stage,
-                             "state": e.state, "restarts": e.restarts})
+            entry = state[key]
+            packages.append({"recipe": r, "name": entry.name, "version": entry.version, "stage": entry.stage,
+                             "state": entry.state, "restarts": entry.restarts})
         f = parse_model(FailureRecord, node.annotations.get(failure_key(r)))
         if f is not None:
             failures.append({"recipe": r, **f.model_dump(exclude_none=True)})

@@ -31,7 +31,7 @@ from reconciler.errors import (
     ServerError,
     TooManyRequestsError,
 )
-from reconciler.execute.drain import MANAGED_BY, classify_pods
+from reconciler.plan.drain import MANAGED_BY, classify_pods
 from reconciler.execute.timeline import Timeline
 from reconciler.model.nodestate import (
     RUNTIME_REQUIRED_TAINT_KEY,
@@ -100,13 +100,15 @@ class RunContext:
 
 @dataclass
 class _StageRun:
-    """One step's progress through its stages on the node."""
+    """One step's progress through its stages on the node. A downgrade's ``uninstall`` stage works on
+    the installed (old) version's entry and image; every other stage on the step's target version."""
 
     step: Step
-    key: str  # node-state key the stages write to
-    version: str
-    pull_ref: str
     stages: list[str]
+    new_version: str
+    new_pull: str
+    old_version: str = ""
+    old_pull: str = ""
     index: int = 0
     attempt: int = 1
     started: float | None = None
@@ -114,6 +116,29 @@ class _StageRun:
     done: bool = False
     running: bool = False
     last_exit: int | None = None
+
+    @property
+    def _on_old(self) -> bool:
+        return (
+            self.step.action == "downgrade"
+            and self.index < len(self.stages)
+            and self.stages[self.index] == "uninstall"
+        )
+
+    @property
+    def version(self) -> str:
+        """Version the current stage works on."""
+        return self.old_version if self._on_old else self.new_version
+
+    @property
+    def pull_ref(self) -> str:
+        """Image the current stage pulls."""
+        return self.old_pull if self._on_old else self.new_pull
+
+    @property
+    def key(self) -> str:
+        """Node-state key (``name|version``) the current stage writes to."""
+        return f"{self.step.package}|{self.version}"
 
 
 @dataclass
@@ -236,8 +261,8 @@ class NodeRun:
             version=version,
             image=image or (old.image if old else ""),
             containerSHA=sha if sha is not None else (old.containerSHA if old else None),
-            stage=stage,  # type: ignore[arg-type]
-            state=state,  # type: ignore[arg-type]
+            stage=stage,
+            state=state,
             restarts=restarts if restarts is not None else (old.restarts if old else 0),
         )
 
@@ -434,9 +459,9 @@ class NodeRun:
         since = self.inflight.since if self.inflight and self.inflight.phase == "drain" else self._since
         if now - since >= opts.timeoutSeconds:
             parts = []
-            pdbs = self.ctx.cluster.list_pdbs()
+            budgets = self.ctx.cluster.list_pdbs()
             for tr in pending:
-                covering = [f"{b.ref} (allowed {b.disruptions_allowed})" for b in pdbs if b.selects(tr.pod)]
+                covering = [f"{b.ref} (allowed {b.disruptions_allowed})" for b in budgets if b.selects(tr.pod)]
                 why = "still terminating" if tr.evicted else (tr.last_error or "not evicted")
                 pdb_text = f"; PodDisruptionBudget {', '.join(covering)}" if covering else ""
                 parts.append(f"{tr.pod.ref}: {why}{pdb_text}")
@@ -464,31 +489,37 @@ class NodeRun:
         return self._phase_stages()
 
     # ------------------------------------------------------------------ stages
+    def _pull_of(self, package: str, version: str) -> str:
+        pkg = self.recipe.packages.get(package)
+        if pkg is not None and pkg.version == version:
+            return pkg.pull_ref
+        old = self.state.get(f"{package}|{version}")
+        if old and old.containerSHA:
+            return f"{old.image}@{old.containerSHA}"
+        return f"{old.image}:{version}" if old else f"{package}:{version}"
+
     def _build_runs(self, steps: tuple[Step, ...] | list[Step]) -> list[_StageRun]:
         runs = []
         for st in steps:
-            if st.action in ("uninstall",):
-                version = st.from_ or ""
-            else:
-                version = st.to or ""
-            key = f"{st.package}|{version}"
-            pkg = self.recipe.packages.get(st.package)
+            version = (st.from_ or "") if st.action == "uninstall" else (st.to or "")
+            old = (st.from_ or "") if st.action == "downgrade" else ""
             stages = [s for s in st.stages if s != "post-interrupt"]
-            if pkg is not None and pkg.version == version:
-                pull = pkg.pull_ref
-            else:
-                old = self.state.get(key)
-                pull = (f"{old.image}@{old.containerSHA}" if old and old.containerSHA else
-                        f"{old.image}:{version}" if old else f"{st.package}:{version}")
-            run = _StageRun(step=st, key=key, version=version, pull_ref=pull, stages=stages)
-            entry = self.state.get(key)
+            run = _StageRun(step=st, stages=stages, new_version=version, new_pull=self._pull_of(st.package, version),
+                            old_version=old, old_pull=self._pull_of(st.package, old) if old else "")
             # resume inside a step: skip the stages the node already recorded complete
-            if entry is not None and entry.stage in stages:
-                idx = stages.index(entry.stage)
-                run.index = idx + 1 if entry.state == "complete" else idx
+            for i, stage in enumerate(stages):
+                run.index = i
+                entry = self.state.get(run.key)
+                if entry is None or entry.stage != stage:
+                    continue
+                run.index = i + 1 if entry.state == "complete" else i
                 run.attempt = entry.restarts + 1
-                if entry.state == "in_progress":
-                    run.running = True  # the stage pod may exist already: look before starting
+                run.running = entry.state == "in_progress"  # the stage pod may exist already: look first
+                break
+            else:
+                run.index = 0
+                if st.action == "downgrade" and f"{st.package}|{old}" not in self.state:
+                    run.index = 1  # the old version is already uninstalled
             if run.index >= len(stages):
                 run.done = True
             runs.append(run)
@@ -687,7 +718,7 @@ class NodeRun:
             for s in self.plan.steps:
                 if s.package in pkgs and s.to:
                     self._set_entry(f"{s.package}|{s.to}", s.package, s.to, "interrupt", "in_progress", s)
-            ann = {
+            ann: dict[str, str | None] = {
                 inflight_key(self.recipe.name): self._inflight(
                     "interrupt",
                     interrupt=interrupt.model_dump(mode="json"),
@@ -742,10 +773,9 @@ class NodeRun:
         pkg = self.recipe.packages.get(owner.package) if owner else None
         fake = _StageRun(
             step=owner or Step(package="node", action="reconfigure", stages=(), reason="interrupt"),
-            key="",
-            version=(pkg.version if pkg else ""),
-            pull_ref=(pkg.pull_ref if pkg else ""),
             stages=["interrupt"],
+            new_version=(pkg.version if pkg else ""),
+            new_pull=(pkg.pull_ref if pkg else ""),
         )
         return self._spec(fake, "interrupt", interrupt)
 
@@ -829,7 +859,7 @@ class NodeRun:
         package: str = "",
         exit_code: int | None = None,
         log_tail: str = "",
-    ) -> None:
+    ) -> float | None:
         name = self.recipe.name
         rec = FailureRecord(runId=self.ctx.run_id, inputs=self.ctx.inputs, reason=reason, stage=stage, package=package,
                             exitCode=exit_code, message=message[:2000], logTail=log_tail[-2000:])
@@ -860,7 +890,7 @@ class NodeRun:
         self._event("failed", f"{reason}: {message}")
         return None
 
-    def _block(self, message: str) -> None:
+    def _block(self, message: str) -> float | None:
         """Protected pods outlived the wait: release what we hold; retried in a later pass (S09)."""
         name = self.recipe.name
         ann: dict[str, str | None] = {inflight_key(name): None, status_key(name): "blocked"}
@@ -877,7 +907,7 @@ class NodeRun:
         self._event("blocked", message)
         return None
 
-    def _leave(self, message: str) -> None:
+    def _leave(self, message: str) -> float | None:
         """The node left the selector: finish safely (release our cordon), start nothing new."""
         name = self.recipe.name
         ann: dict[str, str | None] = {inflight_key(name): None}

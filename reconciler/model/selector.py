@@ -88,7 +88,7 @@ class Taint(Frozen):
         if not sep or not head:
             raise ValueError(f"taint {text!r} is not key[=value]:Effect")
         key, _, value = head.partition("=")
-        return cls(key=key, value=value, effect=effect)  # type: ignore[arg-type]
+        return cls(key=key, value=value, effect=effect)
 
 
 class Toleration(Frozen):

@@ -49,7 +49,7 @@ class Watch:
             self.evicted.append((f"{namespace}/{name}", labels, phase))
 
         self.sim.patch_node = patch_node  # type: ignore[method-assign]
-        self.sim.evict_pod = evict_pod  # type: ignore[method-assign]
+        self.sim.evict_pod = evict_pod  # type: ignore[method-assign,assignment]
         self._count()
 
     def held(self) -> dict[str, list[str]]:

@@ -297,3 +297,33 @@ def test_same_inputs_leave_a_failed_node_failed_and_retry_failed_retries_it() ->
     retried = apply(first.sim, r, policy(count=1), retry_failed=True)
     assert retried.node("n1").state == "complete"
     assert failure_key("tune") not in retried.sim.get_node("n1").annotations
+
+
+def _installed(objs: list[dict[str, Any]], *entries: tuple[str, str, str]) -> None:
+    """Mark every node as having ``(name, version, stage)`` complete for recipe ``tune``."""
+    import json
+
+    state = {f"{n}|{v}": {"name": n, "version": v, "image": f"ghcr.io/example/{n}", "stage": s, "state": "complete"}
+             for n, v, s in entries}
+    for o in objs:
+        o["metadata"].setdefault("annotations", {})[state_key("tune")] = json.dumps(state)
+
+
+def test_upgrade_downgrade_and_uninstall_leave_exactly_the_recipe_versions() -> None:
+    objs = nodes(2)
+    _installed(objs, ("base", "1.0.0", "config"), ("tuned", "2.0.0", "post-interrupt"), ("old-agent", "0.1.0", "config"))
+    r = recipe(pkg("base", "1.1.0"), pkg("tuned", "1.5.0", interrupt="reboot"))
+    run = apply(objs, r, policy(count=1))
+    assert run.result.result == "succeeded"
+    actions = {s.package: s.action for s in run.plan.node("n1").steps}
+    assert actions == {"base": "upgrade", "tuned": "downgrade", "old-agent": "uninstall"}
+    state = parse_state(run.sim.get_node("n1").annotations[state_key("tune")])
+    assert sorted(state) == ["base|1.1.0", "tuned|1.5.0"]
+    log = [(e[3], e[4], e[5]) for e in run.sim.stage_log if e[1] == "start" and e[2] == "n1"]
+    assert ("tuned", "2.0.0", "uninstall") in log and ("tuned", "1.5.0", "apply") in log
+    assert ("old-agent", "0.1.0", "uninstall") in log
+    assert ("base", "1.1.0", "upgrade") in log and ("base", "1.1.0", "apply") not in log
+    # removals first: the uninstall of the old version ends before the new version's apply starts
+    starts = {(p, v, s): t for t, ev, n, p, v, s in run.sim.stage_log if ev == "start" and n == "n1"}
+    ends = {(p, v, s): t for t, ev, n, p, v, s in run.sim.stage_log if ev == "succeeded" and n == "n1"}
+    assert ends[("tuned", "2.0.0", "uninstall")] <= starts[("tuned", "1.5.0", "apply")]

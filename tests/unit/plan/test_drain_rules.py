@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.adapters.kubeobjects import pod_from
-from reconciler.execute.drain import classify_pods
+from reconciler.plan.drain import classify_pods
 from reconciler.model.recipe import DrainOptions
 from reconciler.model.selector import LabelSelector
 from reconciler.testing.fleetgen import make_pod
