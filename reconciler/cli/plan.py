@@ -54,6 +54,9 @@ def add_parser(sub: Any) -> None:
         help="exit 3 when changes are pending, 0 when every selected node is up to date",
     )
     p.set_defaults(func=run, locked=True)
+    from reconciler.cli.planrev import add_revision_args  # --repo/--base/--head, --comment (issue #5)
+
+    add_revision_args(p)
 
 
 def pending(plan: Plan) -> bool:

@@ -1,0 +1,236 @@
+"""``reconciler plan --repo PATH --base REV --head REV [RECIPE-PATH...] --cluster ...``: plan a change.
+
+Revision mode of the ``plan`` verb (this module adds its options to ``plan``). It reads the
+recipes and policies at both revisions from git objects (never the work tree), plans only the
+recipes the change touches, both revisions against the same observed fleet, and shows what the
+change adds, removes and alters (:mod:`reconciler.report.compare`). A recipe deleted in head is
+shown as its uninstall plan.
+
+``RECIPE-PATH`` are repository-relative paths (default ``recipes``); ``--policy`` paths are
+repository-relative too (default: ``policies/`` next to each recipe directory, as in plain
+``plan``). A path missing at one revision means "no recipes there" at that revision.
+
+Output ``-o text|json|markdown``; ``markdown`` is the body of the pull-request comment(s)
+(:mod:`reconciler.report.prcomment`). With ``--comment github|gitlab`` one sticky comment per
+(PR, recipe[, --comment-scope]) is created or updated in place and a commit status
+(``--status-context``, default ``reconciler/plan``) is set on the head SHA:
+
+* GitHub: ``--pr N``, ``--github-repo OWNER/NAME`` (default ``$GITHUB_REPOSITORY``),
+  ``--api-url`` (default ``$GITHUB_API_URL`` or ``https://api.github.com``), token
+  ``$GITHUB_TOKEN``;
+* GitLab: ``--pr IID`` (merge request), ``--gitlab-project ID|PATH`` (default ``$CI_PROJECT_ID``),
+  ``--api-url`` (default ``$CI_API_V4_URL`` or ``https://gitlab.com/api/v4``), token
+  ``$GITLAB_TOKEN``.
+
+Tokens are read from the environment only and never printed. Missing token, PR number or
+repository, an unknown revision or a path that is not a repository: one-line error, exit 2,
+nothing posted. Exit codes otherwise as ``plan`` (3 with ``--detailed-exitcode`` when a head plan
+has work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from reconciler.errors import EXIT_CHANGES, EXIT_OK, InputError, InputErrors, SourcePos
+
+
+def add_revision_args(p: argparse.ArgumentParser) -> None:
+    """Add the revision-mode options to the ``plan`` parser and route ``plan`` through
+    :func:`dispatch` (RECIPE becomes optional: it is required only without ``--repo``)."""
+    for action in p._actions:
+        if action.dest == "recipes":
+            action.nargs = "*"
+            action.default = []
+    g = p.add_argument_group("plan a change between two revisions (git)")
+    g.add_argument("--repo", metavar="PATH", help="git repository holding the recipes (revision mode)")
+    g.add_argument("--base", metavar="REV", help="base revision (e.g. the PR's target branch or merge base)")
+    g.add_argument("--head", metavar="REV", help="head revision (e.g. the PR's head SHA)")
+    g.add_argument(
+        "--recipe", dest="only", action="append", default=[], metavar="NAME", help="only these recipes (repeatable)"
+    )
+    g.add_argument("--comment", choices=("github", "gitlab"), help="post/update one sticky comment per recipe")
+    g.add_argument("--pr", type=int, metavar="N", help="pull request number (GitHub) or merge request IID (GitLab)")
+    g.add_argument("--github-repo", metavar="OWNER/NAME", help="GitHub repository (default $GITHUB_REPOSITORY)")
+    g.add_argument("--gitlab-project", metavar="ID", help="GitLab project id or path (default $CI_PROJECT_ID)")
+    g.add_argument("--api-url", metavar="URL", help="API base URL (default from the CI environment)")
+    g.add_argument(
+        "--status-context",
+        default="reconciler/plan",
+        metavar="NAME",
+        help="commit status context/name (default reconciler/plan)",
+    )
+    g.add_argument(
+        "--comment-scope",
+        default="",
+        metavar="SCOPE",
+        help="extra marker scope, e.g. the cluster name, for one comment per (PR, recipe, scope)",
+    )
+    g.add_argument(
+        "--details-url",
+        default="",
+        metavar="URL",
+        help="link for the commit status and the truncation note (e.g. the CI run)",
+    )
+    p.set_defaults(func=dispatch)
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """``plan`` entry: revision mode with ``--repo``/``--base``/``--head``, else plain ``plan``.
+
+    Raises:
+        InputError: revision options given partially, or no RECIPE without ``--repo``.
+    """
+    rev_opts = [o for o in ("repo", "base", "head") if getattr(args, o, None)]
+    if rev_opts:
+        missing = [f"--{o}" for o in ("repo", "base", "head") if not getattr(args, o, None)]
+        if missing:
+            raise InputError(f"revision mode needs --repo, --base and --head (missing {', '.join(missing)})")
+        return run_revisions(args)
+    if getattr(args, "comment", None):
+        raise InputError("--comment needs revision mode (--repo, --base and --head)")
+    if not args.recipes:
+        raise InputError("plan needs RECIPE files or directories, or --repo PATH --base REV --head REV")
+    from reconciler.cli.plan import run
+
+    return run(args)
+
+
+def _relocate(err: InputError, roots: dict[str, str]) -> InputError:
+    """``err`` with a scratch-directory position rewritten as ``<rev>:<repo path>``."""
+
+    def fix(e: InputError) -> InputError:
+        if e.pos is None:
+            return e
+        for root, label in roots.items():
+            if e.pos.file.startswith(root + os.sep):
+                rel = os.path.relpath(e.pos.file, root)
+                return InputError(e.message, SourcePos(f"{label}:{rel}", e.pos.line, e.pos.column), e.field)
+        return e
+
+    if isinstance(err, InputErrors):
+        return InputErrors([fix(e) for e in err.errors])
+    return fix(err)
+
+
+def _load_at(
+    repo: Any, rev: str, label: str, paths: Sequence[str], policies: Sequence[str], scratch: str, locked: bool
+) -> Any:
+    """Extract ``paths`` + ``policies`` (+ sibling ``policies/``) of ``rev`` into ``scratch`` and
+    load them; paths absent at ``rev`` are skipped (no recipes there)."""
+    from reconciler.load import POLICY_DIR, Inputs, load_inputs
+
+    siblings = [
+        os.path.join(os.path.dirname(p.strip("/")), POLICY_DIR) for p in paths if not p.endswith((".yaml", ".yml"))
+    ]
+    repo.extract(rev, [*paths, *policies, *siblings], scratch)
+    present = [os.path.join(scratch, p) for p in paths if repo.exists(rev, p)]
+    pols = [os.path.join(scratch, p) for p in policies if repo.exists(rev, p)]
+    if not present:
+        return Inputs(recipes=(), policies={}, files=())
+    try:
+        return load_inputs(present, pols, locked=locked)
+    except InputError as e:
+        raise _relocate(e, {scratch: label}) from None
+
+
+def run_revisions(args: argparse.Namespace) -> int:
+    """Revision mode (see the module docstring)."""
+    from reconciler.adapters.git import GitRepo
+    from reconciler.cli.clusters import open_cluster
+    from reconciler.observe.snapshot import observe
+    from reconciler.report.compare import compare_revisions, render_comparison_text
+    from reconciler.report.prcomment import render_comments
+
+    host = _review_host(args) if args.comment else None  # check token/PR before any work
+    repo = GitRepo(args.repo)
+    base_sha, head_sha = repo.resolve(args.base), repo.resolve(args.head)
+    paths = [p.strip("/") or "." for p in (args.recipes or ["recipes"])]
+    policies = [p.strip("/") for p in args.policy]
+    if not any(repo.exists(base_sha, p) or repo.exists(head_sha, p) for p in paths):
+        raise InputError(f"none of {', '.join(paths)} exists at {args.base} or {args.head} in {args.repo}")
+    changed = sorted({p for c in repo.changed_paths(base_sha, head_sha) for p in c.paths})
+    locked = getattr(args, "locked", True)
+    with tempfile.TemporaryDirectory(prefix="reconciler-rev-") as tmp:
+        roots = {os.path.join(tmp, "base"): base_sha[:12], os.path.join(tmp, "head"): head_sha[:12]}
+        base_root, head_root = roots
+        base_inputs = _load_at(repo, base_sha, base_sha[:12], paths, policies, base_root, locked)
+        head_inputs = _load_at(repo, head_sha, head_sha[:12], paths, policies, head_root, locked)
+
+        def rel(source: str) -> str:
+            for root in roots:
+                if source.startswith(root + os.sep):
+                    return os.path.relpath(source, root)
+            return source
+
+        opened = open_cluster(args)
+        fleet = observe(opened.cluster)
+        try:
+            cmp = compare_revisions(
+                base_inputs,
+                head_inputs,
+                fleet,
+                changed_files=changed,
+                base_revision=base_sha,
+                head_revision=head_sha,
+                rel=rel,
+                only=args.only,
+            )
+        except InputError as e:
+            raise _relocate(e, roots) from None
+        # loaded sources point into the scratch directory: keep repository paths in the output
+    scope = args.comment_scope or ""
+    bodies = render_comments(cmp, scope=scope, details_url=args.details_url)
+    if args.output == "json":
+        sys.stdout.write(cmp.to_json())
+    elif args.output == "markdown":
+        sys.stdout.write("\n---\n\n".join(b.body for b in bodies) if bodies else "No recipe is affected.\n")
+    else:
+        sys.stdout.write(render_comparison_text(cmp))
+    if host is not None:
+        from reconciler.report.prcomment import commit_status
+
+        for b in bodies:
+            action = host.upsert_comment(args.pr, b.marker, b.body)
+            print(f"{action} comment for recipe {b.recipe} on {args.comment} #{args.pr}", file=sys.stderr)
+        state, description = commit_status(cmp)
+        host.set_status(head_sha, state, description, args.status_context, args.details_url)
+    if args.detailed_exitcode and cmp.pending:
+        return EXIT_CHANGES
+    return EXIT_OK
+
+
+def _review_host(args: argparse.Namespace) -> Any:
+    """The ReviewHost for ``--comment`` (checks token, PR number and repository first).
+
+    Raises:
+        InputError: no token in the environment, no ``--pr``, no repository/project.
+    """
+    if not args.pr or args.pr < 1:
+        raise InputError(f"--comment {args.comment} needs --pr N (the pull/merge request number)")
+    if args.comment == "github":
+        from reconciler.adapters.github import GitHubHost
+
+        token = os.environ.get("GITHUB_TOKEN", "")
+        if not token:
+            raise InputError("--comment github: GITHUB_TOKEN is not set in the environment")
+        repo = args.github_repo or os.environ.get("GITHUB_REPOSITORY", "")
+        if not repo or repo.count("/") != 1:
+            raise InputError("--comment github needs --github-repo OWNER/NAME (or $GITHUB_REPOSITORY)")
+        api = args.api_url or os.environ.get("GITHUB_API_URL") or "https://api.github.com"
+        return GitHubHost(repo, token, api_url=api)
+    from reconciler.adapters.gitlab import GitLabHost
+
+    token = os.environ.get("GITLAB_TOKEN", "")
+    if not token:
+        raise InputError("--comment gitlab: GITLAB_TOKEN is not set in the environment")
+    project = args.gitlab_project or os.environ.get("CI_PROJECT_ID", "")
+    if not project:
+        raise InputError("--comment gitlab needs --gitlab-project ID (or $CI_PROJECT_ID)")
+    api = args.api_url or os.environ.get("CI_API_V4_URL") or "https://gitlab.com/api/v4"
+    return GitLabHost(project, token, api_url=api)
