@@ -87,11 +87,13 @@ def bench_plan(n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     fleet = _fleet(n)
     t_build = time.perf_counter() - t0
+    rss_fleet = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t1 = time.perf_counter()
     plan = compute_plan(_recipe(), _policy(), fleet)
     t_plan = time.perf_counter() - t1
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"nodes": n, "changing": plan.summary["nodesChanging"], "plan_s": t_plan, "build_s": t_build,
-            "us_per_node": t_plan / n * 1e6, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "us_per_node": t_plan / n * 1e6, "rss_mb": rss, "fleet_mb": rss_fleet, "plan_mb": rss - rss_fleet}
 
 
 def bench_rollout(n: int) -> dict[str, Any]:
@@ -149,11 +151,12 @@ def main() -> None:
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"{platform.platform(terse=True)}")
     print(f"\nplan: {PACKAGES} packages, 10 % of nodes drifted (one package behind), 10 pods per node")
-    print(f"{'nodes':>8} {'changing':>9} {'plan s':>8} {'µs/node':>8} {'build s':>8} {'peak MB':>8}")
+    print(f"{'nodes':>8} {'changing':>9} {'plan s':>8} {'µs/node':>8} {'peak MB':>8} {'snapshot MB':>12} "
+          f"{'plan +MB':>9}")
     for n in sizes:
         r = _sub("plan", n)
         print(f"{r['nodes']:>8} {r['changing']:>9} {r['plan_s']:>8.3f} {r['us_per_node']:>8.1f} "
-              f"{r['build_s']:>8.2f} {r['rss_mb']:>8.0f}")
+              f"{r['rss_mb']:>8.0f} {r['fleet_mb']:>12.0f} {r['plan_mb']:>9.0f}")
     rn = 1000 if a.quick else 10000
     r = _sub("rollout", rn)
     print("\nsimulated rollout: exponential from 1, budget 10 %, 2 packages + reboot (stage 30 s, reboot 120 s)")

@@ -84,6 +84,9 @@ ChangeKind = Literal["install", "upgrade", "downgrade", "reconfigure", "uninstal
 # configuration digests
 
 
+_DIGESTS: dict[int, tuple[Package, ConfigDigest]] = {}
+
+
 def config_digest(pkg: Package) -> ConfigDigest:
     """The configuration a package is applied with, as the executor records it when the
     package's ``config`` stage completes (annotation :func:`~reconciler.model.nodestate.config_key`).
@@ -91,13 +94,21 @@ def config_digest(pkg: Package) -> ConfigDigest:
     ``configMap``: one :func:`~reconciler.model.nodestate.digest` per key of the value;
     ``env``: digest of the env list in order ("" when there is none); ``resources``: digest of
     the resources ("" when unset). Empty strings for absent parts keep a digest written by an
-    older tool (defaults) equal to "nothing set".
+    older tool (defaults) equal to "nothing set". Memoised per package object (models are frozen),
+    so planning a fleet digests each package once, not once per node.
     """
-    return ConfigDigest(
+    hit = _DIGESTS.get(id(pkg))
+    if hit is not None and hit[0] is pkg:
+        return hit[1]
+    if len(_DIGESTS) > 4096:
+        _DIGESTS.clear()
+    out = ConfigDigest(
         configMap={k: digest(v) for k, v in sorted(pkg.configMap.items())},
         env=digest([e.model_dump(mode="json", exclude_none=True) for e in pkg.env]) if pkg.env else "",
         resources=digest(pkg.resources.model_dump(mode="json")) if pkg.resources else "",
     )
+    _DIGESTS[id(pkg)] = (pkg, out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,8 @@ class ConfigChange:
 def config_changes(recorded: ConfigDigest, pkg: Package) -> ConfigChange:
     """Compare the recorded digest of a package with its spec (see :func:`config_digest`)."""
     cur = config_digest(pkg)
+    if cur == recorded:
+        return ConfigChange()
     changed = tuple(sorted(k for k, d in cur.configMap.items() if recorded.configMap.get(k) != d))
     removed = tuple(sorted(k for k in recorded.configMap if k not in cur.configMap))
     return ConfigChange(changed, removed, cur.env != recorded.env, cur.resources != recorded.resources)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -92,6 +93,28 @@ class NodeStateError(ValueError):
 
 
 def parse_state(text: str | None, *, node: str = "", key: str = "") -> dict[str, PackageState]:
+    """Parse a package-state annotation value into ``{"name|version": PackageState}``.
+
+    ``None`` or empty means no state. Legacy NodeWright values may omit ``image``. Values are
+    memoised by text (fleets repeat the same state on many nodes); the returned dict is a copy.
+
+    Raises:
+        NodeStateError: malformed JSON or entries (message names node and annotation).
+    """
+    if not text:
+        return {}
+    try:
+        return dict(_parse_state_cached(text))
+    except NodeStateError as e:
+        raise NodeStateError(str(e).replace("node ?:", f"node {node}:").replace("annotation ?", f"annotation {key}")) from None
+
+
+@lru_cache(maxsize=4096)
+def _parse_state_cached(text: str) -> dict[str, PackageState]:
+    return _parse_state(text, node="?", key="?")
+
+
+def _parse_state(text: str | None, *, node: str = "", key: str = "") -> dict[str, PackageState]:
     """Parse a package-state annotation value into ``{"name|version": PackageState}``.
 
     ``None`` or empty means no state. Legacy NodeWright values may omit ``image``.

@@ -42,11 +42,15 @@ def is_exact(text: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=65536)
 def compare(a: str, b: str) -> int:
     """Semver order of two version strings: -1, 0 or 1 (build metadata ignored).
 
     Raises:
         ValueError: either is not a semantic version.
     """
+    if a == b:
+        parse_version(a)
+        return 0
     va, vb = parse_version(a).replace(build=None), parse_version(b).replace(build=None)
     return int(va.compare(vb))

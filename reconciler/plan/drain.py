@@ -1,5 +1,5 @@
-"""Drain rules (pure, shared by the planner and the executor): which pods a drain evicts, skips or is refused by (``kubectl drain``'s filter chain,
-drain-and-scenarios.md §1.2), and the eviction response handling of §1.9.
+"""Drain rules (pure, shared by the planner and the executor): which pods a drain evicts, skips or
+is refused by (``kubectl drain``'s filter chain, drain-and-scenarios.md §1.2).
 
 :func:`classify_pods` is pure and shared by the planner (to show what will be evicted) and the
 executor (to do it).

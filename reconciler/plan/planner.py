@@ -19,7 +19,7 @@ Per selected node (nodes not matching ``recipe.nodeSelector`` are untouched and 
 * **waitFor**: Running/Pending pods matching ``podNonInterruptLabels`` (an empty selector means
   "never wait", as in NodeWright). They are never evicted, whatever the drain flags.
 * **evict / drainBlockers**: :func:`classify_drain` — the executor's own pure filter chain
-  (:func:`reconciler.execute.drain.classify_pods`), so the plan shows exactly what ``apply`` will
+  (:func:`reconciler.plan.drain.classify_pods`), so the plan shows exactly what ``apply`` will
   do: ``kubectl drain``'s filter classes with the recipe's ``drain`` options
   (drain-and-scenarios.md §1.2): our own stage pods are skipped, DaemonSet-managed pods are left
   running with ``ignoreDaemonSets`` (and block otherwise; an orphaned DaemonSet cannot be seen
@@ -64,17 +64,18 @@ import hashlib
 import heapq
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.diff import NodeDiff, PackageChange, diff_node
 from reconciler.errors import InputError
-from reconciler.execute.drain import classify_pods
+from reconciler.plan.drain import classify_pods
 from reconciler.model.nodestate import (
     LEGACY_PREFIXES,
     RUNTIME_REQUIRED_TAINT_KEY,
     config_key,
     cordon_key,
+    failure_key,
     inflight_key,
     state_key,
 )
@@ -117,7 +118,7 @@ class DrainView:
 
 def classify_drain(pods: Sequence[PodInfo], drain: DrainOptions, protect: LabelSelector | None) -> DrainView:
     """Classify the pods of a node the way the executor's drain will (the same pure filter chain,
-    :func:`reconciler.execute.drain.classify_pods`: ``kubectl drain``'s classes with ``drain``'s
+    :func:`reconciler.plan.drain.classify_pods`: ``kubectl drain``'s classes with ``drain``'s
     flags). Offline, every DaemonSet-owned pod is treated as live (an orphan cannot be told
     apart), and terminating pods are not aged (no clock)."""
     cls = classify_pods(pods, drain, protect)
@@ -219,19 +220,35 @@ def _relevant_annotations(recipe: str, ann: Mapping[str, str]) -> dict[str, str]
     return {k: ann[k] for k in keys if k in ann}
 
 
+def _diff_key(recipe: str, ann: Mapping[str, str]) -> tuple[str | None, ...]:
+    """The annotations a node's diff depends on (with the recipe, which is fixed per plan)."""
+    keys = (state_key(recipe), config_key(recipe), inflight_key(recipe), failure_key(recipe), cordon_key(recipe),
+            *(f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES))
+    return tuple(ann.get(k) for k in keys)
+
+
 def _plan_node(
     recipe: Recipe,
     fleet: ObservedFleet,
     info: NodeInfo,
     deps: Mapping[str, Sequence[str]],
     warnings: list[str],
+    memo: dict[tuple[str | None, ...], tuple[NodeDiff, list[Step]]] | None = None,
 ) -> _Draft:
-    d = diff_node(recipe, info)
+    # fleets repeat the same recorded state on many nodes: diff and order each distinct state once
+    key = _diff_key(recipe.name, info.annotations) if memo is not None else None
+    hit = memo.get(key) if memo is not None and key is not None else None
+    if hit is not None:
+        d, steps = replace(hit[0], node=info.name), hit[1]
+    else:
+        d = diff_node(recipe, info)
+        steps = order_steps(d.changes, deps)
+        if memo is not None and key is not None and not d.state_error:
+            memo[key] = (d, steps)
     for problem in d.problems:
         warnings.append(f"node {info.name}: {problem}")
     if d.state_error:
         warnings.append(f"node {info.name} skipped: {d.state_error}")
-    steps = order_steps(d.changes, deps)
     # a node whose state cannot be read is skipped entirely, even an interrupt its InFlight owes
     intr = None if d.state_error else merge_interrupts([*(s.interrupt for s in steps), d.owed_interrupt])
     cordon = intr is not None
@@ -368,7 +385,8 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
     selected = sorted((n for n in fleet.nodes.values() if recipe.nodeSelector.matches(n.labels)), key=lambda n: n.name)
     if not selected:
         warnings.append(f"recipe {recipe.name}: nodeSelector matches no nodes; nothing to do")
-    drafts = [_plan_node(recipe, fleet, n, deps, warnings) for n in selected]
+    memo: dict[tuple[str | None, ...], tuple[NodeDiff, list[Step]]] = {}
+    drafts = [_plan_node(recipe, fleet, n, deps, warnings, memo) for n in selected]
 
     # aggregated per-package notices
     imported = [d.info.name for d in drafts if d.diff.imported]
