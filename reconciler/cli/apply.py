@@ -37,8 +37,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
     p.add_argument("--sim-crash-after", type=int, metavar="N", help="stop abruptly after N cluster writes (tests)")
     p.add_argument("--run-id", help="run id recorded on nodes (default: random)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
     p.add_argument("--poll-seconds", type=float, default=None, help="seconds between looks at the cluster")
     p.set_defaults(func=run, locked=True)
+    from reconciler.cli.applyreport import add_report_args  # status commit / status object (issue #5)
+
+    add_report_args(p)
 
 
 def _read_plan_hash(path: str) -> str:
@@ -57,9 +62,12 @@ def run(args: argparse.Namespace) -> int:
     """Load, observe, plan and apply every recipe in (priority, name) order."""
     from reconciler.cli.clusters import open_cluster
     from reconciler.execute.rollout import Rollout, new_run_id
+    from reconciler.execute.sequencing import waiting_nodes
+    from reconciler.execute.taints import auto_taint
     from reconciler.load import load_inputs, policy_for
+    from reconciler.model.recipe import Recipe
     from reconciler.observe.snapshot import observe
-    from reconciler.plan.planner import compute_plan
+    from reconciler.plan.planner import compute_plan, locked_refusals
 
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
@@ -67,6 +75,10 @@ def run(args: argparse.Namespace) -> int:
     opened = open_cluster(args)
     console = Console(stderr=args.output == "json", highlight=False)
     run_id = args.run_id or new_run_id()
+    from reconciler.cli.applyreport import Reporter
+    from reconciler.errors import ReconcilerError
+
+    reporter = Reporter.from_args(args, opened)  # checks its options before anything runs
     results: list[RunResult] = []
     try:
         if expected is not None:
@@ -77,9 +89,22 @@ def run(args: argparse.Namespace) -> int:
                     f"plan {args.plan} is stale: its planHash {expected[:16]}… does not match the current inputs "
                     f"({current[:16]}…); re-run `reconciler plan` and review it"
                 )
+        if args.locked:  # refuse before anything is changed
+            fleet = observe(opened.cluster)
+            refused = [m for r in inputs.recipes for m in locked_refusals(compute_plan(r, policies[r.name], fleet), r)]
+            if refused:
+                raise InputError("; ".join(refused))
+        runtime_required = tuple(r.name for r in inputs.recipes if r.runtimeRequired)
+        tainted = auto_taint(opened.cluster, inputs.recipes, observe(opened.cluster))
+        if tainted and args.output == "text":
+            console.print(f"tainted {len(tainted)} new node(s) runtime-required: {', '.join(tainted[:10])}")
+        done: list[Recipe] = []
         for recipe in inputs.recipes:
             fleet = observe(opened.cluster)
             plan = compute_plan(recipe, policies[recipe.name], fleet)
+            earlier = [(e, compute_plan(e, policies[e.name], fleet)) for e in done]
+            waiting = waiting_nodes(recipe, plan, earlier)
+            done.append(recipe)
             if args.output == "text":
                 console.print(
                     f"[bold]{recipe.name}[/bold] {recipe.version}: {plan.summary['nodesChanging']} of "
@@ -96,9 +121,18 @@ def run(args: argparse.Namespace) -> int:
                 run_id=run_id,
                 wall=opened.wall,
                 poll_seconds=args.poll_seconds or opened.poll_seconds,
-                on_event=_printer(console) if args.output == "text" else None,
+                on_event=reporter.listener(plan, run_id, _printer(console) if args.output == "text" else None),
+                retry_failed=args.retry_failed,
+                runtime_required=runtime_required,
+                waiting=waiting,
             )
             results.append(rollout.run())
+            reporter.finished(plan, results[-1])
+    except ReconcilerError as e:  # the status commit records the failed run; then fail as before
+        failing = inputs.recipes[min(len(results), len(inputs.recipes) - 1)] if inputs.recipes else None
+        if failing is not None:
+            reporter.failed(failing.name, failing.version, None, e, run_id)
+        raise
     except CrashInjected as e:
         _save(args, opened)
         print(f"crashed: {e}", file=sys.stderr)

@@ -31,7 +31,6 @@ from reconciler.errors import (
     ServerError,
     TooManyRequestsError,
 )
-from reconciler.plan.drain import MANAGED_BY, classify_pods
 from reconciler.execute.timeline import Timeline
 from reconciler.model.nodestate import (
     RUNTIME_REQUIRED_TAINT_KEY,
@@ -57,6 +56,7 @@ from reconciler.model.observed import NodeInfo, PodInfo
 from reconciler.model.plan import NodePlan, Step
 from reconciler.model.recipe import Interrupt, Package, Recipe
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
+from reconciler.plan.drain import MANAGED_BY, classify_pods
 from reconciler.ports import Clock, Cluster, StageSpec
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,9 @@ class RunContext:
 
     ``poll_seconds``: how long to wait between looks at something that has no event (real
     cluster); the simulated clock returns earlier at its next event. ``wall``: epoch seconds now
-    (for pod deletion timestamps).
+    (for pod deletion timestamps). ``runtime_required``: names of every runtime-required recipe
+    that selects nodes of this run; the runtime-required taint leaves a node only when each of them
+    is complete on it (semantics §3.6).
     """
 
     recipe: Recipe
@@ -96,6 +98,7 @@ class RunContext:
     image_pull_grace: float = 60.0
     agent_image: str | None = None
     inputs: str = ""
+    runtime_required: tuple[str, ...] = ()
 
 
 @dataclass
@@ -357,7 +360,13 @@ class NodeRun:
             status_key(self.recipe.name): "in_progress",
             state_key(self.recipe.name): self._state_annotation(),
         }
-        if node.unschedulable and not self.owns_cordon:
+        if node.unschedulable and not self.owns_cordon and _cordon_claims(node, self.recipe.name):
+            # another recipe of ours holds the cordon: share it (released when the last claim goes)
+            ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._now()))
+            self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
+            self.owns_cordon = True
+            self._event("cordon", f"sharing the cordon held by {', '.join(_cordon_claims(node, self.recipe.name))}")
+        elif node.unschedulable and not self.owns_cordon:
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
             self._event("cordon", "already cordoned by someone else; it stays cordoned after the run")
         elif node.unschedulable:
@@ -829,14 +838,22 @@ class NodeRun:
             status_key(name): "complete",
             state_key(name): self._state_annotation(),
         }
-        uncordon = self.owns_cordon and node.unschedulable
+        others = _cordon_claims(node, name)
+        uncordon = self.owns_cordon and node.unschedulable and not others
         taints = None
-        if self.recipe.runtimeRequired and any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints):
+        waiting_for = [r for r in self.ctx.runtime_required if r != name and _status(node, r) != "complete"]
+        if (
+            self.recipe.runtimeRequired
+            and not waiting_for
+            and any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints)
+        ):
             taints = tuple(t for t in node.taints if t.key != RUNTIME_REQUIRED_TAINT_KEY)
         self._patch(annotations=ann, labels={status_key(name): "complete"},
                     unschedulable=False if uncordon else None, taints=taints)
         if uncordon:
             self._event("uncordon")
+        elif self.owns_cordon and others:
+            self._event("uncordon", f"claim released; still cordoned for {', '.join(others)}")
         self.owns_cordon = False
         self.ctx.cluster.delete_stages(name, self.name)
         if any(c for c in [self._had_failure_condition(node)]):
@@ -922,6 +939,16 @@ class NodeRun:
         self.outcome = Outcome.LEFT
         self._event("left", message)
         return None
+
+
+def _cordon_claims(node: NodeInfo, except_recipe: str) -> list[str]:
+    """Other recipes holding a cordon claim on ``node`` (their ``cordon_<recipe>`` annotation)."""
+    prefix = cordon_key("")
+    return sorted(k[len(prefix):] for k in node.annotations if k.startswith(prefix) and k != cordon_key(except_recipe))
+
+
+def _status(node: NodeInfo, recipe: str) -> str:
+    return node.labels.get(status_key(recipe)) or node.annotations.get(status_key(recipe)) or ""
 
 
 def is_stage_pod(pod: PodInfo) -> bool:

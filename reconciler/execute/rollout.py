@@ -76,6 +76,10 @@ class Rollout:
     """Carry out ``plan`` for ``recipe`` with ``policy`` on ``cluster``, timed by ``clock``.
 
     Args:
+        runtime_required: every runtime-required recipe of the apply (the taint leaves a node only
+            when all that select it are complete there).
+        waiting: nodes not started because an earlier recipe (by priority) is not complete on
+            them, with the reason (NodeWright sequencing); reported as ``waiting``.
         max_seconds: give up waiting after this long (clock seconds); nodes still running are
             reported as they are (their records stay on the nodes, a later run resumes them).
         on_event: called with each timeline event (live progress).
@@ -96,6 +100,8 @@ class Rollout:
         on_event: Callable[[Any], None] | None = None,
         agent_image: str | None = None,
         retry_failed: bool = False,
+        runtime_required: tuple[str, ...] = (),
+        waiting: dict[str, str] | None = None,
     ) -> None:
         self.recipe, self.policy, self.plan = recipe, policy, plan
         self.cluster, self.clock = cluster, clock
@@ -116,7 +122,9 @@ class Rollout:
             poll_seconds=poll_seconds,
             agent_image=agent_image,
             inputs=inputs_digest(recipe, policy),
+            runtime_required=tuple(runtime_required) or ((recipe.name,) if recipe.runtimeRequired else ()),
         )
+        self.waiting = dict(waiting or {})
         self.retry_failed = retry_failed
         self.prefailed: dict[str, FailureRecord] = {}
         self.max_seconds = max_seconds
@@ -144,6 +152,8 @@ class Rollout:
                 if rec is not None and rec.inputs == self.ctx.inputs and not self.retry_failed:
                     self.prefailed[n] = rec  # failed earlier with these very inputs: left failed
                     continue
+                if n in self.waiting:
+                    continue  # an earlier recipe (priority) is not complete on it
                 queue.append(n)
             out.append(_Compartment(cp.name, self._strategy_of(cp.name), cp.ceiling, queue, len(queue)))
         return out
@@ -280,6 +290,10 @@ class Rollout:
                     np.name, "failed", np.compartment, failed_stage=f0.stage, reason=f0.reason,
                     message=f"failed in run {f0.runId} with the same inputs (not retried; use --retry-failed): "
                     f"{f0.message}", exit_code=f0.exitCode, log_tail=f0.logTail))
+                continue
+            if r is None and np.name in self.waiting:
+                any_failed = True
+                outcomes.append(NodeOutcome(np.name, "waiting", np.compartment, message=self.waiting[np.name]))
                 continue
             if r is None:
                 outcomes.append(NodeOutcome(np.name, "untouched", np.compartment,

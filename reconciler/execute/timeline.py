@@ -27,7 +27,7 @@ EVENTS = (
     "resume",
 )
 
-NodeResult = Literal["complete", "failed", "untouched", "blocked", "removed", "left"]
+NodeResult = Literal["complete", "failed", "untouched", "blocked", "removed", "left", "waiting"]
 
 
 @dataclass(frozen=True)

@@ -279,6 +279,15 @@ def check_dependencies(
                 errors.append(doc.error(where, msg))
                 continue
             have = packages.get(dep)
+            if have is not None and have.uninstall is not None and have.uninstall.apply:
+                # NodeWright blocks dependents of an uninstalled package (DependencyUninstalled);
+                # we refuse the recipe instead of leaving a node half-built
+                errors.append(doc.error(
+                    where,
+                    f"{pname} depends on {dep}, which this recipe uninstalls (uninstall.apply: true); "
+                    f"uninstall {pname} first or drop the dependency",
+                ))
+                continue
             if have is not None and isinstance(ver, str) and ver and not _same_version(ver, have.version):
                 errors.append(
                     doc.error(

@@ -69,7 +69,6 @@ from typing import Any
 
 from reconciler.diff import NodeDiff, PackageChange, diff_node
 from reconciler.errors import InputError
-from reconciler.plan.drain import classify_pods
 from reconciler.model.nodestate import (
     LEGACY_PREFIXES,
     RUNTIME_REQUIRED_TAINT_KEY,
@@ -85,6 +84,7 @@ from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy
 from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
 from reconciler.model.selector import LabelSelector
 from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, predict_batches
+from reconciler.plan.drain import classify_pods
 from reconciler.plan.graph import dependents, find_cycle
 from reconciler.plan.interrupts import merge_interrupts
 
@@ -487,3 +487,24 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
 
 
 __all__ = ["DrainView", "classify_drain", "compute_plan", "order_steps", "plan_hash"]
+
+
+def locked_refusals(plan: Plan, recipe: Recipe) -> list[str]:
+    """What locked mode (``apply`` default) refuses to do: downgrade a package that does not ship
+    uninstall steps (``uninstall.enabled`` unset), since its old version cannot be removed cleanly
+    first (NodeWright keeps the old entry as a "not cleanly removed" marker, semantics §2.3).
+    Returns one message per package, naming the nodes (at most 5)."""
+    nodes: dict[str, list[str]] = {}
+    for n in plan.nodes:
+        for s in n.steps:
+            pkg = recipe.packages.get(s.package)
+            if s.action == "downgrade" and (pkg is None or pkg.uninstall is None or not pkg.uninstall.enabled):
+                nodes.setdefault(f"{s.package} {s.from_} -> {s.to}", []).append(n.name)
+    out = []
+    for what, names in sorted(nodes.items()):
+        more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+        out.append(
+            f"recipe {recipe.name}: downgrade {what} on {', '.join(names[:5])}{more} refused in locked mode: the "
+            "package does not ship uninstall steps (set uninstall.enabled: true if it does, or use --no-locked)"
+        )
+    return out

@@ -104,3 +104,19 @@ def test_bad_recipe_exits_2_with_file_and_line(files: tuple[Path, Path], capsys:
     assert main(["apply", str(recipe), "--cluster", f"sim:{fleet}"]) == 2
     err = capsys.readouterr().err
     assert f"{recipe}:" in err and "Traceback" not in err
+
+
+def test_locked_apply_refuses_a_downgrade_without_uninstall_steps(files: tuple[Path, Path], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    fleet, recipe = files
+    saved = tmp_path / "after.yaml"
+    assert main(["apply", str(recipe), "--cluster", f"sim:{fleet}", "--sim-save", str(saved), "-o", "json"]) == 0
+    capsys.readouterr()
+    recipe.write_text(RECIPE.replace("version: 2.1.0", "version: 2.0.0"))
+    again = tmp_path / "again.yaml"
+    rc = main(["apply", str(recipe), "--cluster", f"sim:{saved}", "--sim-save", str(again)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "downgrade fix 2.1.0 -> 2.0.0" in err and "uninstall.enabled" in err
+    assert not again.exists()
+    rc = main(["apply", str(recipe), "--no-locked", "--cluster", f"sim:{saved}", "-o", "json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["result"] == "succeeded"

@@ -7,6 +7,8 @@ and never leave a node cordoned by us without a failure record.
 
 from __future__ import annotations
 
+import contextlib
+
 from reconciler.adapters.sim import SimFleet
 from reconciler.adapters.simconfig import SimConfig, StageFailure
 from reconciler.errors import CrashInjected
@@ -22,7 +24,8 @@ KEEP = ("nodeState_", "config_", "status_")
 
 def fleet() -> list[dict]:
     objs = [make_node(f"n{i}", {"pool": "gpu"}, created=1795000000.0 + i) for i in range(1, 7)]
-    objs += [make_pod("web", f"web-{i}", f"n{i}", labels={"app": "web"}, owner=("ReplicaSet", "web")) for i in (1, 2, 4)]
+    objs += [make_pod("web", f"web-{i}", f"n{i}", labels={"app": "web"}, owner=("ReplicaSet", "web"))
+             for i in (1, 2, 4)]
     objs.append(make_pdb("web", "web", {"app": "web"}, max_unavailable=1))
     objs.append(make_pod("ml", "train", "n3", labels={"workload": "long-running-training"}, owner=("Job", "t"),
                          active_deadline=200))
@@ -56,10 +59,8 @@ def test_crash_after_every_write_then_resume_ends_like_an_uninterrupted_run() ->
     assert total > 60
     for n in range(1, total + 1):
         sim = SimFleet(fleet(), CONFIG, crash_after=n)
-        try:
+        with contextlib.suppress(CrashInjected):
             apply(sim, RECIPE, POLICY, check=False)
-        except CrashInjected:
-            pass
         sim.crash_after = None
         resumed = apply(sim, RECIPE, POLICY)  # invariants checked on the resumed run
         assert final_state(sim) == reference, f"crash after write {n}: final state differs"

@@ -311,7 +311,8 @@ def _installed(objs: list[dict[str, Any]], *entries: tuple[str, str, str]) -> No
 
 def test_upgrade_downgrade_and_uninstall_leave_exactly_the_recipe_versions() -> None:
     objs = nodes(2)
-    _installed(objs, ("base", "1.0.0", "config"), ("tuned", "2.0.0", "post-interrupt"), ("old-agent", "0.1.0", "config"))
+    _installed(objs, ("base", "1.0.0", "config"), ("tuned", "2.0.0", "post-interrupt"),
+               ("old-agent", "0.1.0", "config"))
     r = recipe(pkg("base", "1.1.0"), pkg("tuned", "1.5.0", interrupt="reboot"))
     run = apply(objs, r, policy(count=1))
     assert run.result.result == "succeeded"
