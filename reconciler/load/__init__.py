@@ -160,12 +160,12 @@ def _expand(paths: Sequence[str], errors: list[InputError], *, optional: bool = 
 
 
 def _sibling_policies(paths: Sequence[str]) -> list[str]:
-    """``policies/`` next to each directory in ``paths`` (``recipes/`` → ``policies/``)."""
+    """``policies/`` next to each directory in ``paths`` (``recipes/`` → ``policies/``), or next to
+    the directory of each file (``recipes/a.yaml`` → ``policies/``)."""
     out: list[str] = []
     for p in paths:
-        if not os.path.isdir(p):
-            continue
-        sib = os.path.join(os.path.dirname(os.path.normpath(p)), POLICY_DIR)
+        base = p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p))
+        sib = os.path.join(os.path.dirname(os.path.normpath(base)), POLICY_DIR)
         if os.path.isdir(sib) and os.path.realpath(sib) != os.path.realpath(p) and sib not in out:
             out.append(sib)
     return out

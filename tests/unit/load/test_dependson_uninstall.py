@@ -33,3 +33,11 @@ def test_dependent_of_an_uninstalled_package_is_refused_with_its_line(tmp_path: 
         load_inputs([str(f)])
     assert f"{f}:13:" in str(e.value)
     assert "app depends on base, which this recipe uninstalls" in str(e.value)
+
+
+def test_a_single_recipe_file_finds_the_policies_directory_next_to_its_folder() -> None:
+    from reconciler.load import policy_for
+
+    inputs = load_inputs(["recipes/gpu-training-tuning.yaml"])
+    recipe = inputs.recipes[0]
+    assert policy_for(recipe, inputs).name == recipe.deploymentPolicy == "gpu-rollout"
