@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
     expected = _read_plan_hash(args.plan) if args.plan else None
     opened = open_cluster(args)
-    console = Console(stderr=args.output == "json", highlight=False)
+    console = Console(stderr=args.output == "json", highlight=False,
+                      width=None if sys.stdout.isatty() else 140)
     run_id = args.run_id or new_run_id()
     from reconciler.cli.applyreport import Reporter
     from reconciler.errors import ReconcilerError

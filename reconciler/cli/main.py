@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from reconciler import __version__
 from reconciler.errors import EXIT_BAD_INPUT, ReconcilerError
 
-VERBS = ("validate", "plan", "apply", "status")
+VERBS = ("validate", "plan", "apply", "simulate", "status")
 
 
 def build_parser() -> argparse.ArgumentParser:
