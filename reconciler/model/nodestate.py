@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -106,7 +106,8 @@ def parse_state(text: str | None, *, node: str = "", key: str = "") -> dict[str,
     try:
         return dict(_parse_state_cached(text))
     except NodeStateError as e:
-        raise NodeStateError(str(e).replace("node ?:", f"node {node}:").replace("annotation ?", f"annotation {key}")) from None
+        text_ = str(e).replace("node ?:", f"node {node}:").replace("annotation ?", f"annotation {key}")
+        raise NodeStateError(text_) from None
 
 
 @lru_cache(maxsize=4096)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from reconciler.adapters.kubeobjects import pod_from
-from reconciler.plan.drain import classify_pods
 from reconciler.model.recipe import DrainOptions
 from reconciler.model.selector import LabelSelector
+from reconciler.plan.drain import classify_pods
 from reconciler.testing.fleetgen import make_pod
 
 N = "n1"
