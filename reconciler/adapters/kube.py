@@ -1,0 +1,1196 @@
+"""The ``Cluster`` port on a real Kubernetes API server, with the official ``kubernetes`` client.
+
+Reads go through the generated API methods with ``_preload_content=False`` and are converted from
+their JSON form by :mod:`reconciler.adapters.kubeobjects` (the client's model deserialisation is
+slow on big pod lists and not needed). Every ``ApiException``/connection error is translated at this
+boundary into the :mod:`reconciler.errors` vocabulary by :func:`translate_api_error`.
+
+Objects this adapter creates (all in ``namespace``, default ``node-reconciler``, all labelled
+``app.kubernetes.io/managed-by: node-reconciler``):
+
+* ``ConfigMap run-<run id>``: the *run owner*. Created on a run's first :meth:`KubeCluster.start_stage`;
+  every stage pod and stage ConfigMap of that run has an ownerReference to it, so deleting it
+  (:meth:`KubeCluster.delete_run`) lets the garbage collector remove whatever the run left behind.
+* ``Pod <StageSpec.pod_name>``: a stage pod in NodeWright's package-pod shape (semantics-nodewright.md
+  §3.1) or an interrupt pod (§3.2); see :func:`build_stage_pod`.
+* ``ConfigMap <pod name>-cm``: the package's ``configMap`` data, mounted at
+  ``/skyhook-package/configmaps`` in the package-copy container (only when non-empty).
+* ``Lease`` objects (coordination.k8s.io/v1) for run exclusion, see :meth:`KubeCluster.acquire_lease`.
+
+Events go to namespace ``default`` (where the kubelet puts node events) with
+``involvedObject {kind: Node, name: <node>, uid: <node>}``, the convention ``kubectl describe node``
+searches for.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from reconciler.adapters.kubeobjects import node_from, parse_time, pdb_from, pod_from
+from reconciler.errors import (
+    ClusterError,
+    ConflictError,
+    ForbiddenError,
+    LeaseHeldError,
+    NotFoundError,
+    ServerError,
+    TooManyRequestsError,
+    TransientError,
+)
+from reconciler.model.nodestate import PREFIX, RUNTIME_REQUIRED_TAINT_KEY
+from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
+from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Taint
+from reconciler.ports import StageSpec, StageStatus
+
+Obj = dict[str, Any]
+
+# The client's config loaders carry no annotations; call them through typed names.
+_new_client_from_config: Callable[..., client.ApiClient] = config.new_client_from_config
+_load_incluster_config: Callable[..., None] = config.load_incluster_config
+
+DEFAULT_NAMESPACE = "node-reconciler"
+DEFAULT_AGENT_IMAGE = "nvcr.io/nvidia/skyhook/agent:v6.4.1"
+DEFAULT_PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+#: Host directory under which package files are copied (NodeWright ``COPY_DIR_ROOT``).
+DEFAULT_COPY_DIR_ROOT = "/var/lib/skyhook"
+#: Host directory for agent step logs (NodeWright ``AGENT_LOG_ROOT``).
+DEFAULT_LOG_DIR_ROOT = "/var/log/skyhook"
+COMPONENT = "node-reconciler"
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+RECIPE_LABEL = f"{PREFIX}/recipe"
+PACKAGE_LABEL = f"{PREFIX}/package"
+STAGE_LABEL = f"{PREFIX}/stage"
+NODE_LABEL = f"{PREFIX}/node"
+RUN_ID_LABEL = f"{PREFIX}/run-id"
+#: On interrupt pods only: the recipe's interrupt type (reboot, service, restartAllServices, noop).
+INTERRUPT_TYPE_LABEL = f"{PREFIX}/interrupt-type"
+#: JSON summary of the StageSpec a pod was made from.
+SPEC_ANNOTATION = f"{PREFIX}/stage-spec"
+
+INTERRUPT_STAGES = frozenset({"interrupt", "uninstall-interrupt"})
+#: Our interrupt types → the agent's (semantics-nodewright.md §3.2/§3.3).
+AGENT_INTERRUPT_TYPES = {
+    "reboot": "node_restart",
+    "service": "service_restart",
+    "restartAllServices": "restart_all_services",
+    "noop": "no_op",
+}
+#: Container waiting reasons that mean the image cannot be pulled or used.
+IMAGE_PULL_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
+LOG_TAIL_LINES = 20
+
+_MERGE_PATCH = "application/merge-patch+json"
+_STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+# ------------------------------------------------------------------------------------------------
+# error translation
+
+
+def translate_api_error(
+    status: int, body: str | bytes | None, headers: Mapping[str, str] | None, what: str
+) -> ClusterError:
+    """Map an HTTP error answer of the API server to our error vocabulary.
+
+    ``body`` is the response body (a ``metav1.Status`` JSON for API errors); ``what`` names the call
+    (e.g. ``evict pod ns/name``) and prefixes the message. The message is the Status ``message`` plus
+    the messages of its ``details.causes`` (e.g. which disruption budget), trimmed; request headers
+    (tokens) are never part of it.
+
+    * 404 → NotFoundError; 409 → ConflictError (``reason`` AlreadyExists or Conflict)
+    * 429 → TooManyRequestsError, ``disruption_budget`` when a cause's reason/type is
+      ``DisruptionBudget`` (eviction.go), ``retry_after`` from the ``Retry-After`` header or
+      ``details.retryAfterSeconds``
+    * 403 → ForbiddenError, ``reason`` ``NamespaceTerminating`` when a cause says so, else Forbidden
+    * 500 → ServerError (for evictions: more than one PodDisruptionBudget selects the pod)
+    * 502/503/504 and other 5xx, status 0 (no answer) → TransientError
+    * anything else (400, 401, 422, ...) → ClusterError with that status
+    """
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
+    st: Obj = {}
+    try:
+        parsed = json.loads(text) if text else {}
+        if isinstance(parsed, dict):
+            st = parsed
+    except ValueError:
+        st = {}
+    raw_details = st.get("details")
+    details: Obj = raw_details if isinstance(raw_details, dict) else {}
+    causes = [c for c in details.get("causes") or () if isinstance(c, dict)]
+    cause_kinds = {str(c.get("reason") or c.get("type") or "") for c in causes}
+    message = str(st.get("message") or "") or " ".join(text.split())[:300] or f"HTTP {status}"
+    extra = [str(c["message"]) for c in causes if c.get("message") and str(c["message"]) not in message]
+    if extra:
+        message = f"{message} ({'; '.join(extra)})"
+    message = f"{what}: {message}" if what else message
+    reason = str(st.get("reason") or "")
+    retry_after: float | None = None
+    hdr = _header(headers, "Retry-After")
+    if hdr:
+        try:
+            retry_after = float(hdr)
+        except ValueError:
+            retry_after = None
+    if retry_after is None and details.get("retryAfterSeconds"):
+        retry_after = float(details["retryAfterSeconds"])
+
+    if status == 404:
+        return NotFoundError(message, 404, reason or "NotFound")
+    if status == 409:
+        return ConflictError(message, 409, reason or "Conflict")
+    if status == 429:
+        return TooManyRequestsError(
+            message, disruption_budget="DisruptionBudget" in cause_kinds, retry_after=retry_after
+        )
+    if status == 403:
+        why = "NamespaceTerminating" if "NamespaceTerminating" in cause_kinds else (reason or "Forbidden")
+        return ForbiddenError(message, 403, why)
+    if status == 500:
+        return ServerError(message, 500, reason or "InternalError", retry_after)
+    if status == 0 or status >= 500:
+        return TransientError(message, status, reason or "Unavailable", retry_after)
+    return ClusterError(message, status, reason)
+
+
+def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
+    if not headers:
+        return None
+    for k, v in headers.items():
+        if k.lower() == name.lower():
+            return str(v)
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# stage pods
+
+
+def label_value(text: str) -> str:
+    """``text`` as a valid label value: unchanged when valid; otherwise characters outside
+    ``[A-Za-z0-9_.-]`` become ``-``, the result is cut to 54 characters and ``-`` + 8 hex of the
+    original's SHA-256 is appended (so distinct inputs stay distinct)."""
+    if len(text) <= 63 and _LABEL_VALUE.match(text):
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    clean = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[:54].strip("-_.")
+    return f"{clean}-{digest}" if clean else digest
+
+
+def dns_name(text: str, limit: int = 63) -> str:
+    """A DNS-1123 label (lower case, ``[a-z0-9-]``, ≤ ``limit``) derived from ``text``, hashed when cut."""
+    clean = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    if len(clean) <= limit and clean == text:
+        return clean
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"{clean[: limit - 9].strip('-')}-{digest}"
+
+
+def run_owner_name(run_id: str) -> str:
+    """Name of the run-owner ConfigMap of ``run_id``: ``run-<run id>`` (sanitised, ≤ 63); an id
+    that already starts with ``run-`` is used as it is."""
+    return dns_name(run_id if run_id.startswith("run-") else f"run-{run_id}")
+
+
+def config_map_name(spec: StageSpec) -> str:
+    """Name of the ConfigMap holding ``spec.config_map``: ``<pod name>-cm``."""
+    return f"{spec.pod_name}-cm"
+
+
+def copy_dir(spec: StageSpec, root: str = DEFAULT_COPY_DIR_ROOT) -> str:
+    """Host directory the package files are copied to: ``<root>/<recipe>/<package>-<version>``."""
+    return f"{root.rstrip('/')}/{spec.recipe}/{spec.package}-{spec.version}"
+
+
+def interrupt_argument(spec: StageSpec) -> str:
+    """The agent's 4th interrupt argument: base64 of compact JSON ``{"type", "services"}`` with the
+    agent's type names (``node_restart``...), semantics-nodewright.md §3.2.
+
+    Raises:
+        ValueError: ``spec.interrupt`` is None.
+    """
+    if spec.interrupt is None:
+        raise ValueError(f"stage {spec.stage} of {spec.package} on {spec.node} has no interrupt")
+    payload = {"type": AGENT_INTERRUPT_TYPES[spec.interrupt.type], "services": list(spec.interrupt.services)}
+    return base64.b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode()
+
+
+def is_interrupt(spec: StageSpec) -> bool:
+    """True for interrupt pods (stage ``interrupt``/``uninstall-interrupt``)."""
+    return spec.stage in INTERRUPT_STAGES
+
+
+def stage_labels(spec: StageSpec) -> dict[str, str]:
+    """Labels of a stage pod and its ConfigMap (values made label-safe)."""
+    labels = {
+        MANAGED_BY_LABEL: COMPONENT,
+        RECIPE_LABEL: label_value(spec.recipe),
+        PACKAGE_LABEL: label_value(spec.package),
+        STAGE_LABEL: label_value(spec.stage),
+        NODE_LABEL: label_value(spec.node),
+        RUN_ID_LABEL: label_value(spec.run_id),
+    }
+    if is_interrupt(spec) and spec.interrupt is not None:
+        labels[INTERRUPT_TYPE_LABEL] = spec.interrupt.type
+    return labels
+
+
+def spec_summary(spec: StageSpec, agent_image: str) -> str:
+    """JSON stored in the pod's ``stage-spec`` annotation (what the pod was made from)."""
+    summary: Obj = {
+        "recipe": spec.recipe,
+        "package": spec.package,
+        "version": spec.version,
+        "stage": spec.stage,
+        "node": spec.node,
+        "image": spec.pull_ref,
+        "agentImage": agent_image,
+        "runId": spec.run_id,
+        "attempt": spec.attempt,
+    }
+    if spec.interrupt is not None:
+        summary["interrupt"] = spec.interrupt.model_dump(exclude_defaults=True)
+    if spec.config_map:
+        summary["configDigest"] = hashlib.sha256(
+            json.dumps(dict(spec.config_map), sort_keys=True).encode()
+        ).hexdigest()[:16]
+    return json.dumps(summary, sort_keys=True, separators=(",", ":"))
+
+
+def build_stage_pod(
+    spec: StageSpec,
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    agent_image: str = DEFAULT_AGENT_IMAGE,
+    pause_image: str = DEFAULT_PAUSE_IMAGE,
+    copy_dir_root: str = DEFAULT_COPY_DIR_ROOT,
+    log_dir_root: str = DEFAULT_LOG_DIR_ROOT,
+    owner: Obj | None = None,
+    image_pull_secret: str | None = None,
+) -> Obj:
+    """The Pod (JSON dict) running ``spec`` on its node, NodeWright's shape (semantics §3.1/§3.2).
+
+    * ``spec.nodeName`` pinned (no scheduler); hostPID, hostNetwork; every container privileged;
+      ``restartPolicy: Never`` (a retry is a new pod with the next ``attempt``); no service-account
+      token; ``terminationGracePeriodSeconds`` from ``spec.grace_seconds``.
+    * Tolerations: ``node.kubernetes.io/unschedulable`` and the runtime-required taint (Exists, any
+      effect), ``node.kubernetes.io/not-ready``/``unreachable`` NoExecute (Exists, as DaemonSet pods:
+      an interrupt pod must survive its own reboot), plus ``spec.tolerations``.
+    * Volume ``host-root``: hostPath ``/`` at ``/root`` (HostToContainer propagation).
+    * Stage pod init containers: ``<pkg>-init`` (package image, copies ``/skyhook-package/*`` to
+      ``/root<copyDir>``), ``<pkg>-<stage>`` (agent ``[<stage>, /root, <copyDir>]``),
+      ``<pkg>-<stage>check`` (agent ``[<stage>-check, /root, <copyDir>]``). With a non-empty
+      ``config_map`` the ConfigMap ``<pod>-cm`` is mounted at ``/skyhook-package/configmaps`` in the
+      copy container, so it lands in ``<copyDir>/configmaps``.
+    * Interrupt pod (stage interrupt/uninstall-interrupt): one init container ``interrupt`` (agent
+      ``[interrupt, /root, <copyDir>, <base64 JSON>]``), see :func:`interrupt_argument`.
+    * Main container: pause image (100m/20Mi), keeps the pod alive once the init containers are done.
+    * Agent env: package ``env`` + ``SKYHOOK_LOG_DIR``, ``SKYHOOK_ROOT_DIR``, ``COPY_RESOLV=false``,
+      ``SKYHOOK_RESOURCE_ID=<recipe>-<run id>_<package>_<version>`` (the agent runs each interrupt
+      once per resource ID, so a re-created interrupt pod of the same run does not reboot twice).
+    * ``spec.resources`` → requests/limits of the package and agent containers.
+
+    Raises:
+        ValueError: an interrupt stage without ``spec.interrupt``.
+    """
+    agent = spec.agent_image or agent_image
+    cdir = copy_dir(spec, copy_dir_root)
+    privileged = {"privileged": True}
+    root_mount = {"name": "host-root", "mountPath": "/root", "mountPropagation": "HostToContainer"}
+    env: list[Obj] = []
+    for e in spec.env:
+        item: Obj = {"name": e.name}
+        if e.valueFrom is not None:
+            item["valueFrom"] = e.valueFrom
+        else:
+            item["value"] = e.value or ""
+        env.append(item)
+    env += [
+        {"name": "SKYHOOK_LOG_DIR", "value": f"{log_dir_root.rstrip('/')}/{spec.recipe}"},
+        {"name": "SKYHOOK_ROOT_DIR", "value": f"{copy_dir_root.rstrip('/')}/{spec.recipe}"},
+        {"name": "COPY_RESOLV", "value": "false"},
+        {"name": "SKYHOOK_RESOURCE_ID", "value": f"{spec.recipe}-{spec.run_id}_{spec.package}_{spec.version}"},
+    ]
+    resources: Obj = {}
+    if spec.resources is not None:
+        r = spec.resources
+        resources = {
+            "requests": {"cpu": r.cpuRequest, "memory": r.memoryRequest},
+            "limits": {"cpu": r.cpuLimit, "memory": r.memoryLimit},
+        }
+
+    def agent_container(name: str, args: list[str]) -> Obj:
+        c: Obj = {
+            "name": name[:63],
+            "image": agent,
+            "imagePullPolicy": "IfNotPresent",
+            "args": args,
+            "env": env,
+            "securityContext": privileged,
+            "volumeMounts": [root_mount],
+        }
+        if resources:
+            c["resources"] = resources
+        return c
+
+    volumes: list[Obj] = [{"name": "host-root", "hostPath": {"path": "/", "type": "Directory"}}]
+    if is_interrupt(spec):
+        init = [agent_container("interrupt", ["interrupt", "/root", cdir, interrupt_argument(spec)])]
+    else:
+        copy: Obj = {
+            "name": f"{spec.package}-init"[:63],
+            "image": spec.pull_ref,
+            "imagePullPolicy": "IfNotPresent",
+            "command": [
+                "/bin/sh",
+                "-c",
+                'set -e; mkdir -p "/root${COPY_DIR}"; cp -r /skyhook-package/* "/root${COPY_DIR}"',
+            ],
+            "env": [{"name": "COPY_DIR", "value": cdir}],
+            "securityContext": privileged,
+            "volumeMounts": [root_mount],
+        }
+        if resources:
+            copy["resources"] = resources
+        if spec.config_map:
+            volumes.append({"name": "package-config", "configMap": {"name": config_map_name(spec)}})
+            copy["volumeMounts"] = [root_mount, {"name": "package-config", "mountPath": "/skyhook-package/configmaps"}]
+        init = [
+            copy,
+            agent_container(f"{spec.package}-{spec.stage}", [spec.stage, "/root", cdir]),
+            agent_container(f"{spec.package}-{spec.stage}check", [f"{spec.stage}-check", "/root", cdir]),
+        ]
+    tolerations: list[Obj] = [
+        {"key": UNSCHEDULABLE_TAINT_KEY, "operator": "Exists"},
+        {"key": RUNTIME_REQUIRED_TAINT_KEY, "operator": "Exists"},
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    ]
+    for t in spec.tolerations:
+        tolerations.append({k: v for k, v in t.model_dump().items() if v not in (None, "")})
+    pod_spec: Obj = {
+        "nodeName": spec.node,
+        "hostPID": True,
+        "hostNetwork": True,
+        "dnsPolicy": "ClusterFirstWithHostNet",
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "tolerations": tolerations,
+        "volumes": volumes,
+        "initContainers": init,
+        "containers": [
+            {
+                "name": "pause",
+                "image": pause_image,
+                "imagePullPolicy": "IfNotPresent",
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "20Mi"},
+                    "limits": {"cpu": "100m", "memory": "20Mi"},
+                },
+            }
+        ],
+    }
+    if spec.grace_seconds is not None:
+        pod_spec["terminationGracePeriodSeconds"] = spec.grace_seconds
+    if image_pull_secret:
+        pod_spec["imagePullSecrets"] = [{"name": image_pull_secret}]
+    meta: Obj = {
+        "name": spec.pod_name,
+        "namespace": namespace,
+        "labels": stage_labels(spec),
+        "annotations": {SPEC_ANNOTATION: spec_summary(spec, agent)},
+    }
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+
+
+def stage_status_from_pod(pod: Obj) -> tuple[StageStatus, str]:
+    """Interpret a stage pod (JSON dict) → (StageStatus without log tail, failing container name or "").
+
+    * succeeded: phase Succeeded, or every init container terminated with exit code 0;
+    * failed: the first init container that terminated non-zero (its exact exit code and reason);
+      an init container waiting with an image failure (``ErrImagePull``, ``ImagePullBackOff``,
+      ``InvalidImageName``, ``ErrImageNeverPull``: exit code None, reason and message kept); phase
+      Failed for another reason (e.g. ``DeadlineExceeded``, node shutdown; the first terminated
+      container's code if any);
+    * running: some container started; pending otherwise.
+    """
+    status = pod.get("status") or {}
+    spec = pod.get("spec") or {}
+    phase = status.get("phase") or "Pending"
+    started = parse_time(status.get("startTime"))
+    inits = [s for s in status.get("initContainerStatuses") or () if isinstance(s, dict)]
+    for s in inits:
+        state = s.get("state") or {}
+        term = state.get("terminated")
+        if term and int(term.get("exitCode", 0)) != 0:
+            reason = str(term.get("reason") or "Error")
+            msg = str(term.get("message") or "").strip()
+            return (
+                StageStatus(
+                    "failed",
+                    exit_code=int(term["exitCode"]),
+                    reason=f"{reason}: {msg}"[:300] if msg else reason,
+                    started=started,
+                ),
+                str(s.get("name") or ""),
+            )
+        waiting = state.get("waiting")
+        if waiting and waiting.get("reason") in IMAGE_PULL_FAILURES:
+            msg = str(waiting.get("message") or "").strip()
+            reason = str(waiting["reason"])
+            return (
+                StageStatus("failed", None, f"{reason}: {msg}"[:300] if msg else reason, started=started),
+                "",
+            )
+    if phase == "Succeeded":
+        return StageStatus("succeeded", 0, started=started), ""
+    n_init = len(spec.get("initContainers") or ())
+    done = [s for s in inits if ((s.get("state") or {}).get("terminated") or {}).get("exitCode") == 0]
+    if n_init and len(done) >= n_init:
+        return StageStatus("succeeded", 0, started=started), ""
+    if phase == "Failed":
+        code: int | None = None
+        name = ""
+        for s in (*inits, *(status.get("containerStatuses") or ())):
+            term = (s.get("state") or {}).get("terminated")
+            if term and int(term.get("exitCode", 0)) != 0:
+                code, name = int(term["exitCode"]), str(s.get("name") or "")
+                break
+        reason = str(status.get("reason") or "Failed")
+        msg = str(status.get("message") or "").strip()
+        return StageStatus("failed", code, f"{reason}: {msg}"[:300] if msg else reason, started=started), name
+    any_started = any(
+        (s.get("state") or {}).get("running") or (s.get("state") or {}).get("terminated")
+        for s in (*inits, *(status.get("containerStatuses") or ()))
+    )
+    if phase == "Running" or any_started:
+        return StageStatus("running", started=started), ""
+    return StageStatus("pending", started=started), ""
+
+
+# ------------------------------------------------------------------------------------------------
+# leases
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """A coordination.k8s.io/v1 Lease as read. Times are epoch seconds (None when unset)."""
+
+    name: str
+    holder: str
+    duration_seconds: int
+    acquired: float | None
+    renewed: float | None
+    transitions: int
+    resource_version: str
+
+    def expires_in(self, now: float | None = None) -> float:
+        """Seconds until the lease expires (negative: expired), judged by ``renewTime`` + duration
+        on the local clock (clock skew between holders is not corrected)."""
+        base = self.renewed or self.acquired or 0.0
+        return base + self.duration_seconds - (time.time() if now is None else now)
+
+
+def _micro_time(epoch: float) -> str:
+    """metav1.MicroTime text (RFC 3339 with microseconds, UTC)."""
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _rfc3339(epoch: float) -> str:
+    """metav1.Time text (RFC 3339, seconds, UTC)."""
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _lease_from(obj: Obj) -> LeaseRecord:
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    return LeaseRecord(
+        name=str(meta.get("name") or ""),
+        holder=str(spec.get("holderIdentity") or ""),
+        duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
+        acquired=parse_time(spec.get("acquireTime")),
+        renewed=parse_time(spec.get("renewTime")),
+        transitions=int(spec.get("leaseTransitions") or 0),
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# the adapter
+
+
+class KubeCluster:
+    """``Cluster`` (reconciler.ports) on a Kubernetes API server, via the official client.
+
+    Construct with :meth:`from_kubeconfig` (``--kubeconfig``/``--context``; ``path`` None = the
+    ``KUBECONFIG`` variable or ``~/.kube/config``), :meth:`in_cluster` (service-account token of
+    the pod) or directly from an ``ApiClient``. Thread-safe: the executor may call it from several
+    threads. Each port method is one API request unless its docstring says otherwise.
+
+    Beyond the port:
+
+    * ``list_nodes(label_selector=...)``, ``list_pods(node_name, label_selector=...)``: selectors
+      are passed to the server; LISTs are paginated (``page_size``, ``continue``; a 410 on an
+      expired continue token restarts the list).
+    * :meth:`delete_run`: delete a run's owner ConfigMap (GC removes its leftover stage pods).
+    * :meth:`delete_stages` (port) deletes a recipe's stage pods on one node by label selector.
+    * :meth:`get_lease`, :meth:`acquire_lease`, :meth:`renew_lease`, :meth:`release_lease`:
+      coordination.k8s.io/v1 Leases in ``namespace`` for "one run per recipe" exclusion.
+    * :meth:`close` / context manager: release the HTTP connection pool.
+
+    Errors: every method raises only :class:`reconciler.errors.ClusterError` subclasses for API
+    and transport failures (see :func:`translate_api_error`) and LeaseHeldError for leases.
+    """
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        agent_image: str = DEFAULT_AGENT_IMAGE,
+        pause_image: str = DEFAULT_PAUSE_IMAGE,
+        copy_dir_root: str = DEFAULT_COPY_DIR_ROOT,
+        log_dir_root: str = DEFAULT_LOG_DIR_ROOT,
+        image_pull_secret: str | None = None,
+        request_timeout: float = 30.0,
+        page_size: int = 500,
+        fetch_logs: bool = True,
+    ) -> None:
+        """``request_timeout``: read timeout per request in seconds (connect timeout 10 s).
+        ``page_size``: ``limit`` of each LIST page. ``fetch_logs``: read the failing container's
+        log tail in :meth:`stage_status`."""
+        self.api_client = api_client
+        self.namespace = namespace
+        self.agent_image = agent_image
+        self.pause_image = pause_image
+        self.copy_dir_root = copy_dir_root
+        self.log_dir_root = log_dir_root
+        self.image_pull_secret = image_pull_secret
+        self.request_timeout = request_timeout
+        self.page_size = page_size
+        self.fetch_logs = fetch_logs
+        self._core = client.CoreV1Api(api_client)
+        self._apps = client.AppsV1Api(api_client)
+        self._policy = client.PolicyV1Api(api_client)
+        self._coordination = client.CoordinationV1Api(api_client)
+        self._lock = threading.Lock()
+        self._namespace_ready = False
+        self._run_owners: dict[str, Obj] = {}
+        self._instance = f"{socket.gethostname()}-{os.getpid()}"
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> KubeCluster:
+        """From a kubeconfig file (``path`` None: ``$KUBECONFIG`` or ``~/.kube/config``) and
+        optional ``context``; ``kwargs`` go to the constructor. With neither ``path``, ``context``,
+        ``$KUBECONFIG`` nor ``~/.kube/config`` but ``KUBERNETES_SERVICE_HOST`` set (running in a
+        pod, e.g. an Argo CD hook Job), the pod's service account is used (:meth:`in_cluster`), as
+        client-go does.
+
+        Raises:
+            ClusterError: the kubeconfig is missing or invalid (message names the problem).
+        """
+        if (
+            path is None
+            and context is None
+            and not os.environ.get("KUBECONFIG")
+            and not os.path.exists(os.path.expanduser("~/.kube/config"))
+            and os.environ.get("KUBERNETES_SERVICE_HOST")
+        ):
+            return cls.in_cluster(**kwargs)
+        try:
+            api = _new_client_from_config(config_file=path, context=context, persist_config=False)
+        except (ConfigException, OSError, ValueError, TypeError) as e:
+            raise ClusterError(f"kubeconfig {path or '(default)'}: {e}") from None
+        return cls(api, **kwargs)
+
+    @classmethod
+    def in_cluster(cls, **kwargs: Any) -> KubeCluster:
+        """From the pod's service account (``KUBERNETES_SERVICE_HOST`` + mounted token).
+
+        Raises:
+            ClusterError: not running in a pod (or the token is unreadable).
+        """
+        cfg = client.Configuration()
+        try:
+            _load_incluster_config(client_configuration=cfg)
+        except (ConfigException, OSError) as e:
+            raise ClusterError(f"in-cluster config: {e}") from None
+        return cls(client.ApiClient(cfg), **kwargs)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        closer: Callable[[], None] = self.api_client.close
+        closer()
+
+    def __enter__(self) -> KubeCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport ------------------------------------------------------------------------------
+
+    def _raw(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> bytes:
+        """Call a generated API method without deserialisation; return the body bytes."""
+        kwargs.setdefault("_request_timeout", (10, self.request_timeout))
+        try:
+            resp = fn(*args, _preload_content=False, **kwargs)
+            try:
+                return bytes(resp.data or b"")
+            finally:
+                resp.release_conn()
+        except ApiException as e:
+            raise translate_api_error(int(e.status or 0), e.body, _headers(e), what) from None
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise TransientError(f"{what}: {type(e).__name__}: {_short(e)}") from None
+
+    def _json(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Obj:
+        data = self._raw(fn, what, *args, **kwargs)
+        if not data:
+            return {}
+        try:
+            obj = json.loads(data)
+        except ValueError:
+            raise TransientError(f"{what}: answer is not JSON: {data[:200]!r}") from None
+        return obj if isinstance(obj, dict) else {}
+
+    def _list(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> list[Obj]:
+        items: list[Obj] = []
+        token: str | None = None
+        restarts = 0
+        while True:
+            try:
+                page = self._json(fn, what, *args, limit=self.page_size, _continue=token, **kwargs)
+            except ClusterError as e:
+                if e.status == 410 and token and restarts < 3:  # continue token expired: start over
+                    items, token, restarts = [], None, restarts + 1
+                    continue
+                raise
+            items.extend(i for i in page.get("items") or () if isinstance(i, dict))
+            token = (page.get("metadata") or {}).get("continue") or None
+            if not token:
+                return items
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def list_nodes(self, label_selector: str | None = None) -> list[NodeInfo]:
+        """All nodes (paginated LIST), optionally filtered by a label selector string."""
+        return [node_from(o) for o in self._list(self._core.list_node, "list nodes", label_selector=label_selector)]
+
+    def get_node(self, name: str) -> NodeInfo:
+        """One node, fresh. Raises NotFoundError."""
+        return node_from(self._json(self._core.read_node, f"get node {name}", name))
+
+    def list_pods(self, node_name: str | None = None, label_selector: str | None = None) -> list[PodInfo]:
+        """Pods of every namespace (paginated LIST, as kubectl drain lists them), optionally only
+        those with ``spec.nodeName=<node_name>`` (field selector) and/or matching ``label_selector``."""
+        fs = f"spec.nodeName={node_name}" if node_name else None
+        what = f"list pods on {node_name}" if node_name else "list pods"
+        items = self._list(
+            self._core.list_pod_for_all_namespaces, what, field_selector=fs, label_selector=label_selector
+        )
+        return [pod_from(o) for o in items]
+
+    def get_pod(self, namespace: str, name: str) -> PodInfo | None:
+        """One pod, or None when it does not exist."""
+        try:
+            return pod_from(self._json(self._core.read_namespaced_pod, f"get pod {namespace}/{name}", name, namespace))
+        except NotFoundError:
+            return None
+
+    def list_pdbs(self) -> list[PdbInfo]:
+        """All policy/v1 PodDisruptionBudgets (paginated LIST)."""
+        items = self._list(self._policy.list_pod_disruption_budget_for_all_namespaces, "list poddisruptionbudgets")
+        return [pdb_from(o) for o in items]
+
+    def daemonset_exists(self, namespace: str, name: str) -> bool:
+        """Whether ``apps/v1 DaemonSet namespace/name`` exists (kubectl drain's orphan check)."""
+        try:
+            self._raw(self._apps.read_namespaced_daemon_set, f"get daemonset {namespace}/{name}", name, namespace)
+        except NotFoundError:
+            return False
+        return True
+
+    # -- node writes ----------------------------------------------------------------------------
+
+    def patch_node(
+        self,
+        name: str,
+        *,
+        annotations: Mapping[str, str | None] | None = None,
+        labels: Mapping[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+        taints: tuple[Taint, ...] | None = None,
+        resource_version: str | None = None,
+    ) -> NodeInfo:
+        """One JSON merge patch (RFC 7386) of the node: annotations/labels merged (None deletes the
+        key), ``spec.unschedulable`` set, ``spec.taints`` replaced as a whole. With
+        ``resource_version`` the body carries ``metadata.resourceVersion``, which the API server
+        enforces (409 → ConflictError when the node changed). Returns the node as written. With
+        nothing to change it only reads the node.
+
+        ``taints`` replaces the whole list: pass every taint the node should keep (read them with
+        :meth:`get_node` and pass its ``resource_version`` so a concurrent change is not lost).
+        Taints are written without ``timeAdded`` (our Taint model has none); a NoExecute taint
+        re-written by this call restarts its tolerationSeconds clock.
+        """
+        meta: Obj = {}
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        if labels:
+            meta["labels"] = dict(labels)
+        spec: Obj = {}
+        if unschedulable is not None:
+            spec["unschedulable"] = unschedulable
+        if taints is not None:
+            spec["taints"] = [
+                {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})} for t in taints
+            ]
+        if not meta and not spec:
+            return self.get_node(name)
+        if resource_version:
+            meta["resourceVersion"] = resource_version
+        body: Obj = {}
+        if meta:
+            body["metadata"] = meta
+        if spec:
+            body["spec"] = spec
+        obj = self._json(
+            self._core.patch_node, f"patch node {name}", name, body, field_manager=COMPONENT, _content_type=_MERGE_PATCH
+        )
+        return node_from(obj)
+
+    def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
+        """Add or replace (by type) one ``status.conditions`` entry with a strategic-merge patch of
+        ``nodes/status``. One read (to keep ``lastTransitionTime`` when the status is unchanged)
+        and one write. Raises NotFoundError when the node is gone."""
+        node = self._json(self._core.read_node_status, f"get node {name}", name)
+        now = _rfc3339(time.time())
+        transition = now
+        for c in (node.get("status") or {}).get("conditions") or ():
+            if c.get("type") == type_ and c.get("status") == status and c.get("lastTransitionTime"):
+                transition = c["lastTransitionTime"]
+        cond = {
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message[:1024],
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": transition,
+        }
+        self._raw(
+            self._core.patch_node_status,
+            f"set condition {type_} on node {name}",
+            name,
+            {"status": {"conditions": [cond]}},
+            field_manager=COMPONENT,
+            _content_type=_STRATEGIC_PATCH,
+        )
+
+    def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
+        """POST a policy/v1 Eviction for the pod with ``deleteOptions.preconditions.uid`` (and the
+        grace period when given), as ``kubectl drain`` does (drain-and-scenarios.md §1.4/§1.6).
+
+        Raises: NotFoundError (pod gone), ConflictError (UID precondition failed: a different pod
+        now has that name), TooManyRequestsError (``disruption_budget`` True when a
+        PodDisruptionBudget forbids it; otherwise throttling or a stale PDB status, with
+        ``retry_after``), ServerError (500: more than one PDB selects the pod), ForbiddenError
+        (``reason`` NamespaceTerminating, or RBAC), TransientError.
+        """
+        body = client.V1Eviction(
+            api_version="policy/v1",
+            kind="Eviction",
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+            delete_options=client.V1DeleteOptions(
+                grace_period_seconds=grace_seconds, preconditions=client.V1Preconditions(uid=uid)
+            ),
+        )
+        self._raw(self._core.create_namespaced_pod_eviction, f"evict pod {namespace}/{name}", name, namespace, body)
+
+    def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
+        """Create a core/v1 Event about the node in namespace ``default``: involvedObject
+        ``{kind: Node, name, uid: <name>}`` (kubelet and ``kubectl describe node`` convention),
+        ``source.component`` and ``reportingComponent`` ``node-reconciler``."""
+        now = _rfc3339(time.time())
+        event = {
+            # kubelet-style unique name <node>.<hex nanoseconds>, plus 4 random hex (parallel threads)
+            "metadata": {"name": f"{node[:200]}.{time.time_ns():x}{os.urandom(2).hex()}", "namespace": "default"},
+            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node},
+            "reason": reason,
+            "message": message[:1024],
+            "type": type_,
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self._instance[:128],
+        }
+        self._raw(
+            self._core.create_namespaced_event,
+            f"create event {reason} on node {node}",
+            "default",
+            client.CoreV1Event.model_validate(event),
+        )
+
+    # -- stage pods -----------------------------------------------------------------------------
+
+    def _ensure_namespace(self) -> None:
+        with self._lock:
+            if self._namespace_ready:
+                return
+        try:
+            self._raw(self._core.read_namespace, f"get namespace {self.namespace}", self.namespace)
+        except NotFoundError:
+            body = client.V1Namespace.model_validate(
+                {"metadata": {"name": self.namespace, "labels": {MANAGED_BY_LABEL: COMPONENT}}}
+            )
+            with contextlib.suppress(ConflictError):
+                self._raw(self._core.create_namespace, f"create namespace {self.namespace}", body)
+        with self._lock:
+            self._namespace_ready = True
+
+    def _run_owner(self, run_id: str) -> Obj:
+        """The ownerReference to the run's ``run-<id>`` ConfigMap, creating it on first use."""
+        with self._lock:
+            if run_id in self._run_owners:
+                return self._run_owners[run_id]
+        name = run_owner_name(run_id)
+        body = {
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {MANAGED_BY_LABEL: COMPONENT, RUN_ID_LABEL: label_value(run_id)},
+            },
+            "data": {"runId": run_id, "created": _rfc3339(time.time())},
+        }
+        what = f"create configmap {self.namespace}/{name}"
+        try:
+            obj = self._json(
+                self._core.create_namespaced_config_map, what, self.namespace, client.V1ConfigMap.model_validate(body)
+            )
+        except ConflictError:
+            obj = self._json(self._core.read_namespaced_config_map, f"get configmap {name}", name, self.namespace)
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": obj["metadata"]["uid"], "controller": True}
+        with self._lock:
+            self._run_owners[run_id] = ref
+        return ref
+
+    def start_stage(self, spec: StageSpec) -> None:
+        """Create the stage (or interrupt) pod of ``spec`` (see :func:`build_stage_pod`); no-op when a
+        pod of that name already exists and is not terminating.
+
+        Requests: usually one (the pod) or two (plus the ``<pod>-cm`` ConfigMap when
+        ``spec.config_map`` is non-empty; an existing one is replaced). The first call of an
+        instance also ensures the namespace, and the first call of a run creates ``run-<run id>``.
+
+        Raises:
+            ConflictError: a pod of that name is still terminating (retry after it is gone).
+            ForbiddenError, TransientError, ClusterError: as the API answers.
+        """
+        self._ensure_namespace()
+        owner = self._run_owner(spec.run_id)
+        ns = self.namespace
+        if spec.config_map:
+            cm_name = config_map_name(spec)
+            cm = client.V1ConfigMap.model_validate(
+                {
+                    "metadata": {
+                        "name": cm_name,
+                        "namespace": ns,
+                        "labels": stage_labels(spec),
+                        "ownerReferences": [owner],
+                    },
+                    "data": dict(spec.config_map),
+                }
+            )
+            try:
+                self._raw(self._core.create_namespaced_config_map, f"create configmap {ns}/{cm_name}", ns, cm)
+            except ConflictError:
+                self._raw(
+                    self._core.replace_namespaced_config_map, f"replace configmap {ns}/{cm_name}", cm_name, ns, cm
+                )
+        pod = build_stage_pod(
+            spec,
+            namespace=ns,
+            agent_image=self.agent_image,
+            pause_image=self.pause_image,
+            copy_dir_root=self.copy_dir_root,
+            log_dir_root=self.log_dir_root,
+            owner=owner,
+            image_pull_secret=self.image_pull_secret,
+        )
+        try:
+            self._raw(
+                self._core.create_namespaced_pod,
+                f"create stage pod {ns}/{spec.pod_name}",
+                ns,
+                client.V1Pod.model_validate(pod),
+                field_manager=COMPONENT,
+            )
+        except ConflictError as e:
+            if e.reason != "AlreadyExists":
+                raise
+            existing = self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns)
+            if (existing.get("metadata") or {}).get("deletionTimestamp"):
+                raise ConflictError(
+                    f"stage pod {ns}/{spec.pod_name} is still terminating; start it again when it is gone",
+                    409,
+                    "Terminating",
+                ) from None
+
+    def stage_status(self, spec: StageSpec) -> StageStatus:
+        """Read the stage pod (one GET; plus one log read when it failed) and interpret it with
+        :func:`stage_status_from_pod`; ``missing`` when there is no such pod. ``log_tail`` holds the
+        last 20 lines of the failing container's log, best effort (empty when logs are unavailable,
+        e.g. on kwok nodes)."""
+        ns = self.namespace
+        try:
+            pod = self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns)
+        except NotFoundError:
+            return StageStatus("missing")
+        st, container = stage_status_from_pod(pod)
+        if st.phase == "failed" and container and self.fetch_logs:
+            tail = self._log_tail(spec.pod_name, container)
+            if tail:
+                st = StageStatus(st.phase, st.exit_code, st.reason, tail, st.started)
+        return st
+
+    def _log_tail(self, pod: str, container: str) -> str:
+        try:
+            data = self._raw(
+                self._core.read_namespaced_pod_log,
+                f"log of {pod}/{container}",
+                pod,
+                self.namespace,
+                container=container,
+                tail_lines=LOG_TAIL_LINES,
+                limit_bytes=16384,
+                _request_timeout=(5, 10),
+            )
+        except ClusterError:
+            return ""
+        lines = data.decode("utf-8", "replace").splitlines()[-LOG_TAIL_LINES:]
+        return "\n".join(lines)
+
+    def delete_stage(self, spec: StageSpec) -> None:
+        """Delete the stage pod and its ``<pod>-cm`` ConfigMap (background propagation); absent
+        objects are fine. The pod may take its grace period to disappear: :meth:`start_stage` with
+        the same spec raises ConflictError until it is gone."""
+        ns = self.namespace
+        with contextlib.suppress(NotFoundError):
+            self._raw(self._core.delete_namespaced_pod, f"delete pod {ns}/{spec.pod_name}", spec.pod_name, ns)
+        if spec.config_map:
+            with contextlib.suppress(NotFoundError):
+                self._raw(
+                    self._core.delete_namespaced_config_map,
+                    f"delete configmap {ns}/{config_map_name(spec)}",
+                    config_map_name(spec),
+                    ns,
+                )
+
+    def delete_stages(self, recipe: str, node: str) -> None:
+        """Delete every stage and interrupt pod of ``recipe`` on ``node`` with one delete-collection
+        by labels (managed-by, recipe, node) in ``namespace``, then their ``<pod>-cm``
+        ConfigMaps the same way (a second request). Nothing to delete is fine."""
+        ns = self.namespace
+        sel = f"{MANAGED_BY_LABEL}={COMPONENT},{RECIPE_LABEL}={label_value(recipe)},{NODE_LABEL}={label_value(node)}"
+        with contextlib.suppress(NotFoundError):
+            self._raw(
+                self._core.delete_collection_namespaced_pod,
+                f"delete stage pods of {recipe} on {node}",
+                ns,
+                label_selector=sel,
+            )
+        with contextlib.suppress(NotFoundError):
+            self._raw(
+                self._core.delete_collection_namespaced_config_map,
+                f"delete stage configmaps of {recipe} on {node}",
+                ns,
+                label_selector=sel,
+            )
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete the run-owner ConfigMap ``run-<run id>`` (background propagation: the garbage
+        collector then deletes the run's remaining stage pods and ConfigMaps). Absent is fine."""
+        name = run_owner_name(run_id)
+        with contextlib.suppress(NotFoundError):
+            self._raw(
+                self._core.delete_namespaced_config_map,
+                f"delete configmap {self.namespace}/{name}",
+                name,
+                self.namespace,
+                propagation_policy="Background",
+            )
+        with self._lock:
+            self._run_owners.pop(run_id, None)
+
+    # -- leases ---------------------------------------------------------------------------------
+
+    def get_lease(self, name: str) -> LeaseRecord | None:
+        """The Lease ``namespace/name``, or None."""
+        try:
+            return _lease_from(
+                self._json(self._coordination.read_namespaced_lease, f"get lease {name}", name, self.namespace)
+            )
+        except NotFoundError:
+            return None
+
+    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseRecord:
+        """Take the Lease for ``holder``: create it, renew it when ``holder`` already holds it, or
+        take it over when it is free or expired (``leaseTransitions`` + 1). Optimistic: the update
+        carries the read resourceVersion.
+
+        Raises:
+            LeaseHeldError: another holder's lease has not expired.
+            ConflictError: someone else wrote the Lease between our read and write (retry).
+        """
+        self._ensure_namespace()
+        now = time.time()
+        cur = self.get_lease(name)
+        if cur is None:
+            body = {
+                "metadata": {"name": name, "namespace": self.namespace, "labels": {MANAGED_BY_LABEL: COMPONENT}},
+                "spec": {
+                    "holderIdentity": holder,
+                    "leaseDurationSeconds": duration_seconds,
+                    "acquireTime": _micro_time(now),
+                    "renewTime": _micro_time(now),
+                    "leaseTransitions": 0,
+                },
+            }
+            try:
+                return _lease_from(
+                    self._json(
+                        self._coordination.create_namespaced_lease,
+                        f"create lease {name}",
+                        self.namespace,
+                        client.V1Lease.model_validate(body),
+                    )
+                )
+            except ConflictError:
+                cur = self.get_lease(name)
+                if cur is None:
+                    raise
+        if cur.holder and cur.holder != holder and cur.expires_in(now) > 0:
+            raise LeaseHeldError(f"{self.namespace}/{name}", cur.holder, cur.expires_in(now))
+        taking_over = cur.holder != holder
+        return self._write_lease(
+            name,
+            cur,
+            holder=holder,
+            duration_seconds=duration_seconds,
+            acquired=now if taking_over else (cur.acquired or now),
+            renewed=now,
+            transitions=cur.transitions + (1 if taking_over and cur.holder else 0),
+        )
+
+    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseRecord:
+        """Renew ``holder``'s Lease (``renewTime`` = now).
+
+        Raises:
+            LeaseHeldError: the Lease is gone to another holder (we lost it).
+            NotFoundError: the Lease was deleted.
+            ConflictError: concurrent write (retry).
+        """
+        cur = self.get_lease(name)
+        if cur is None:
+            raise NotFoundError(f"lease {self.namespace}/{name} does not exist", 404, "NotFound")
+        if cur.holder != holder:
+            raise LeaseHeldError(f"{self.namespace}/{name}", cur.holder or "nobody", cur.expires_in())
+        return self._write_lease(
+            name,
+            cur,
+            holder=holder,
+            duration_seconds=duration_seconds or cur.duration_seconds,
+            acquired=cur.acquired or time.time(),
+            renewed=time.time(),
+            transitions=cur.transitions,
+        )
+
+    def release_lease(self, name: str, holder: str) -> None:
+        """Delete the Lease if ``holder`` holds it (precondition: the resourceVersion read); a
+        Lease held by someone else or absent is left alone."""
+        cur = self.get_lease(name)
+        if cur is None or cur.holder != holder:
+            return
+        preconditions = client.V1Preconditions(resource_version=cur.resource_version)
+        with contextlib.suppress(NotFoundError):
+            self._raw(
+                self._coordination.delete_namespaced_lease,
+                f"delete lease {name}",
+                name,
+                self.namespace,
+                body=client.V1DeleteOptions(preconditions=preconditions),
+            )
+
+    def _write_lease(
+        self,
+        name: str,
+        cur: LeaseRecord,
+        *,
+        holder: str,
+        duration_seconds: int,
+        acquired: float,
+        renewed: float,
+        transitions: int,
+    ) -> LeaseRecord:
+        body = {
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "resourceVersion": cur.resource_version,
+                "labels": {MANAGED_BY_LABEL: COMPONENT},
+            },
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": duration_seconds,
+                "acquireTime": _micro_time(acquired),
+                "renewTime": _micro_time(renewed),
+                "leaseTransitions": transitions,
+            },
+        }
+        return _lease_from(
+            self._json(
+                self._coordination.replace_namespaced_lease,
+                f"update lease {name}",
+                name,
+                self.namespace,
+                client.V1Lease.model_validate(body),
+            )
+        )
+
+
+def _headers(e: ApiException) -> Mapping[str, str] | None:
+    h = getattr(e, "headers", None)
+    if h is None:
+        return None
+    try:
+        return {str(k): str(v) for k, v in h.items()}
+    except AttributeError:
+        return None
+
+
+def _short(e: BaseException) -> str:
+    return " ".join(str(e).split())[:300]

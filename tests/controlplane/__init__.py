@@ -1,0 +1,1 @@
+"""Test control plane: build script, kwok stages, launcher (see cluster.py)."""
