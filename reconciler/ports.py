@@ -78,6 +78,40 @@ class StageStatus:
     started: float | None = None
 
 
+class LeaseInfo(Protocol):
+    """A coordination.k8s.io/v1 Lease as an adapter read it (``KubeCluster``'s ``LeaseRecord``, the
+    simulated fleet's ``SimLease``). Times are epoch seconds (None when unset)."""
+
+    @property
+    def name(self) -> str:
+        """Lease name."""
+        ...
+
+    @property
+    def holder(self) -> str:
+        """``spec.holderIdentity`` ("" when nobody holds it)."""
+        ...
+
+    @property
+    def duration_seconds(self) -> int:
+        """``spec.leaseDurationSeconds``."""
+        ...
+
+    @property
+    def renewed(self) -> float | None:
+        """``spec.renewTime`` as epoch seconds."""
+        ...
+
+    @property
+    def transitions(self) -> int:
+        """``spec.leaseTransitions``: how many times the lease changed hands."""
+        ...
+
+    def expires_in(self, now: float | None = None) -> float:
+        """Seconds until the lease expires (negative: expired), judged by renewTime + duration."""
+        ...
+
+
 class Cluster(Protocol):
     """The cluster as the reconciler needs it. Errors are ``reconciler.errors.ClusterError``
     subclasses (NotFoundError, ConflictError, TooManyRequestsError, ServerError, ForbiddenError,
@@ -154,6 +188,27 @@ class Cluster(Protocol):
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """One write: a Kubernetes Event on the node (reportingController = node-reconciler)."""
+        ...
+
+    # Leases (coordination.k8s.io/v1): one reconciler run per recipe (reconciler.execute.lock).
+    def get_lease(self, name: str) -> LeaseInfo | None:
+        """The Lease ``name`` in the reconciler's namespace, or None."""
+        ...
+
+    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseInfo:
+        """Writes: create the Lease for ``holder``, renew it when ``holder`` holds it, or take it
+        over when it is free or expired; updates carry the read resourceVersion. Raises
+        LeaseHeldError (another holder's lease has not expired) or ConflictError (a concurrent
+        write between our read and write)."""
+        ...
+
+    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseInfo:
+        """One write (after a read): renewTime = now. Raises LeaseHeldError (another holder took
+        it), NotFoundError (deleted), ConflictError (concurrent write)."""
+        ...
+
+    def release_lease(self, name: str, holder: str) -> None:
+        """One write (after a read): delete the Lease if ``holder`` holds it; otherwise nothing."""
         ...
 
 

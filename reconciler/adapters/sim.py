@@ -33,6 +33,8 @@ import io
 import json
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from dataclasses import field as dc_field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ from reconciler.errors import (
     ConflictError,
     CrashInjected,
     InputError,
+    LeaseHeldError,
     NotFoundError,
     ServerError,
     SourcePos,
@@ -62,6 +65,27 @@ SIM_ANN = "sim.reconciler.nodewright.dev/state"
 CLOCK_NAME = ("kube-system", "reconciler-sim-clock")
 STAGE_NS = "node-reconciler"
 RECREATED_BY = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job")
+
+
+@dataclass(frozen=True)
+class SimLease:
+    """A Lease in the simulated fleet (the ``reconciler.ports.LeaseInfo`` shape); epoch seconds."""
+
+    name: str
+    holder: str
+    duration_seconds: int
+    acquired: float | None
+    renewed: float | None
+    transitions: int
+    resource_version: str
+    wall: Callable[[], float] | None = dc_field(default=None, compare=False, repr=False)
+
+    def expires_in(self, now: float | None = None) -> float:
+        """Seconds until expiry at epoch ``now`` (default: the fleet's simulated time; negative: expired)."""
+        base = self.renewed or self.acquired or 0.0
+        if now is None:
+            now = self.wall() if self.wall is not None else base
+        return base + self.duration_seconds - now
 
 
 def _int_or_percent(value: int | str | None, total: int, round_up: bool) -> int | None:
@@ -106,6 +130,7 @@ class SimFleet:
         self._now = 0.0
         self._saved_clock: Obj | None = None
         self._saved_stages: list[Obj] = []
+        self.leases: dict[str, SimLease] = {}  # in memory only: a saved fleet carries no lease
         for obj in objects:
             self._add(obj)
         self.epoch: float
@@ -730,6 +755,53 @@ class SimFleet:
         self._write("delete-pods", f"pods/{recipe}/{node}")
         for k in names:
             del self._stages[k]
+        self._after_write()
+
+    # ---------------------------------------------------------------- leases (reconciler.execute.lock)
+    def get_lease(self, name: str) -> SimLease | None:
+        """The Lease ``name`` or None (simulated wall time; leases are not saved with the fleet)."""
+        return self.leases.get(name)
+
+    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> SimLease:
+        """One write: create the Lease, renew it for its holder, or take it over once expired
+        (as ``KubeCluster.acquire_lease``). Raises LeaseHeldError while another holder's lease runs."""
+        now = self.wall()
+        cur = self.leases.get(name)
+        if cur is not None and cur.holder and cur.holder != holder and cur.expires_in(now) > 0:
+            raise LeaseHeldError(f"{STAGE_NS}/{name}", cur.holder, cur.expires_in(now))
+        taking_over = cur is None or cur.holder != holder
+        self._write("create-lease" if cur is None else "update-lease", f"lease/{name}")
+        self._rv += 1
+        self.leases[name] = SimLease(
+            name, holder, duration_seconds,
+            acquired=now if taking_over or cur is None else (cur.acquired or now), renewed=now,
+            transitions=0 if cur is None else cur.transitions + (1 if taking_over and cur.holder else 0),
+            resource_version=str(self._rv), wall=self.wall,
+        )
+        self._after_write()
+        return self.leases[name]
+
+    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> SimLease:
+        """One write: renewTime = now. Raises NotFoundError (no lease), LeaseHeldError (another holder)."""
+        cur = self.leases.get(name)
+        if cur is None:
+            raise NotFoundError(f"lease {STAGE_NS}/{name} does not exist", 404, "NotFound")
+        if cur.holder != holder:
+            raise LeaseHeldError(f"{STAGE_NS}/{name}", cur.holder or "nobody", cur.expires_in(self.wall()))
+        self._write("update-lease", f"lease/{name}")
+        self._rv += 1
+        self.leases[name] = replace(cur, duration_seconds=duration_seconds or cur.duration_seconds,
+                                    renewed=self.wall(), resource_version=str(self._rv))
+        self._after_write()
+        return self.leases[name]
+
+    def release_lease(self, name: str, holder: str) -> None:
+        """One write: delete the Lease if ``holder`` holds it (otherwise nothing)."""
+        cur = self.leases.get(name)
+        if cur is None or cur.holder != holder:
+            return
+        self._write("delete-lease", f"lease/{name}")
+        del self.leases[name]
         self._after_write()
 
     # ---------------------------------------------------------------- helpers for tests

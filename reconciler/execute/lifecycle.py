@@ -221,12 +221,17 @@ class NodeRun:
         unschedulable: bool | None = None,
         taints: Any = None,
     ) -> None:
-        if self._pending:
-            annotations = {**self._pending, **(annotations or {})}
+        pending = self._pending
+        if pending:
+            annotations = {**pending, **(annotations or {})}
             self._pending = {}
-        self.node = self.ctx.cluster.patch_node(
-            self.name, annotations=annotations, labels=labels, unschedulable=unschedulable, taints=taints
-        )
+        try:
+            self.node = self.ctx.cluster.patch_node(
+                self.name, annotations=annotations, labels=labels, unschedulable=unschedulable, taints=taints
+            )
+        except ClusterError:
+            self._pending = {**pending, **self._pending}  # not written: keep the deferred records for the retry
+            raise
 
     def _annotation(self, key: str) -> str | None:
         """The value of one of our annotations as we last wrote or deferred it."""
@@ -432,8 +437,16 @@ class NodeRun:
                 self.ctx.cluster.evict_pod(tr.pod.namespace, tr.pod.name, tr.pod.uid, opts.gracePeriodSeconds)
                 tr.evicted = True
                 self._event("evict", ref)
-            except (NotFoundError, ConflictError):
+            except NotFoundError:
                 tr.gone = True
+            except ConflictError as e:
+                # gone only when our UID precondition failed (a new pod has the name); any other 409: retry
+                cur = self.ctx.cluster.get_pod(tr.pod.namespace, tr.pod.name)
+                if cur is None or cur.uid != tr.pod.uid:
+                    tr.gone = True
+                else:
+                    tr.last_error = e.message
+                    tr.next_try = now + opts.evictionRetrySeconds
             except TooManyRequestsError as e:
                 tr.attempts += 1
                 tr.last_error = e.message
@@ -442,6 +455,10 @@ class NodeRun:
                 tr.next_try = now + wait
             except ServerError as e:
                 pdbs = [b.ref for b in self.ctx.cluster.list_pdbs() if b.selects(tr.pod)]
+                if len(pdbs) < 2:  # not the several-PDBs refusal: an API server error, retried (§1.9)
+                    tr.last_error = e.message
+                    tr.next_try = now + opts.evictionRetrySeconds
+                    continue
                 return self._fail(
                     "MultiplePDBs",
                     f"eviction of {ref} refused: {e.message} PodDisruptionBudgets: {', '.join(pdbs) or 'unknown'}",

@@ -20,10 +20,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.errors import (
+    ClusterError,
+    ConflictError,
+    ReconcilerError,
+    ServerError,
+    TooManyRequestsError,
+    TransientError,
+)
 from reconciler.execute.lifecycle import NodeRun, Outcome, RunContext
 from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline
 from reconciler.model.nodestate import (
     FailureRecord,
+    condition_type,
     cordon_key,
     digest,
     failure_key,
@@ -83,6 +92,11 @@ class Rollout:
         max_seconds: give up waiting after this long (clock seconds); nodes still running are
             reported as they are (their records stay on the nodes, a later run resumes them).
         on_event: called with each timeline event (live progress).
+        on_tick: called with the clock time at the top of every loop pass (before anything new
+            starts); returns the clock time by which it must be called again (the loop never waits
+            past it) or None. A ``ReconcilerError`` it raises stops the run: nothing more is started
+            or advanced, ``stopped`` holds the message and running nodes are reported as still
+            running (their records stay on the nodes). Used to renew the recipe's Lease.
     """
 
     def __init__(
@@ -102,6 +116,7 @@ class Rollout:
         retry_failed: bool = False,
         runtime_required: tuple[str, ...] = (),
         waiting: dict[str, str] | None = None,
+        on_tick: Callable[[float], float | None] | None = None,
     ) -> None:
         self.recipe, self.policy, self.plan = recipe, policy, plan
         self.cluster, self.clock = cluster, clock
@@ -131,6 +146,9 @@ class Rollout:
         self.runs: dict[str, NodeRun] = {}
         self._by_name: dict[str, NodePlan] = {n.name: n for n in plan.nodes}
         self.max_disrupted: dict[str, int] = {}
+        self.on_tick = on_tick
+        self.stopped = ""
+        self._api_errors = 0
 
     # ------------------------------------------------------------------ setup
     def _strategy_of(self, name: str) -> Strategy | None:
@@ -140,6 +158,15 @@ class Rollout:
             if c.name == name:
                 return c.strategy
         return None
+
+    def _reassert_failed(self, node: str, rec: FailureRecord) -> None:
+        """Write the Erroring condition of a node left failed: the failed run wrote it after the
+        failure record, so a run stopped between the two writes would otherwise lose it."""
+        try:
+            self.cluster.set_node_condition(node, condition_type(self.recipe.name, "Erroring"), "True", rec.reason,
+                                            rec.message[:1000])
+        except ClusterError as e:
+            log.warning("node %s: could not re-assert its Erroring condition: %s", node, e)
 
     def _compartments(self) -> list[_Compartment]:
         out = []
@@ -151,6 +178,7 @@ class Rollout:
                 rec = parse_model(FailureRecord, info.annotations.get(failure_key(self.recipe.name))) if info else None
                 if rec is not None and rec.inputs == self.ctx.inputs and not self.retry_failed:
                     self.prefailed[n] = rec  # failed earlier with these very inputs: left failed
+                    self._reassert_failed(n, rec)
                     continue
                 if n in self.waiting:
                     continue  # an earlier recipe (priority) is not complete on it
@@ -163,9 +191,27 @@ class Rollout:
         """Run to the end (or ``max_seconds``) and return the result document."""
         comps = self._compartments()
         start = self.clock.now()
+        tick_at: float | None = None
         while True:
+            if self.on_tick is not None:
+                try:
+                    tick_at = self.on_tick(self.clock.now())
+                except ReconcilerError as e:
+                    self.stopped = str(e)
+                    log.error("run %s stopped: %s", self.run_id, e)
+                    self.timeline.add(self.clock.now(), "run", "stopped", self.stopped)
+                    break
+            api_down = False
             for c in comps:
-                self._step_compartment(c)
+                try:
+                    self._step_compartment(c)
+                except (TransientError, TooManyRequestsError, ServerError, ConflictError) as e:
+                    # the read before a batch failed; nothing was started: retry with backoff
+                    api_down = True
+                    self._api_errors += 1
+                    log.warning("run %s: %s; retrying", self.run_id, e)
+            if not api_down:
+                self._api_errors = 0
             if all(c.done for c in comps):
                 break
             wakes: list[float] = []
@@ -183,9 +229,13 @@ class Rollout:
                 log.warning("run %s stopped waiting after %.0f s", self.run_id, now - start)
                 break
             pending_start = any(not c.active and c.queue and not c.halted and not c.state.should_stop for c in comps)
-            if pending_start:
+            if pending_start and not api_down:
                 continue
             target = min(wakes) if wakes else now + self.ctx.poll_seconds
+            if api_down:
+                target = max(target, now + min(60.0, self.ctx.poll_seconds * 2 ** min(self._api_errors - 1, 6)))
+            if tick_at is not None:
+                target = min(target, tick_at)
             if target > now:
                 self.clock.wait(target - now)
         return self._result(comps, self.clock.now() - start)
