@@ -14,7 +14,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.recipe import EnvVar, Interrupt, Resources
@@ -209,6 +209,23 @@ class Cluster(Protocol):
 
     def release_lease(self, name: str, holder: str) -> None:
         """One write (after a read): delete the Lease if ``holder`` holds it; otherwise nothing."""
+        ...
+
+
+@runtime_checkable
+class ConfigMapStore(Protocol):
+    """Small node-independent records in ConfigMaps (the recipe control switches of
+    ``reconciler pause``/``disable``, :mod:`reconciler.ops.controls`). Kept apart from
+    :class:`Cluster` so an adapter without it still is a ``Cluster``; implemented by the simulated
+    fleet and, for the real cluster, by :class:`reconciler.adapters.kubeconfigmaps.KubeConfigMaps`."""
+
+    def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The ``data`` of a ConfigMap, or None when it does not exist."""
+        ...
+
+    def patch_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> None:
+        """One write: merge ``data`` into the ConfigMap (None value = remove the key), creating it
+        (labelled ``app.kubernetes.io/managed-by: node-reconciler``) when absent."""
         ...
 
 

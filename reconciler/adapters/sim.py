@@ -119,6 +119,7 @@ class SimFleet:
         self.pods: dict[tuple[str, str], Obj] = {}
         self.pdbs: dict[tuple[str, str], Obj] = {}
         self.daemonsets: set[tuple[str, str]] = set()
+        self.config_maps: dict[tuple[str, str], Obj] = {}  # ConfigMapStore (recipe controls), saved with the fleet
         self.events: list[Obj] = []
         self._stages: dict[str, Obj] = {}
         self.stage_log: list[tuple[float, str, str, str, str, str]] = []  # (t, event, node, package, version, stage)
@@ -187,6 +188,7 @@ class SimFleet:
         out = copy.deepcopy(out)
         for name in sorted(self._stages):
             out.append(self._stage_object(name, self._stages[name]))
+        out += [copy.deepcopy(self.config_maps[k]) for k in sorted(self.config_maps)]
         out.append({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"namespace": CLOCK_NAME[0], "name": CLOCK_NAME[1]},
@@ -286,6 +288,8 @@ class SimFleet:
         if kind == "ConfigMap":
             if (meta.get("namespace"), meta.get("name")) == CLOCK_NAME:
                 self._saved_clock = dict(obj.get("data") or {})
+            else:
+                self.config_maps[(meta.get("namespace") or "default", meta["name"])] = obj
             return
         if kind == "Pod" and SIM_ANN in (meta.get("annotations") or {}) and meta.get("namespace") == STAGE_NS:
             self._saved_stages.append(obj)
@@ -802,6 +806,30 @@ class SimFleet:
             return
         self._write("delete-lease", f"lease/{name}")
         del self.leases[name]
+        self._after_write()
+
+    # ---------------------------------------------------------------- ConfigMapStore (reconciler.ops.controls)
+    def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The ``data`` of a ConfigMap, or None."""
+        cm = self.config_maps.get((namespace, name))
+        return None if cm is None else {str(k): str(v) for k, v in (cm.get("data") or {}).items()}
+
+    def patch_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> None:
+        """One write: merge ``data`` (None removes a key), creating the ConfigMap when absent."""
+        self._write("patch-configmap", f"configmap/{namespace}/{name}")
+        cm = self.config_maps.setdefault((namespace, name), {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": namespace, "name": name,
+                         "labels": {"app.kubernetes.io/managed-by": "node-reconciler"}},
+        })
+        cur = cm.setdefault("data", {}) or {}
+        cm["data"] = cur
+        for k, v in data.items():
+            if v is None:
+                cur.pop(k, None)
+            else:
+                cur[k] = v
+        self._bump(cm)
         self._after_write()
 
     # ---------------------------------------------------------------- helpers for tests

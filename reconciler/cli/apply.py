@@ -40,10 +40,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--retry-failed", action="store_true",
                    help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
     p.add_argument("--poll-seconds", type=float, default=None, help="seconds between looks at the cluster")
+    p.add_argument("--wait-for-lock", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for another run holding a recipe's Lease (default: exit 1 at once)")
+    p.add_argument("--lease-duration", type=int, default=60, metavar="SECONDS",
+                   help="Lease duration; renewed every third of it, taken over this long after a run died")
     p.set_defaults(func=run, locked=True)
     from reconciler.cli.applyreport import add_report_args  # status commit / status object (issue #5)
 
     add_report_args(p)
+    from reconciler.cli.metrics import add_metrics_args  # --metrics-file/--pushgateway (issue #8)
+
+    add_metrics_args(p)
 
 
 def _read_plan_hash(path: str) -> str:
@@ -67,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.load import load_inputs, policy_for
     from reconciler.model.recipe import Recipe
     from reconciler.observe.snapshot import observe
+    from reconciler.ops.controls import held_reason
     from reconciler.plan.planner import compute_plan, locked_refusals
 
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
@@ -80,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.errors import ReconcilerError
 
     reporter = Reporter.from_args(args, opened)  # checks its options before anything runs
+    from reconciler.execute.lock import LeaseGroup, holder_identity  # one run per recipe (issue #6)
+
+    leases = LeaseGroup(opened.cluster, opened.clock, [r.name for r in inputs.recipes], holder_identity(run_id),
+                        duration=args.lease_duration)
+    leases.acquire(args.wait_for_lock)  # before anything is observed or changed; LeaseHeldError names the holder
+    stopped = ""
     results: list[RunResult] = []
     try:
         if expected is not None:
@@ -101,6 +115,13 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"tainted {len(tainted)} new node(s) runtime-required: {', '.join(tainted[:10])}")
         done: list[Recipe] = []
         for recipe in inputs.recipes:
+            leases.tick(opened.clock.now())
+            held = held_reason(opened.cluster, recipe.name)  # reconciler pause/disable (ops/controls.py)
+            if held:
+                console.print(f"{recipe.name}: {held}; skipped", style="yellow", markup=False)
+                if held.startswith("paused"):  # a paused recipe still holds back later ones; a disabled one not
+                    done.append(recipe)
+                continue
             fleet = observe(opened.cluster)
             plan = compute_plan(recipe, policies[recipe.name], fleet)
             earlier = [(e, compute_plan(e, policies[e.name], fleet)) for e in done]
@@ -126,10 +147,15 @@ def run(args: argparse.Namespace) -> int:
                 retry_failed=args.retry_failed,
                 runtime_required=runtime_required,
                 waiting=waiting,
+                on_tick=leases.tick,
             )
             results.append(rollout.run())
             reporter.finished(plan, results[-1])
-    except ReconcilerError as e:  # the status commit records the failed run; then fail as before
+            if rollout.stopped:  # lease lost: act no more (node records stay; the next holder resumes)
+                stopped = rollout.stopped
+                break
+    except ReconcilerError as e:
+        leases.release()  # the status commit records the failed run; then fail as before
         failing = inputs.recipes[min(len(results), len(inputs.recipes) - 1)] if inputs.recipes else None
         if failing is not None:
             reporter.failed(failing.name, failing.version, None, e, run_id)
@@ -138,13 +164,21 @@ def run(args: argparse.Namespace) -> int:
         _save(args, opened)
         print(f"crashed: {e}", file=sys.stderr)
         return EXIT_CRASHED
+    leases.release()
     _save(args, opened)
+    if args.metrics_file or args.pushgateway:
+        from reconciler.cli.metrics import export_after_apply
+
+        export_after_apply(args, opened, results, {k: p.name for k, p in policies.items()})
     if args.output == "json":
         docs = [r.to_dict() for r in results]
         print(json.dumps(docs[0] if len(docs) == 1 else {"results": docs}, indent=2, sort_keys=True))
     else:
         for r in results:
             _summary(console, r)
+    if stopped:
+        print(f"error: {stopped}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK if all(r.result == "succeeded" for r in results) else EXIT_FAILED
 
 

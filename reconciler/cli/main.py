@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from reconciler import __version__
 from reconciler.errors import EXIT_BAD_INPUT, ReconcilerError
 
-VERBS = ("validate", "plan", "apply", "simulate", "status")
+# operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
+VERBS = ("validate", "plan", "apply", "simulate", "status",
+         "switch", "node", "package", "reset", "migrate", "metrics")
 
 
 def build_parser() -> argparse.ArgumentParser:

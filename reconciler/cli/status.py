@@ -29,8 +29,11 @@ def add_parser(sub: Any) -> None:
     """Register the ``status`` verb."""
     p: argparse.ArgumentParser = sub.add_parser("status", help="show the package state recorded on each node")
     add_cluster_args(p)
-    add_output_arg(p, ("table", "json", "wide"))
+    add_output_arg(p, ("table", "json", "wide", "yaml"))
     p.add_argument("--recipe", help="only this recipe")
+    p.add_argument("--node", action="append", metavar="NODE",
+                   help="node view of these nodes (name or regex; repeatable)")
+    p.add_argument("--package", metavar="PKG", help="package view: this package on every node")
     p.set_defaults(func=run)
 
 
@@ -74,7 +77,12 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    docs = [node_status(n, args.recipe) for n in opened.cluster.list_nodes()]
+    nodes = opened.cluster.list_nodes()
+    if args.node or args.package or args.output == "yaml":  # node/package views, YAML (cli/statusviews.py)
+        from reconciler.cli.statusviews import show
+
+        return show(args, nodes)
+    docs = [node_status(n, args.recipe) for n in nodes]
     if args.output == "json":
         print(json.dumps({"nodes": docs}, indent=2, sort_keys=True))
         return EXIT_OK

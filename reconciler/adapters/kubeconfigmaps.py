@@ -1,0 +1,99 @@
+"""``ConfigMapStore`` (reconciler.ports) on a real API server: ConfigMaps read and merge-patched with
+the official client, next to (not inside) :class:`reconciler.adapters.kube.KubeCluster`.
+
+Used for the recipe control switches (``reconciler pause``/``disable``, ConfigMap
+``node-reconciler-controls`` in the reconciler's namespace). :meth:`KubeConfigMaps.for_cluster`
+builds one from a ``KubeCluster`` (its public ``api_client`` and ``namespace``). Errors are
+translated with the kube adapter's :func:`~reconciler.adapters.kube.translate_api_error`.
+RBAC needed: ``get``, ``create``, ``patch`` on ``configmaps`` in that namespace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from reconciler.errors import ClusterError, NotFoundError, TransientError
+
+MERGE_PATCH = "application/merge-patch+json"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "node-reconciler"}
+
+
+class KubeConfigMaps:
+    """ConfigMaps in one cluster; every method is one request (``patch_config_map``: two when the
+    ConfigMap does not exist yet, a failed patch then a create)."""
+
+    def __init__(self, api_client: client.ApiClient, request_timeout: float = 30.0) -> None:
+        """``request_timeout``: read timeout per request in seconds (connect timeout 10 s)."""
+        self._core = client.CoreV1Api(api_client)
+        self.request_timeout = request_timeout
+
+    @classmethod
+    def for_cluster(cls, cluster: object) -> KubeConfigMaps | None:
+        """A store sharing ``cluster``'s API client when it is a ``KubeCluster``; None otherwise."""
+        api = getattr(cluster, "api_client", None)
+        if isinstance(api, client.ApiClient):
+            return cls(api, float(getattr(cluster, "request_timeout", 30.0)))
+        return None
+
+    def _call(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
+        from reconciler.adapters.kube import translate_api_error
+
+        kwargs.setdefault("_request_timeout", (10, self.request_timeout))
+        try:
+            resp = fn(*args, _preload_content=False, **kwargs)
+            try:
+                raw = bytes(resp.data or b"")
+            finally:
+                resp.release_conn()
+        except ApiException as e:
+            raise translate_api_error(int(e.status or 0), e.body, dict(e.headers or {}), what) from None
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise TransientError(f"{what}: {type(e).__name__}: {e}") from None
+        try:
+            return json.loads(raw) if raw else {}
+        except ValueError:
+            raise TransientError(f"{what}: answer is not JSON") from None
+
+    def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The ConfigMap's ``data`` (empty dict when it has none), or None when it does not exist."""
+        try:
+            obj = self._call(self._core.read_namespaced_config_map, f"get configmap {namespace}/{name}",
+                             name, namespace)
+        except NotFoundError:
+            return None
+        data = obj.get("data") if isinstance(obj, dict) else None
+        return {str(k): str(v) for k, v in (data or {}).items()}
+
+    def patch_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> None:
+        """Merge-patch ``data`` (None removes a key); create the ConfigMap when it does not exist.
+
+        Raises:
+            ClusterError: the API refused (e.g. the namespace does not exist, RBAC).
+        """
+        what = f"patch configmap {namespace}/{name}"
+        try:
+            self._call(self._core.patch_namespaced_config_map, what, name, namespace, {"data": dict(data)},
+                       _content_type=MERGE_PATCH)
+            return
+        except NotFoundError:
+            pass
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)},
+            "data": {k: v for k, v in data.items() if v is not None},
+        }
+        try:
+            self._call(self._core.create_namespaced_config_map, f"create configmap {namespace}/{name}",
+                       namespace, body)
+        except ClusterError as e:
+            if e.status != 409:  # 409: created concurrently; patch it
+                raise
+            self._call(self._core.patch_namespaced_config_map, what, name, namespace, {"data": dict(data)},
+                       _content_type=MERGE_PATCH)

@@ -1,0 +1,102 @@
+"""``reconciler metrics RECIPE... [--metrics-file PATH] [--pushgateway URL]``: rollout metrics computed
+from the cluster, without running anything (for a cron job feeding the node-exporter textfile
+collector, or a Pushgateway).
+
+Each recipe is planned against the observed nodes (matched nodes, ceilings, compartments, nodes
+with work left) and combined with the node records (in flight, failed, blocked, statuses, package
+states) and the recipe's control switches; see :mod:`reconciler.report.metrics`. Series that
+only a run knows (current batch, halted) are left out. Without ``--metrics-file`` and
+``--pushgateway`` the exposition text is printed. ``apply --metrics-file/--pushgateway`` writes
+the same metrics (with the run's batch and halt series) at the end of a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reconciler.cli.common import add_cluster_args, add_input_args
+from reconciler.errors import EXIT_OK, ReconcilerError
+from reconciler.execute.timeline import RunResult
+
+
+def _http_url(text: str) -> str:
+    from reconciler.report.metrics import push_url
+
+    try:
+        push_url(text, "check", {})
+    except ReconcilerError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def add_metrics_args(p: argparse.ArgumentParser) -> None:
+    """``--metrics-file PATH``, ``--pushgateway URL`` (checked at parse time), ``--metrics-job NAME``."""
+    p.add_argument("--metrics-file", metavar="PATH",
+                   help="write Prometheus metrics here (atomically; name it *.prom for the textfile collector)")
+    p.add_argument("--pushgateway", metavar="URL", type=_http_url,
+                   help="push the metrics to this Pushgateway (one group per recipe)")
+    p.add_argument("--metrics-job", default="node-reconciler", metavar="NAME", help="Pushgateway job name")
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``metrics`` verb."""
+    p: argparse.ArgumentParser = sub.add_parser("metrics", help="Prometheus metrics of the recipes' rollouts",
+                                                description=__doc__)
+    add_input_args(p)
+    add_cluster_args(p)
+    add_metrics_args(p)
+    p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
+    p.set_defaults(func=run, locked=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan each recipe, build its metrics, print / write / push them."""
+    from reconciler.cli.clusters import open_cluster
+    from reconciler.load import load_inputs, policy_for
+    from reconciler.observe.snapshot import observe
+    from reconciler.ops.controls import read_controls
+    from reconciler.plan.planner import compute_plan
+    from reconciler.report.metrics import MetricSet, export, rollout_metrics
+
+    inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
+    opened = open_cluster(args)
+    fleet = observe(opened.cluster)
+    controls = read_controls(opened.cluster)
+    nodes = list(fleet.nodes.values())
+    sets: dict[str, MetricSet] = {}
+    for recipe in inputs.recipes:
+        policy = policy_for(recipe, inputs)
+        plan = compute_plan(recipe, policy, fleet)
+        c = controls.get(recipe.name)
+        sets[recipe.name] = rollout_metrics(recipe.name, nodes, plan=plan, policy=policy.name,
+                                            paused=bool(c and c.paused), disabled=bool(c and c.disabled),
+                                            now=opened.wall())
+    if not args.metrics_file and not args.pushgateway:
+        merged = MetricSet()
+        for name in sorted(sets):
+            merged.update(sets[name])
+        sys.stdout.write(merged.render())
+        return EXIT_OK
+    for line in export(sets, file=args.metrics_file, pushgateway=args.pushgateway, job=args.metrics_job):
+        print(line)
+    return EXIT_OK
+
+
+def export_after_apply(args: argparse.Namespace, opened: Any, results: Sequence[RunResult],
+                       policies: Mapping[str, str]) -> None:
+    """``apply --metrics-file/--pushgateway``: the metrics of the finished runs (nodes re-read once).
+    A failure to write or push is reported on stderr and does not change the run's exit code."""
+    from reconciler.ops.controls import read_controls
+    from reconciler.report.metrics import MetricsError, export, run_metrics
+
+    try:
+        controls = {k: (c.paused, c.disabled) for k, c in read_controls(opened.cluster).items()}
+        sets = run_metrics(results, opened.cluster.list_nodes(), policies=policies, now=opened.wall(),
+                           controls={r.recipe: controls.get(r.recipe, (False, False)) for r in results})
+        for line in export(sets, file=args.metrics_file, pushgateway=args.pushgateway, job=args.metrics_job):
+            print(line, file=sys.stderr)
+    except (MetricsError, ReconcilerError) as e:
+        print(f"warning: metrics not exported: {e}", file=sys.stderr)

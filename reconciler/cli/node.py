@@ -1,0 +1,80 @@
+"""``reconciler node ignore|unignore|reset|status NODE...``.
+
+NODE is an exact node name or a regular expression matching whole names (``gpu-a-0[0-4]``).
+
+* ``ignore`` / ``unignore``: set / remove the label ``reconciler.nodewright.dev/ignore=true``
+  (every recipe skips an ignored node);
+* ``reset --recipe R``: remove R's state, config, in-flight and failure records and status from
+  the nodes, and uncordon a node whose cordon R holds (unlike NodeWright's ``node reset``); the
+  next ``apply`` runs every package of R on them again;
+* ``status``: the node view of ``reconciler status --node``.
+
+Write options (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+from typing import Any
+
+from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.opsargs import add_write_args, finish
+from reconciler.ops.nodeops import ignore_patch, reset_patch
+from reconciler.ops.patches import NodeOp, plan_node_patches, select_nodes, write_node_patches
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``node`` verb and its sub-commands."""
+    p: argparse.ArgumentParser = sub.add_parser("node", help="node operations: ignore, unignore, reset, status",
+                                                description=__doc__,
+                                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    nsub = p.add_subparsers(dest="node_cmd", metavar="COMMAND")
+    nsub.required = True
+    for cmd, text in (("ignore", "every recipe skips these nodes (label reconciler.nodewright.dev/ignore=true)"),
+                      ("unignore", "remove the ignore label")):
+        c = nsub.add_parser(cmd, help=text)
+        c.add_argument("nodes", nargs="+", metavar="NODE", help="node name or regular expression")
+        add_write_args(c)
+        c.set_defaults(func=run)
+    r = nsub.add_parser("reset", help="forget a recipe's records on these nodes (and release our cordon)")
+    r.add_argument("nodes", nargs="+", metavar="NODE", help="node name or regular expression")
+    r.add_argument("--recipe", required=True, help="recipe whose records are removed")
+    add_write_args(r)
+    r.set_defaults(func=run)
+    s = nsub.add_parser("status", help="per node: recipes, status, cordon, in-flight step, packages")
+    s.add_argument("nodes", nargs="*", metavar="NODE", help="node names or regular expressions (default: all)")
+    s.add_argument("--recipe", help="only this recipe")
+    add_cluster_args(s)
+    add_output_arg(s, ("table", "wide", "json", "yaml"))
+    s.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the node sub-command."""
+    from reconciler.cli.clusters import open_cluster
+
+    opened = open_cluster(args)
+    nodes = opened.cluster.list_nodes()
+    if args.node_cmd == "status":
+        from reconciler.cli.statusviews import show
+
+        args.node, args.package = list(args.nodes) or [".*"], None
+        return show(args, nodes)
+    chosen = select_nodes(nodes, args.nodes)
+    op: NodeOp
+    if args.node_cmd in ("ignore", "unignore"):
+        op = partial(ignore_patch, ignore=args.node_cmd == "ignore")
+        question = f"{args.node_cmd} {len(chosen)} node(s)?"
+    else:
+        op = partial(reset_patch, recipe=args.recipe)
+        question = f"reset recipe {args.recipe} on {len(chosen)} node(s)?"
+    patches = plan_node_patches(chosen, op)
+    untouched = [n.name for n in chosen if n.name not in {p.node for p in patches}]
+    notes = [f"nothing to change on {', '.join(untouched)}"] if untouched else []
+
+    def write() -> int:
+        res = write_node_patches(opened.cluster, patches, op)
+        return len(res.written)
+
+    return finish(args, opened, patches, notes, write, header=f"node {args.node_cmd}", question=question)

@@ -1,0 +1,118 @@
+"""Shared pieces of the operations verbs (``pause``…``enable``, ``node``, ``package``, ``reset``,
+``import``): write options, confirmation, printing changes, saving a simulated fleet.
+
+Every verb that changes the cluster:
+
+* shows what it will write (one line per object, the exact JSON merge patch) before writing;
+* ``--dry-run``: only shows it, writes nothing, exit 0;
+* asks for confirmation on a terminal; ``-y/--yes`` skips the question; without a terminal and
+  without ``-y`` it refuses (exit 2) and writes nothing;
+* on a simulated fleet (``--cluster sim:FILE``) saves the fleet back to ``FILE`` after writing (or
+  to ``--sim-save PATH``), since the file *is* that cluster;
+* ``-o json`` prints ``{"dryRun", "changes": [{kind, name, summary, patch, warnings}], "written",
+  "notes"}`` on stdout (the question, if any, goes to stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError
+
+
+class Change(Protocol):
+    """A NodePatch or ConfigMapPatch."""
+
+    @property
+    def summary(self) -> str:
+        """What the change does, in words."""
+        ...
+
+    def describe(self) -> str:
+        """One line: the request and its body."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        ...
+
+
+def add_write_args(p: argparse.ArgumentParser) -> None:
+    """Cluster selection, ``--dry-run``, ``-y/--yes``, ``--sim-save``, ``-o text|json``."""
+    add_cluster_args(p)
+    p.add_argument("--dry-run", action="store_true", help="print the exact patches and write nothing")
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--sim-save", metavar="PATH",
+                   help="simulated fleet: write it here after the change (default: back to the --cluster file)")
+    add_output_arg(p, ("text", "json"))
+
+
+def confirm(args: argparse.Namespace, question: str) -> bool:
+    """True when the change may proceed: ``--yes``, or the user answered yes on a terminal.
+
+    Raises:
+        InputError: no terminal to ask on and no ``--yes``.
+    """
+    if getattr(args, "yes", False):
+        return True
+    if not sys.stdin.isatty():
+        raise InputError(f"{question} needs confirmation: no terminal to ask on; pass -y/--yes (or --dry-run to look)")
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    return answer in ("y", "yes")
+
+
+def show_changes(changes: Sequence[Change], notes: Sequence[str], *, header: str) -> None:
+    """Print what will be written (text output), to stdout."""
+    print(header)
+    for c in changes:
+        if c.summary:
+            print(f"  {c.summary}")
+        print(f"    {c.describe()}")
+        for w in getattr(c, "warnings", ()) or ():
+            print(f"    warning: {w}")
+    for n in notes:
+        print(f"  note: {n}")
+
+
+def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], notes: Sequence[str],
+           write: Any, *, header: str, question: str) -> int:
+    """The common flow: show, stop on ``--dry-run`` / nothing to do, confirm, ``write()``, save the
+    simulated fleet, report. ``write`` returns the number of objects written."""
+    as_json = args.output == "json"
+    doc: dict[str, Any] = {"dryRun": bool(args.dry_run), "changes": [c.to_dict() for c in changes],
+                           "written": 0, "notes": list(notes)}
+    if not as_json:
+        show_changes(changes, notes, header=header if changes else f"{header}: nothing to change")
+    if not changes or args.dry_run:
+        if as_json:
+            print(json.dumps(doc, indent=2, sort_keys=True))
+        elif args.dry_run and changes:
+            print("dry run: nothing was written")
+        return EXIT_OK
+    if not confirm(args, question):
+        if as_json:
+            print(json.dumps(doc, indent=2, sort_keys=True))
+        print("aborted: nothing was written", file=sys.stderr)
+        return EXIT_FAILED
+    doc["written"] = int(write())
+    save_sim(args, opened)
+    if as_json:
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        print(f"written: {doc['written']} object(s)")
+    return EXIT_OK
+
+
+def save_sim(args: argparse.Namespace, opened: Any) -> None:
+    """Save a simulated fleet after a write (``--sim-save`` or back to the ``--cluster`` file)."""
+    if opened.sim is None:
+        return
+    target = getattr(args, "sim_save", None) or (args.cluster[4:] if getattr(args, "cluster", "") else None)
+    if target:
+        opened.sim.save(target)

@@ -1,0 +1,213 @@
+"""``reconciler package validate|render|status|rerun|logs``.
+
+* ``validate DIR...``: check NodeWright packages (a directory with ``config.json`` and
+  ``skyhook_dir/``, or an unpacked image with ``skyhook-package/``) — schema v1, step files,
+  check modes — and print every problem as ``file:line:col: field: message``; exit 2 on errors
+  (on warnings too with ``--strict``);
+* ``render RECIPE --package NAME``: the ConfigMap of that package version (``configmaps/`` files
+  of its stage pods) and, with ``--node`` on a cluster, the node metadata ConfigMap
+  (``labels.json``, ``annotations.json``, ``packages.json``), as YAML or JSON; ``--check DIR``
+  also compares the package directory's ``config.json`` with the recipe (version,
+  ``expected_config_files`` present in the configMap);
+* ``status PKG``: per node, the package's version, stage and state (``reconciler status --package``);
+* ``rerun PKG --recipe R --node N... [--stage S]``: rewrite the package's entry to stage S,
+  ``in_progress`` (without ``--stage``: delete the entry, the package restarts from apply) and
+  drop the node's failure record; the next ``apply`` runs it;
+* ``logs PKG --recipe R [--node N...]``: log tails of the package's stage pods that still exist
+  (failed or running; successful ones are deleted) and the failure record's tail (best effort).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from functools import partial
+from typing import Any
+
+from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.opsargs import add_write_args, finish
+from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from reconciler.ops.nodeops import RERUN_STAGES, rerun_patch
+from reconciler.ops.patches import plan_node_patches, select_nodes, write_node_patches
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``package`` verb and its sub-commands."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "package", help="package operations: validate, render, status, rerun, logs", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    psub = p.add_subparsers(dest="package_cmd", metavar="COMMAND")
+    psub.required = True
+
+    v = psub.add_parser("validate", help="check NodeWright package directories (config.json schema v1)")
+    v.add_argument("dirs", nargs="+", metavar="DIR", help="package directory, unpacked image or config.json")
+    v.add_argument("--strict", action="store_true", help="warnings fail too")
+    add_output_arg(v, ("text", "json"))
+    v.set_defaults(func=run)
+
+    r = psub.add_parser("render", help="ConfigMaps a stage pod of the package gets")
+    r.add_argument("recipe", metavar="RECIPE", help="recipe file")
+    r.add_argument("--package", required=True, help="package name in the recipe")
+    r.add_argument("--node", help="also render this node's metadata ConfigMap (needs --cluster/--kubeconfig)")
+    r.add_argument("--agent-version", default="", help="agent version written to packages.json (default: recipe's "
+                   "agentImageOverride tag, else 'unknown')")
+    r.add_argument("--namespace", default="node-reconciler", help="namespace of the ConfigMaps")
+    r.add_argument("--check", metavar="DIR", help="package directory to compare with the recipe's package")
+    add_cluster_args(r)
+    add_output_arg(r, ("yaml", "json"))
+    r.set_defaults(func=run)
+
+    s = psub.add_parser("status", help="the package on every node: version, stage, state")
+    s.add_argument("package", metavar="PKG")
+    s.add_argument("--recipe", help="only this recipe")
+    s.add_argument("--node", action="append", default=[], metavar="NODE", help="only these nodes (repeatable)")
+    add_cluster_args(s)
+    add_output_arg(s, ("table", "wide", "json", "yaml"))
+    s.set_defaults(func=run)
+
+    rr = psub.add_parser("rerun", help="run a package (or one of its stages) again on nodes")
+    rr.add_argument("package", metavar="PKG")
+    rr.add_argument("--recipe", required=True)
+    rr.add_argument("--node", action="append", required=True, metavar="NODE",
+                    help="node name or regular expression (repeatable)")
+    rr.add_argument("--stage", choices=RERUN_STAGES, help="restart at this stage (default: from apply)")
+    rr.add_argument("--version", help="entry version when several are recorded")
+    rr.add_argument("--force", action="store_true", help="even while a lifecycle is in flight on the node")
+    add_write_args(rr)
+    rr.set_defaults(func=run)
+
+    lg = psub.add_parser("logs", help="log tails of the package's stage pods (best effort)")
+    lg.add_argument("package", metavar="PKG")
+    lg.add_argument("--recipe", required=True)
+    lg.add_argument("--node", action="append", default=[], metavar="NODE", help="node name or regex (repeatable)")
+    lg.add_argument("--stage", help="stage (default: the stage recorded on the node)")
+    lg.add_argument("--attempts", type=int, default=6, help="attempts to look up per stage (default 6)")
+    add_cluster_args(lg)
+    add_output_arg(lg, ("text", "json"))
+    lg.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch the sub-command."""
+    cmd = args.package_cmd
+    if cmd == "validate":
+        return _validate(args)
+    if cmd == "render":
+        return _render(args)
+    from reconciler.cli.clusters import open_cluster
+
+    opened = open_cluster(args)
+    nodes = opened.cluster.list_nodes()
+    if cmd == "status":
+        from reconciler.cli.statusviews import show
+
+        return show(args, nodes)
+    if cmd == "logs":
+        return _logs(args, opened.cluster, nodes)
+    chosen = select_nodes(nodes, args.node)
+    op = partial(rerun_patch, recipe=args.recipe, package=args.package, stage=args.stage, version=args.version,
+                 force=args.force)
+    patches = plan_node_patches(chosen, op)
+    missing = [n.name for n in chosen if n.name not in {p.node for p in patches}]
+    notes = [f"no entry of {args.package} for recipe {args.recipe} on {', '.join(missing)}"] if missing else []
+
+    def write() -> int:
+        return len(write_node_patches(opened.cluster, patches, op).written)
+
+    what = f"stage {args.stage}" if args.stage else "from apply"
+    return finish(args, opened, patches, notes, write, header=f"rerun {args.package} ({what})",
+                  question=f"rerun {args.package} ({what}) on {len(patches)} node(s)?")
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from reconciler.packages.config import validate_package
+
+    reports = [validate_package(d) for d in args.dirs]
+    bad = any(not r.ok or (args.strict and r.warnings) for r in reports)
+    if args.output == "json":
+        print(json.dumps({"ok": not bad, "packages": [r.to_dict() for r in reports]}, indent=2, sort_keys=True))
+        return EXIT_BAD_INPUT if bad else EXIT_OK
+    for r in reports:
+        for e in r.errors:
+            print(f"{e}", file=sys.stderr)
+        for w in r.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        if r.config is not None:
+            modes = ", ".join(r.config.defined_modes)
+            print(f"ok: {r.config.package_name} {r.config.package_version} ({r.root}): {modes}"
+                  + (f"; {len(r.warnings)} warning(s)" if r.warnings else ""))
+    return EXIT_BAD_INPUT if bad else EXIT_OK
+
+
+def _render(args: argparse.Namespace) -> int:
+    from reconciler.load import load_inputs
+    from reconciler.packages.config import load_package
+    from reconciler.packages.render import (
+        image_tag,
+        missing_config_files,
+        node_metadata_config_map,
+        package_config_map,
+    )
+
+    inputs = load_inputs([args.recipe], [], locked=False)
+    recipes = [r for r in inputs.recipes if args.package in r.packages]
+    if not recipes:
+        raise InputError(f"no recipe in {args.recipe} has a package named {args.package!r}")
+    recipe = recipes[0]
+    pkg = recipe.packages[args.package]
+    agent = args.agent_version or (image_tag(pkg.agentImageOverride) if pkg.agentImageOverride else "unknown")
+    objs = [package_config_map(recipe, pkg, args.namespace)]
+    if args.node:
+        from reconciler.cli.clusters import open_cluster
+
+        node = open_cluster(args).cluster.get_node(args.node)
+        objs.append(node_metadata_config_map(node, recipe, agent, args.namespace))
+    problems: list[str] = []
+    if args.check:
+        cfg = load_package(args.check)
+        if cfg.package_version != pkg.version:
+            problems.append(f"{cfg.config_file}: package_version {cfg.package_version} but the recipe pins "
+                            f"{args.package} {pkg.version}")
+        missing = missing_config_files(cfg.expected_config_files, pkg.configMap)
+        if missing:
+            problems.append(f"{cfg.config_file}: expected_config_files {', '.join(missing)} missing from the recipe's "
+                            f"configMap of {args.package} (the agent fails the stage)")
+    if args.output == "json":
+        print(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}, indent=2, sort_keys=True))
+    else:
+        from ruamel.yaml import YAML
+
+        buf = io.StringIO()
+        y = YAML(typ="safe", pure=True)
+        y.default_flow_style = False
+        y.dump_all(objs, buf)
+        sys.stdout.write(buf.getvalue())
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    return EXIT_BAD_INPUT if problems else EXIT_OK
+
+
+def _logs(args: argparse.Namespace, cluster: Any, nodes: list[Any]) -> int:
+    from reconciler.ops.logs import find_logs
+
+    chosen = select_nodes(nodes, args.node) if args.node else nodes
+    found = [log for n in chosen for log in find_logs(cluster, n, args.recipe, args.package, args.stage,
+                                                      max(1, args.attempts))]
+    if args.output == "json":
+        print(json.dumps({"logs": [vars(x) for x in found]}, indent=2, sort_keys=True))
+        return EXIT_OK
+    if not found:
+        print(f"no stage pod or failure record of {args.package} (recipe {args.recipe}) found; successful stage pods "
+              "are deleted, host logs stay under the agent's log directory")
+    for x in found:
+        head = (f"== {x.node} {x.package} {x.version} {x.stage} pod {x.pod} (attempt {x.attempt}): {x.phase}"
+                if x.source == "pod" else f"== {x.node} {x.package} {x.stage}: failure record")
+        if x.exit_code is not None:
+            head += f", exit {x.exit_code}"
+        if x.reason:
+            head += f" ({x.reason})"
+        print(head)
+        print(x.log.rstrip() if x.log else "(no log captured)")
+    return EXIT_OK

@@ -1,0 +1,46 @@
+"""``reconciler reset RECIPE``: forget a recipe on every node.
+
+On every node with a record of RECIPE: remove its state, config digests, in-flight and failure
+records and status (annotation and label), and **release the cordons RECIPE holds** (NodeWright's
+``reset`` leaves nodes cordoned). Cordons placed by someone else stay. The next ``apply`` runs
+every package of the recipe again on every selected node. There is no persistent batch state to
+reset: each run computes its batches from the nodes. Write options as every operations verb
+(:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o text|json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+from typing import Any
+
+from reconciler.cli.opsargs import add_write_args, finish
+from reconciler.ops.nodeops import reset_patch
+from reconciler.ops.patches import plan_node_patches, write_node_patches
+
+
+def add_parser(sub: Any) -> None:
+    """Register the ``reset`` verb."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        "reset", help="remove a recipe's records from every node and release the cordons it holds",
+        description=__doc__)
+    p.add_argument("recipe", metavar="RECIPE", help="recipe name (metadata.name)")
+    add_write_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Reset the recipe on every node."""
+    from reconciler.cli.clusters import open_cluster
+
+    opened = open_cluster(args)
+    op = partial(reset_patch, recipe=args.recipe)
+    patches = plan_node_patches(opened.cluster.list_nodes(), op)
+    uncordon = sum(1 for p in patches if p.unschedulable is False)
+    notes = [f"{uncordon} node(s) to uncordon (cordon held by {args.recipe})"] if uncordon else []
+
+    def write() -> int:
+        return len(write_node_patches(opened.cluster, patches, op).written)
+
+    return finish(args, opened, patches, notes, write, header=f"reset recipe {args.recipe}",
+                  question=f"reset recipe {args.recipe} on {len(patches)} node(s)?")

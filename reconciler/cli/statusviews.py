@@ -1,0 +1,143 @@
+"""Node and package views of ``reconciler status`` (``--node``, ``--package``) and its YAML output.
+
+* fleet (no ``--node``/``--package``) in YAML: the ``status`` document ``{"nodes": [...]}`` — the
+  same contract as ``reconciler status -o json``;
+* ``--node NODE`` (repeatable; exact names or regular expressions): per node the ``status``
+  document extended with ``ignored``, ``statuses`` (recipe → recorded status), ``inflight``
+  (recipe → ``{runId, phase, lifecycle}``) and ``taints``; the table prints one block per node;
+* ``--package PKG``: one row per node and recipe carrying the package: ``node, recipe, version,
+  stage, state`` (wide: ``restarts, image``) and ``counts`` per ``version/state``.
+
+``-o table|wide|json|yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from reconciler.cli.status import node_status
+from reconciler.errors import EXIT_OK
+from reconciler.model.nodestate import (
+    InFlight,
+    NodeStateError,
+    inflight_key,
+    parse_model,
+    parse_state,
+    state_key,
+    status_key,
+)
+from reconciler.model.observed import NodeInfo
+from reconciler.ops.nodeops import is_ignored
+from reconciler.ops.patches import select_nodes
+
+
+def node_view(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
+    """The ``status`` document of a node plus ``ignored``, ``statuses``, ``inflight``, ``taints``."""
+    doc = node_status(node, recipe)
+    doc["ignored"] = is_ignored(node)
+    doc["statuses"] = {r: node.annotations.get(status_key(r)) or node.labels.get(status_key(r), "")
+                       for r in doc["recipes"]}
+    flying: dict[str, Any] = {}
+    for r in doc["recipes"]:
+        rec = parse_model(InFlight, node.annotations.get(inflight_key(r)))
+        if rec is not None:
+            flying[r] = {"runId": rec.runId, "phase": rec.phase, "lifecycle": rec.lifecycle}
+    doc["inflight"] = flying
+    doc["taints"] = [str(t) for t in node.taints]
+    return doc
+
+
+def package_rows(nodes: Sequence[NodeInfo], package: str, recipe: str | None = None) -> list[dict[str, Any]]:
+    """Rows ``{node, recipe, package, version, stage, state, restarts, image}`` for ``package``."""
+    rows = []
+    for n in nodes:
+        for r in node_status(n, recipe)["recipes"]:
+            try:
+                state = parse_state(n.annotations.get(state_key(r)), node=n.name)
+            except NodeStateError:
+                continue
+            for e in sorted(state.values(), key=lambda x: x.key):
+                if e.name == package:
+                    rows.append({"node": n.name, "recipe": r, "package": e.name, "version": e.version,
+                                 "stage": e.stage, "state": e.state, "restarts": e.restarts, "image": e.image})
+    return rows
+
+
+def _dump(doc: Any, output: str) -> None:
+    if output == "json":
+        print(json.dumps(doc, indent=2, sort_keys=True))
+        return
+    from ruamel.yaml import YAML
+
+    buf = io.StringIO()
+    y = YAML(typ="safe", pure=True)
+    y.default_flow_style = False
+    y.dump(doc, buf)
+    sys.stdout.write(buf.getvalue())
+
+
+def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
+    """Print the view ``args`` asks for (see the module doc)."""
+    recipe = getattr(args, "recipe", None)
+    patterns = getattr(args, "node", None) or []
+    package = getattr(args, "package", None)
+    chosen = select_nodes(nodes, patterns) if patterns else list(nodes)
+    out = args.output
+    if package:
+        rows = package_rows(chosen, package, recipe)
+        counts: dict[str, int] = {}
+        for r in rows:
+            k = f"{r['version']}/{r['state']}"
+            counts[k] = counts.get(k, 0) + 1
+        if out in ("json", "yaml"):
+            _dump({"package": package, "nodes": rows, "counts": counts}, out)
+            return EXIT_OK
+        t = Table(show_header=True, header_style="bold")
+        cols = ["node", "recipe", "version", "stage", "state"] + (["restarts", "image"] if out == "wide" else [])
+        for c in cols:
+            t.add_column(c)
+        for r in rows:
+            t.add_row(*(str(r[c]) for c in cols))
+        console = Console(highlight=False)
+        console.print(t)
+        console.print(f"{package}: {len(rows)} node(s); " + (", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+                                                              or "not recorded on any node"))
+        return EXIT_OK
+    if not patterns:  # fleet view in YAML (json/table stay in reconciler.cli.status)
+        _dump({"nodes": [node_status(n, recipe) for n in chosen]}, "yaml" if out == "yaml" else "json")
+        return EXIT_OK
+    docs = [node_view(n, recipe) for n in chosen]
+    if out in ("json", "yaml"):
+        _dump({"nodes": docs}, out)
+        return EXIT_OK
+    console = Console(highlight=False)
+    for d in docs:
+        cordon = "cordoned by us" if d["cordonedByUs"] else ("cordoned" if d["unschedulable"] else "schedulable")
+        flags = [cordon] + (["IGNORED"] if d["ignored"] else [])
+        console.print(f"[bold]{d['name']}[/bold]: {', '.join(flags)}")
+        for r in d["recipes"]:
+            fl = d["inflight"].get(r)
+            extra = f"; in flight: run {fl['runId']} phase {fl['phase']}" if fl else ""
+            console.print(f"  recipe {r}: status {d['statuses'].get(r) or '-'}{extra}")
+        if out == "wide" and d["taints"]:
+            console.print(f"  taints: {', '.join(d['taints'])}")
+        for f in d["failures"]:
+            msg = str(f.get("message", ""))[:200]
+            console.print(f"  failure ({f.get('recipe')}): {f.get('reason')}: {msg}", style="red", markup=False)
+        if d["packages"]:
+            t = Table(show_header=True, header_style="bold")
+            cols = ["recipe", "name", "version", "stage", "state"] + (["restarts"] if out == "wide" else [])
+            for c in cols:
+                t.add_column(c)
+            for p in d["packages"]:
+                t.add_row(*(str(p[c]) for c in cols))
+            console.print(t)
+    return EXIT_OK

@@ -1,0 +1,160 @@
+"""Node operations as pure node → patch functions (issue #8 item 5)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reconciler.errors import ConflictError, InputError
+from reconciler.model.nodestate import (
+    CordonRecord,
+    FailureRecord,
+    InFlight,
+    PackageState,
+    config_key,
+    cordon_key,
+    dump_model,
+    dump_state,
+    failure_key,
+    inflight_key,
+    parse_state,
+    state_key,
+    status_key,
+)
+from reconciler.model.observed import NodeInfo
+from reconciler.ops.nodeops import IGNORE_LABEL, ignore_patch, recipes_on, rerun_patch, reset_patch
+from reconciler.ops.patches import NodePatch, plan_node_patches, select_nodes, write_node_patches
+
+R = "gpu-setup"
+STATE = dump_state({
+    "base|1.0.0": PackageState(name="base", version="1.0.0", stage="config", state="complete"),
+    "tune|2.0.0": PackageState(name="tune", version="2.0.0", stage="apply", state="erroring", restarts=3),
+})
+FAIL = dump_model(FailureRecord(runId="run-1", reason="StageFailed", stage="apply", package="tune", exitCode=3,
+                                logTail="boom"))
+CORDON = dump_model(CordonRecord(runId="run-1", at=5.0))
+
+
+def node(name: str = "n1", *, unschedulable: bool = False, labels: dict[str, str] | None = None,
+         **ann: str) -> NodeInfo:
+    return NodeInfo(name, labels=labels or {}, annotations=ann, unschedulable=unschedulable, resource_version="7")
+
+
+def ours(**extra: str) -> dict[str, str]:
+    return {state_key(R): STATE, config_key(R): "{}", failure_key(R): FAIL, status_key(R): "erroring", **extra}
+
+
+def test_ignore_and_unignore() -> None:
+    p = ignore_patch(node(), True)
+    assert p is not None and p.labels == {IGNORE_LABEL: "true"} and p.resource_version == "7"
+    assert p.describe() == ('PATCH node/n1 {"metadata":{"labels":{"reconciler.nodewright.dev/ignore":"true"},'
+                            '"resourceVersion":"7"}}')
+    assert ignore_patch(node(labels={IGNORE_LABEL: "true"}), True) is None
+    un = ignore_patch(node(labels={IGNORE_LABEL: "true"}), False)
+    assert un is not None and un.labels == {IGNORE_LABEL: None}
+    assert ignore_patch(node(), False) is None
+
+
+def test_reset_releases_our_cordon_only() -> None:
+    mine = node(unschedulable=True, labels={status_key(R): "erroring"}, **ours(**{cordon_key(R): CORDON}))
+    p = reset_patch(mine, R)
+    assert p is not None and p.unschedulable is False and "uncordon" in p.summary
+    assert p.annotations == {k: None for k in (state_key(R), config_key(R), failure_key(R), status_key(R),
+                                               cordon_key(R))}
+    assert p.labels == {status_key(R): None}
+    assert p.body()["spec"] == {"unschedulable": False}
+    theirs = reset_patch(node(unschedulable=True, **ours()), R)
+    assert theirs is not None and theirs.unschedulable is None and "stays cordoned" in theirs.summary
+    assert reset_patch(node(**{state_key("other"): STATE}), R) is None
+
+
+def test_reset_blocks_reimport_of_old_state_and_warns_about_inflight() -> None:
+    old = {"skyhook.nvidia.com/nodeState_" + R: STATE}
+    inflight = dump_model(InFlight(runId="run-9", planHash="h", phase="stages"))
+    p = reset_patch(node(**ours(**old, **{inflight_key(R): inflight})), R)
+    assert p is not None and p.annotations[state_key(R)] == "{}" and "not imported again" in p.summary
+    assert p.warnings and "run run-9, phase stages" in p.warnings[0]
+    only_old = reset_patch(node(**old), R)
+    assert only_old is not None and only_old.annotations == {state_key(R): "{}"}
+    assert reset_patch(node(**old, **{state_key(R): "{}"}), R) is None  # idempotent
+
+
+def test_rerun_rewrites_the_entry_and_drops_the_failure() -> None:
+    p = rerun_patch(node(**ours()), R, "tune", "config")
+    assert p is not None
+    new = parse_state(p.annotations[state_key(R)])
+    tune = new["tune|2.0.0"]
+    assert (tune.stage, tune.state, tune.restarts) == ("config", "in_progress", 3)
+    assert new["base|1.0.0"].state == "complete" and p.annotations[failure_key(R)] is None
+    gone = rerun_patch(node(**ours()), R, "tune")
+    assert gone is not None and list(parse_state(gone.annotations[state_key(R)])) == ["base|1.0.0"]
+    assert rerun_patch(node(**ours()), R, "absent") is None
+    assert rerun_patch(node(), R, "tune") is None
+
+
+def test_rerun_refusals() -> None:
+    with pytest.raises(InputError, match="--stage"):
+        rerun_patch(node(**ours()), R, "tune", "uninstall")
+    with pytest.raises(InputError, match="reconciler import"):
+        rerun_patch(node(**{"skyhook.nvidia.com/nodeState_" + R: STATE}), R, "tune")
+    two = dump_state({k: PackageState(name="tune", version=v, stage="config", state="complete")
+                      for k, v in (("tune|1.0.0", "1.0.0"), ("tune|2.0.0", "2.0.0"))})
+    with pytest.raises(InputError, match="--version"):
+        rerun_patch(node(**{state_key(R): two}), R, "tune")
+    assert rerun_patch(node(**{state_key(R): two}), R, "tune", version="1.0.0") is not None
+    flying = ours(**{inflight_key(R): dump_model(InFlight(runId="run-2", planHash="h", phase="drain"))})
+    with pytest.raises(InputError, match="in flight"):
+        rerun_patch(node(**flying), R, "tune")
+    assert rerun_patch(node(**flying), R, "tune", force=True) is not None
+    with pytest.raises(InputError, match="node reset"):
+        rerun_patch(node(**{state_key(R): "{not json"}), R, "tune")
+
+
+def test_recipes_on_and_select_nodes() -> None:
+    n = node(**ours(), **{cordon_key("b"): CORDON, "other/x": "1"})
+    assert recipes_on(n) == ["b", R]
+    nodes = [node("gpu-a-1"), node("gpu-a-2"), node("cpu-1")]
+    assert [x.name for x in select_nodes(nodes, ["gpu-a-.*"])] == ["gpu-a-1", "gpu-a-2"]
+    assert [x.name for x in select_nodes(nodes, ["cpu-1", "gpu-a-2"])] == ["gpu-a-2", "cpu-1"]
+    with pytest.raises(InputError, match="no node"):
+        select_nodes(nodes, ["gpu"])  # regexes match whole names
+    with pytest.raises(InputError, match="regular expression"):
+        select_nodes(nodes, ["("])
+
+
+class _Flaky:
+    """A cluster whose first write of n1 conflicts (the node changed since it was read)."""
+
+    def __init__(self) -> None:
+        self.nodes = {"n1": node(labels={"x": "1"}), "n2": node("n2")}
+        self.writes: list[tuple[str, dict[str, str | None] | None, str | None]] = []
+        self.conflicted = False
+
+    def get_node(self, name: str) -> NodeInfo:
+        n = self.nodes[name]
+        return NodeInfo(n.name, labels={**n.labels, IGNORE_LABEL: "true"} if name == "n2" else n.labels,
+                        resource_version="8")
+
+    def patch_node(self, name: str, *, annotations: object = None, labels: dict[str, str | None] | None = None,
+                   unschedulable: object = None, resource_version: str | None = None) -> NodeInfo:
+        if name == "n1" and not self.conflicted:
+            self.conflicted = True
+            raise ConflictError("changed", 409)
+        if name == "n2" and resource_version == "7":
+            raise ConflictError("changed", 409)
+        self.writes.append((name, labels, resource_version))
+        return self.nodes[name]
+
+
+def test_conflict_rereads_and_recomputes() -> None:
+    fake = _Flaky()
+    op = lambda n: ignore_patch(n, True)  # noqa: E731
+    patches = plan_node_patches(fake.nodes.values(), op)
+    assert [p.node for p in patches] == ["n1", "n2"]
+    res = write_node_patches(fake, patches, op)  # type: ignore[arg-type]
+    assert fake.writes == [("n1", {IGNORE_LABEL: "true"}, "8")]  # retried with the fresh resourceVersion
+    assert res.unchanged == ["n2"]  # the re-read showed someone ignored it meanwhile
+    assert [p.node for p in res.written] == ["n1"]
+    assert json.loads(json.dumps(NodePatch("n", unschedulable=False).to_dict()))["patch"] == {
+        "spec": {"unschedulable": False}}
