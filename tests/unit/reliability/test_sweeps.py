@@ -19,7 +19,7 @@ from reconciler.model.nodestate import condition_type, failure_key
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
 from reconciler.testing.faults import Fault, FaultyCluster
-from reconciler.testing.fleetgen import make_pdb, make_pod
+from reconciler.testing.fleetgen import make_pdb
 
 from .sweep import CONFIG, POLICY, RECIPE, Scenario, fleet, recorded_state, run_scenario
 
@@ -100,7 +100,7 @@ def test_transient_error_then_crash_then_resume(reference: tuple[dict[str, Any],
 def test_api_outage_of_two_minutes_mid_rollout(reference: tuple[dict[str, Any], Scenario]) -> None:
     """Every call fails (connection reset) for a stretch of 40 calls, each call taking 3 s of
     simulated time (≈ 2 minutes of outage), starting at several points of the rollout."""
-    state, base = reference
+    state, _ = reference
     for start in (10, 200, 450, 700):
         faults = [Fault("reset", verb="*", nth=start, times=40, delay=3.0)]
         s = run_scenario(faults, reference=state)

@@ -1,0 +1,301 @@
+"""One reconciler run per recipe: a coordination.k8s.io/v1 Lease held and renewed while ``apply`` runs.
+
+Two pipelines, an Argo CD retry and a manual run must never drive the same recipe at once (they
+would each count the budget without seeing the other's nodes). Before a recipe is planned and
+applied, :class:`LeaseLock` takes the Lease ``reconciler-<recipe>`` (in the reconciler's
+namespace) for a holder identity ``<run id>@<host>/<pid>``:
+
+* free, or expired (its holder stopped renewing for ``duration`` seconds: a killed run) → taken;
+  a run taking over an expired lease resumes the dead run's nodes from their node records;
+* held by a live run → wait up to ``wait_seconds`` (``apply --wait-for-lock``), retrying every
+  ``retry_every`` seconds, then :class:`~reconciler.errors.LeaseHeldError` naming the holder
+  (CLI exit 1).
+
+While the rollout runs, :meth:`LeaseLock.tick` (the rollout's ``on_tick`` hook) renews it every
+``renew_every`` seconds (default 20 s for a 60 s lease). A renewal that fails transiently is
+retried every ``retry_every`` seconds; when the lease could not be renewed for so long that it
+may have expired (``duration - margin`` since the last renewal), or another holder took it, the
+tick raises :class:`LeaseLostError` and the rollout stops before it starts or advances anything
+else (node records stay; the next holder resumes them). :meth:`release` deletes the Lease at the
+end of a run that was not killed.
+
+Times: ``clock`` seconds (the injected Clock) for the cadence; the adapters judge expiry by the
+Lease's ``renewTime`` on their own wall clock (kube: local time; sim: simulated time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from reconciler.errors import (
+    EXIT_FAILED,
+    ClusterError,
+    ConflictError,
+    CrashInjected,
+    ForbiddenError,
+    LeaseHeldError,
+    NotFoundError,
+    ReconcilerError,
+)
+from reconciler.ports import Clock, Cluster, LeaseInfo
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DURATION = 60
+DEFAULT_RENEW_EVERY = 20.0
+DEFAULT_RETRY_EVERY = 5.0
+#: Stop acting this many seconds before the lease could expire when renewals keep failing.
+DEFAULT_MARGIN = 10.0
+
+
+class LeaseLostError(ReconcilerError):
+    """The run no longer holds its recipe's Lease (taken over, deleted, or not renewable before
+    it could expire); the run stops. Exit code 1."""
+
+    exit_code = EXIT_FAILED
+
+
+def lease_name(recipe: str) -> str:
+    """Lease name of a recipe: ``reconciler-<recipe>`` as a DNS-1123 name (≤ 63 chars; a long or
+    unusual name is shortened and suffixed with 8 hex of its SHA-256)."""
+    base = re.sub(r"[^a-z0-9-]+", "-", recipe.lower()).strip("-") or "recipe"
+    name = f"reconciler-{base}"
+    if len(name) <= 63 and base == recipe:
+        return name
+    h = hashlib.sha256(recipe.encode()).hexdigest()[:8]
+    return f"{name[:54].rstrip('-')}-{h}"
+
+
+def holder_identity(run_id: str) -> str:
+    """``<run id>@<host>/<pid>``: who holds a lease, readable in ``kubectl get lease`` and in the
+    error a second run prints."""
+    return f"{run_id}@{socket.gethostname()}/{os.getpid()}"
+
+
+class LeaseLock:
+    """The Lease of one recipe for one run (see the module docstring).
+
+    Args:
+        cluster: any ``Cluster`` (lease methods of the port).
+        clock: the run's clock (waiting and renewal cadence).
+        recipe: recipe name (the lease is :func:`lease_name` of it).
+        holder: holder identity (:func:`holder_identity`).
+        duration: ``leaseDurationSeconds``.
+        renew_every: seconds between renewals (< duration).
+        retry_every: seconds between attempts while waiting or after a failed renewal.
+        margin: stop this many seconds before a lease we could not renew may expire.
+
+    Raises (``ValueError``): ``renew_every`` not below ``duration - margin``.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        clock: Clock,
+        recipe: str,
+        holder: str,
+        *,
+        duration: int = DEFAULT_DURATION,
+        renew_every: float = DEFAULT_RENEW_EVERY,
+        retry_every: float = DEFAULT_RETRY_EVERY,
+        margin: float = DEFAULT_MARGIN,
+    ) -> None:
+        if renew_every >= duration - margin:
+            raise ValueError(f"renew_every {renew_every} s must be below duration {duration} s - margin {margin} s")
+        self.cluster, self.clock = cluster, clock
+        self.recipe = recipe
+        self.name = lease_name(recipe)
+        self.holder = holder
+        self.duration = duration
+        self.renew_every = renew_every
+        self.retry_every = retry_every
+        self.margin = margin
+        self.held = False
+        self.renewals = 0
+        self.took_over_from = ""
+        self._renewed_at = 0.0
+        self._next = 0.0
+
+    # ------------------------------------------------------------------ acquire
+    def acquire(self, wait_seconds: float = 0.0) -> LeaseInfo:
+        """Take the lease, waiting up to ``wait_seconds`` clock seconds for another holder.
+
+        Returns the lease as written. Raises:
+            LeaseHeldError: still held by another run after the wait (message names the holder).
+            ForbiddenError: RBAC does not allow leases get/create/update.
+            ClusterError: the API kept failing until the deadline.
+        """
+        deadline = self.clock.now() + max(0.0, wait_seconds)
+        announced = ""
+        while True:
+            before = self._peek()
+            try:
+                rec = self.cluster.acquire_lease(self.name, self.holder, self.duration)
+            except LeaseHeldError as e:
+                if self.clock.now() >= deadline:
+                    raise
+                if e.holder != announced:
+                    log.warning("recipe %s: lease %s is held by %s; waiting up to %.0f s", self.recipe, self.name,
+                                e.holder, deadline - self.clock.now())
+                    announced = e.holder
+                self._sleep_until(min(deadline, self.clock.now() + self.retry_every))
+                continue
+            except ConflictError:
+                continue  # someone wrote the lease between our read and write: look again
+            except ForbiddenError:
+                raise
+            except ClusterError as e:
+                if self.clock.now() >= deadline:
+                    raise
+                log.warning("recipe %s: could not take lease %s: %s; retrying", self.recipe, self.name, e)
+                self._sleep_until(min(deadline, self.clock.now() + self.retry_every))
+                continue
+            self.held = True
+            if before is not None and before.holder and before.holder != self.holder:
+                self.took_over_from = before.holder
+                log.warning("recipe %s: took over lease %s from %s (it stopped renewing); resuming its nodes",
+                            self.recipe, self.name, before.holder)
+            self._renewed_at = self.clock.now()
+            self._next = self._renewed_at + self.renew_every
+            return rec
+
+    def _peek(self) -> LeaseInfo | None:
+        try:
+            return self.cluster.get_lease(self.name)
+        except ClusterError:
+            return None
+
+    def _sleep_until(self, t: float) -> None:
+        while self.clock.now() < t:
+            self.clock.wait(t - self.clock.now())
+
+    # ------------------------------------------------------------------ renew
+    def tick(self, now: float) -> float | None:
+        """Renew when due (the rollout's ``on_tick`` hook). Returns the clock time of the next
+        renewal or retry, or None when the lock is not held.
+
+        Raises:
+            LeaseLostError: another holder has the lease, it was deleted, or renewals failed for
+                ``duration - margin`` seconds (it may have expired).
+        """
+        if not self.held:
+            return None
+        if now < self._next:
+            return self._next
+        try:
+            self.cluster.renew_lease(self.name, self.holder, self.duration)
+        except LeaseHeldError as e:
+            self.held = False
+            raise LeaseLostError(
+                f"lease {self.name} of recipe {self.recipe} was taken over by {e.holder}; this run "
+                f"({self.holder}) stops, its nodes keep their records and the new holder resumes them"
+            ) from None
+        except NotFoundError:
+            self.held = False
+            raise LeaseLostError(
+                f"lease {self.name} of recipe {self.recipe} was deleted while this run ({self.holder}) held it; "
+                "stopping (node records are kept; the next run resumes them)"
+            ) from None
+        except ClusterError as e:
+            silent = now - self._renewed_at
+            if silent >= self.duration - self.margin:
+                self.held = False
+                raise LeaseLostError(
+                    f"could not renew lease {self.name} of recipe {self.recipe} for {silent:.0f} s (last error: {e}); "
+                    "stopping before another run may take it over (node records are kept; the next run resumes them)"
+                ) from None
+            log.warning("recipe %s: renewing lease %s failed: %s; retrying in %.0f s", self.recipe, self.name, e,
+                        self.retry_every)
+            self._next = now + self.retry_every
+            return self._next
+        self.renewals += 1
+        self._renewed_at = now
+        self._next = now + self.renew_every
+        return self._next
+
+    # ------------------------------------------------------------------ release
+    def release(self) -> None:
+        """Delete the lease if we still hold it (errors are logged, not raised: the lease then
+        expires on its own after ``duration`` seconds)."""
+        if not self.held:
+            return
+        self.held = False
+        try:
+            self.cluster.release_lease(self.name, self.holder)
+        except ClusterError as e:
+            log.warning("recipe %s: could not release lease %s (it expires in %d s): %s", self.recipe, self.name,
+                        self.duration, e)
+
+    @contextmanager
+    def holding(self, wait_seconds: float = 0.0) -> Iterator[LeaseLock]:
+        """``with lock.holding(wait):`` acquire, then release on the way out (also after an error
+        or Ctrl-C). A simulated ``kill -9`` (:class:`~reconciler.errors.CrashInjected`) leaves the
+        lease to expire, as a dead process would."""
+        self.acquire(wait_seconds)
+        try:
+            yield self
+        except CrashInjected:
+            raise
+        except BaseException:
+            self.release()
+            raise
+        self.release()
+
+
+class LeaseGroup:
+    """The leases of every recipe of one ``apply``, taken together before anything is observed or
+    changed, renewed together, released together.
+
+    Recipes are locked in name order, so two runs over overlapping recipe sets cannot each hold
+    a part while waiting for the other's. :meth:`tick` is the rollout's ``on_tick`` hook (it renews
+    every lease that is due and returns the earliest next renewal).
+
+    Args: as :class:`LeaseLock` (``recipes`` is a list of names).
+    """
+
+    def __init__(self, cluster: Cluster, clock: Clock, recipes: list[str], holder: str, *,
+                 duration: int = DEFAULT_DURATION, renew_every: float | None = None,
+                 retry_every: float = DEFAULT_RETRY_EVERY, margin: float | None = None) -> None:
+        margin = DEFAULT_MARGIN if margin is None else margin
+        margin = min(margin, duration / 6)
+        renew = renew_every if renew_every is not None else duration / 3
+        self.clock = clock
+        self.holder = holder
+        self.locks = [
+            LeaseLock(cluster, clock, name, holder, duration=duration, renew_every=renew,
+                      retry_every=min(retry_every, renew), margin=margin)
+            for name in sorted(set(recipes))
+        ]
+
+    def acquire(self, wait_seconds: float = 0.0) -> None:
+        """Take every lease (one shared wait budget). On failure the leases already taken are
+        released and the error is raised (see :meth:`LeaseLock.acquire`)."""
+        deadline = self.clock.now() + max(0.0, wait_seconds)
+        try:
+            for lock in self.locks:
+                lock.acquire(max(0.0, deadline - self.clock.now()))
+        except BaseException:
+            self.release()
+            raise
+
+    def tick(self, now: float) -> float | None:
+        """Renew the leases that are due; the earliest next renewal (None when none is held).
+        Raises LeaseLostError as :meth:`LeaseLock.tick`."""
+        nexts = [t for t in (lock.tick(now) for lock in self.locks) if t is not None]
+        return min(nexts) if nexts else None
+
+    def release(self) -> None:
+        """Release every lease still held (errors logged)."""
+        for lock in self.locks:
+            lock.release()
+
+    @property
+    def took_over_from(self) -> dict[str, str]:
+        """Recipe → previous holder, for leases taken over from a run that stopped renewing."""
+        return {lock.recipe: lock.took_over_from for lock in self.locks if lock.took_over_from}
