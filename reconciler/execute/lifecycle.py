@@ -33,6 +33,7 @@ from reconciler.errors import (
 )
 from reconciler.execute.timeline import Timeline
 from reconciler.model.nodestate import (
+    IGNORE_LABEL,
     RUNTIME_REQUIRED_TAINT_KEY,
     CordonRecord,
     FailureRecord,
@@ -46,6 +47,7 @@ from reconciler.model.nodestate import (
     dump_state,
     failure_key,
     inflight_key,
+    is_ignored,
     parse_config_digests,
     parse_model,
     parse_state,
@@ -315,12 +317,20 @@ class NodeRun:
             return True
         return False
 
+    def _out_of_scope(self, node: NodeInfo) -> str | None:
+        """Why the node must not be (further) worked on: it left the selector or was ignored."""
+        if not self.recipe.nodeSelector.matches(node.labels):
+            return "node no longer matches the recipe's nodeSelector"
+        if is_ignored(node.labels):
+            return f"node is labelled {IGNORE_LABEL}=true"
+        return None
+
     # ------------------------------------------------------------------ phases
     def _phase_start(self) -> float | None:
         node = self._read()
         self.owns_cordon = cordon_key(self.recipe.name) in node.annotations
-        if not self.recipe.nodeSelector.matches(node.labels):
-            return self._leave("node no longer matches the recipe's nodeSelector")
+        if (why := self._out_of_scope(node)) is not None:
+            return self._leave(why)
         fl = self.inflight
         retry = failure_key(self.recipe.name) in node.annotations
         if fl is not None and not retry:
@@ -731,8 +741,8 @@ class NodeRun:
             if interrupt is None:
                 self.phase = "finish"
                 return self._phase_finish()
-            if not self.recipe.nodeSelector.matches(node.labels):
-                return self._leave("node no longer matches the recipe's nodeSelector (before the interrupt)")
+            if (why := self._out_of_scope(node)) is not None:
+                return self._leave(f"{why} (before the interrupt)")
             if self.plan.cordon and not node.unschedulable:
                 # S11: never interrupt a node that is not cordoned
                 self._patch(unschedulable=True)

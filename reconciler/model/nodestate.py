@@ -65,6 +65,15 @@ def condition_type(recipe: str, kind: Literal["Erroring", "NotReady"]) -> str:
 
 RUNTIME_REQUIRED_TAINT_KEY = f"{PREFIX}/runtime-required"
 
+#: Node label (value ``"true"``) that takes a node out of every rollout (NodeWright's
+#: ``skyhook.nvidia.com/ignore``): never started; a node in progress is finished safely.
+IGNORE_LABEL = f"{PREFIX}/ignore"
+
+
+def is_ignored(labels: Mapping[str, str]) -> bool:
+    """Whether a node carries the ignore label."""
+    return labels.get(IGNORE_LABEL) == "true"
+
 
 class PackageState(Frozen):
     """One entry of the node-state map (NodeWright ``nodeState`` value shape)."""

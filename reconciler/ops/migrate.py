@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from reconciler.model.nodestate import (
+    IGNORE_LABEL,
     CordonRecord,
     NodeStateError,
     NodeStatus,
@@ -44,7 +45,6 @@ from reconciler.model.nodestate import (
     status_key,
 )
 from reconciler.model.observed import NodeInfo
-from reconciler.ops.nodeops import IGNORE_LABEL
 from reconciler.ops.patches import NodePatch
 
 Source = Literal["skyhook", "nodewright"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from reconciler.errors import InputError
 from reconciler.model.nodestate import (
+    IGNORE_LABEL,
     LEGACY_PREFIXES,
     PREFIX,
     FailureRecord,
@@ -40,7 +41,6 @@ from reconciler.model.observed import NodeInfo
 from reconciler.ops.patches import NodePatch
 
 #: Node label that takes a node out of every recipe's rollout (user-set; value ``"true"``).
-IGNORE_LABEL = f"{PREFIX}/ignore"
 #: Stages ``package rerun --stage`` accepts (as ``kubectl skyhook package rerun``).
 RERUN_STAGES = ("apply", "config", "interrupt", "post-interrupt")
 

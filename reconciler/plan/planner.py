@@ -70,12 +70,14 @@ from typing import Any
 from reconciler.diff import NodeDiff, PackageChange, diff_node
 from reconciler.errors import InputError
 from reconciler.model.nodestate import (
+    IGNORE_LABEL,
     LEGACY_PREFIXES,
     RUNTIME_REQUIRED_TAINT_KEY,
     config_key,
     cordon_key,
     failure_key,
     inflight_key,
+    is_ignored,
     state_key,
 )
 from reconciler.model.observed import NodeInfo, ObservedFleet, PodInfo
@@ -382,9 +384,13 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             field=f"spec.packages.{cycle[0]}.dependsOn",
         )
     warnings = _recipe_warnings(recipe)
-    selected = sorted((n for n in fleet.nodes.values() if recipe.nodeSelector.matches(n.labels)), key=lambda n: n.name)
-    if not selected:
+    matching = sorted((n for n in fleet.nodes.values() if recipe.nodeSelector.matches(n.labels)), key=lambda n: n.name)
+    if not matching:
         warnings.append(f"recipe {recipe.name}: nodeSelector matches no nodes; nothing to do")
+    ignored = [n.name for n in matching if is_ignored(n.labels)]
+    if ignored:
+        warnings.append(f"{len(ignored)} node(s) are labelled {IGNORE_LABEL}=true and left alone: {_names(ignored)}")
+    selected = [n for n in matching if not is_ignored(n.labels)]
     memo: dict[tuple[str | None, ...], tuple[NodeDiff, list[Step]]] = {}
     drafts = [_plan_node(recipe, fleet, n, deps, warnings, memo) for n in selected]
 

@@ -328,3 +328,22 @@ def test_upgrade_downgrade_and_uninstall_leave_exactly_the_recipe_versions() -> 
     starts = {(p, v, s): t for t, ev, n, p, v, s in run.sim.stage_log if ev == "start" and n == "n1"}
     ends = {(p, v, s): t for t, ev, n, p, v, s in run.sim.stage_log if ev == "succeeded" and n == "n1"}
     assert ends[("tuned", "2.0.0", "uninstall")] <= starts[("tuned", "1.5.0", "apply")]
+
+
+def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_is_released() -> None:
+    objs = nodes(3)
+    objs[2]["metadata"]["labels"]["reconciler.nodewright.dev/ignore"] = "true"
+    sim = SimFleet(objs, SimConfig(stageSeconds=30))
+    orig = sim.start_stage
+
+    def ignore_n1(spec: Any) -> None:
+        orig(spec)
+        if spec.node == "n1" and spec.stage == "config":
+            sim.set_node("n1", labels={"pool": "gpu", "reconciler.nodewright.dev/ignore": "true"})
+
+    sim.start_stage = ignore_n1  # type: ignore[method-assign]
+    run = apply(sim, recipe(REBOOT), policy(count=1))
+    assert run.plan.node("n3") is None and any("n3" in w for w in run.plan.warnings)
+    assert run.node("n1").state == "left" and "ignore" in run.node("n1").message
+    assert not run.sim.get_node("n1").unschedulable
+    assert run.node("n2").state == "complete"
