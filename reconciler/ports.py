@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -237,6 +237,7 @@ class Clock(Protocol):
         """Seconds (monotonic for the real clock, simulated seconds for the simulated fleet)."""
         ...
 
-    def wait(self, seconds: float) -> None:
-        """Wait at most ``seconds``."""
+    def wait(self, seconds: float) -> Collection[str] | None:
+        """Wait at most ``seconds``. May return the names of the nodes that changed meanwhile
+        (a watch saw them); ``None`` means "unknown": the caller looks at every node."""
         ...

@@ -45,11 +45,13 @@ def open_cluster(args: argparse.Namespace) -> Opened:
             config = load_sim_config(cfg_path)
         fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None))
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
-    from reconciler.adapters.clock import RealClock
     from reconciler.adapters.kube import KubeCluster
+    from reconciler.adapters.kubewatch import WatchClock
 
     cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
-    return Opened(cluster, RealClock(), time.time, poll_seconds=2.0, description="kubernetes cluster")
+    # watches wake the rollout on change; the poll interval is only the fallback
+    return Opened(cluster, WatchClock(cluster.api_client), time.time, poll_seconds=15.0,
+                  description="kubernetes cluster")
 
 
 def load_sim_config(path: str) -> SimConfig:

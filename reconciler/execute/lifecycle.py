@@ -307,6 +307,8 @@ class NodeRun:
         except ForbiddenError as e:
             return self._fail("Forbidden", f"the API refused a call: {e}")
         except ClusterError as e:
+            if e.status in (400, 422):  # the request itself is refused (e.g. an invalid stage pod): never retried
+                return self._fail("Invalid", f"the API rejected a request as invalid: {e}")
             log.warning("node %s: API error %s; retrying", self.name, e)
             return self._now() + max(self.ctx.poll_seconds, e.retry_after or 0)
 
@@ -504,7 +506,7 @@ class NodeRun:
             return self._fail("DrainTimeout", f"drain timed out after {opts.timeoutSeconds} s: " + "; ".join(parts),
                               keep_cordon=True)
         nxt = [tr.next_try for tr in pending if not tr.evicted]
-        wake = min([*nxt, now + self.ctx.poll_seconds]) if nxt else now + min(self.ctx.poll_seconds, 1.0)
+        wake = min([*nxt, now + self.ctx.poll_seconds])
         return max(wake, now + 0.001)
 
     def _drained(self) -> float | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +144,7 @@ class Rollout:
         self.prefailed: dict[str, FailureRecord] = {}
         self.max_seconds = max_seconds
         self.runs: dict[str, NodeRun] = {}
+        self._wake: dict[str, float] = {}  # node → clock time its run asked to be looked at again
         self._by_name: dict[str, NodePlan] = {n.name: n for n in plan.nodes}
         self.max_disrupted: dict[str, int] = {}
         self.on_tick = on_tick
@@ -192,6 +193,7 @@ class Rollout:
         comps = self._compartments()
         start = self.clock.now()
         tick_at: float | None = None
+        changed: Collection[str] | None = None
         while True:
             if self.on_tick is not None:
                 try:
@@ -214,14 +216,17 @@ class Rollout:
                 self._api_errors = 0
             if all(c.done for c in comps):
                 break
-            wakes: list[float] = []
+            now = self.clock.now()
             for c in comps:
                 for r in c.active:
-                    w = r.advance()
-                    if w is not None:
-                        wakes.append(w)
+                    # look at a node when its own timer is due or the clock saw it change
+                    # (changed None: the clock cannot tell, so look at every node)
+                    if changed is None or r.name in changed or self._wake.get(r.name, 0.0) <= now:
+                        w = r.advance()
+                        self._wake[r.name] = w if w is not None else now
                 self._collect(c)
                 self._record_budget(c)
+            wakes = [self._wake[r.name] for c in comps for r in c.active]
             if all(c.done for c in comps):
                 break
             now = self.clock.now()
@@ -236,8 +241,9 @@ class Rollout:
                 target = max(target, now + min(60.0, self.ctx.poll_seconds * 2 ** min(self._api_errors - 1, 6)))
             if tick_at is not None:
                 target = min(target, tick_at)
+            changed = None
             if target > now:
-                self.clock.wait(target - now)
+                changed = self.clock.wait(target - now)
         return self._result(comps, self.clock.now() - start)
 
     def _refresh_held(self, c: _Compartment) -> None:

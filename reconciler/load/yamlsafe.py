@@ -175,14 +175,14 @@ def read_text(path: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         if size > max_bytes:
             raise InputError(
                 f"file is {size} bytes, larger than the {max_bytes} byte limit for an input file",
-                SourcePos(path),
+                SourcePos(path, 1, 1),  # the whole file, from its start: every input error names file:line:col
             )
         with open(path, "rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror or e}", SourcePos(path)) from None
     if len(raw) > max_bytes:
-        raise InputError(f"file is larger than the {max_bytes} byte limit for an input file", SourcePos(path))
+        raise InputError(f"file is larger than the {max_bytes} byte limit for an input file", SourcePos(path, 1, 1))
     return decode_text(raw, path)
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from reconciler.model.base import Frozen
-from reconciler.model.selector import LabelSelector
+from reconciler.model.selector import LabelSelector, check_selector
 
 DEFAULT_COMPARTMENT = "__default__"
 
@@ -136,6 +136,11 @@ class Compartment(Frozen):
     selector: LabelSelector
     budget: Budget
     strategy: Strategy | None = None
+
+    @field_validator("selector")
+    @classmethod
+    def _selector_labels(cls, v: LabelSelector) -> LabelSelector:
+        return check_selector(v)
 
     @model_validator(mode="after")
     def _not_reserved(self) -> Compartment:

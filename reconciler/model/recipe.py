@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from reconciler.model.base import Frozen
 from reconciler.model.policy import Budget
-from reconciler.model.selector import LabelSelector, Toleration
+from reconciler.model.selector import LabelSelector, Toleration, check_selector
 from reconciler.model.versions import parse_version
 
 InterruptType = Literal["reboot", "restartAllServices", "service", "noop"]
@@ -43,13 +43,25 @@ class Interrupt(Frozen):
         return self
 
 
+QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
+ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+
+
 class Resources(Frozen):
-    """CPU/memory for stage containers; all four or none (NodeWright admission rule 7)."""
+    """CPU/memory for stage containers; all four or none (NodeWright admission rule 7); each a
+    Kubernetes quantity (``500m``, ``2``, ``1Gi``) so the stage pod is never refused by the API."""
 
     cpuRequest: str
     cpuLimit: str
     memoryRequest: str
     memoryLimit: str
+
+    @field_validator("cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit")
+    @classmethod
+    def _quantity(cls, v: str) -> str:
+        if not QUANTITY.match(v):
+            raise ValueError(f"{v!r} is not a Kubernetes quantity (e.g. 500m, 2, 256Mi, 1Gi)")
+        return v
 
 
 class EnvVar(Frozen):
@@ -58,6 +70,13 @@ class EnvVar(Frozen):
     name: str
     value: str | None = None
     valueFrom: dict[str, dict[str, str]] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _env_name(cls, v: str) -> str:
+        if not ENV_NAME.match(v):
+            raise ValueError(f"environment variable name {v!r} must match {ENV_NAME.pattern}")
+        return v
 
 
 class Uninstall(Frozen):
@@ -211,6 +230,11 @@ class Recipe(Frozen):
     drain: DrainOptions = Field(default_factory=DrainOptions)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     packages: dict[str, Package] = Field(default_factory=dict)
+
+    @field_validator("nodeSelector", "podNonInterruptLabels")
+    @classmethod
+    def _selector_labels(cls, v: LabelSelector | None) -> LabelSelector | None:
+        return check_selector(v) if v is not None else v
 
     @model_validator(mode="after")
     def _policy_xor_budget(self) -> Recipe:

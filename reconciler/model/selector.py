@@ -7,12 +7,47 @@ An empty selector matches everything.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from reconciler.model.base import Frozen
+
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def check_label_key(key: str) -> str:
+    """A Kubernetes label key: optional DNS-subdomain prefix (≤ 253) + ``/`` + name (≤ 63,
+    alphanumerics, ``-_.``, alphanumeric at both ends). Raises ValueError otherwise."""
+    prefix, _, name = key.rpartition("/")
+    if (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))) or len(name) > 63 or not (
+        _LABEL_NAME.match(name)
+    ):
+        raise ValueError(f"{key!r} is not a valid label key ([prefix/]name, name ≤ 63 chars of [-A-Za-z0-9_.])")
+    return key
+
+
+def check_selector(selector: LabelSelector) -> LabelSelector:
+    """Every key and value of ``selector`` is a valid Kubernetes label key/value (inputs only:
+    selectors read back from a cluster are not checked). Raises ValueError naming the first bad one."""
+    for k, v in selector.matchLabels.items():
+        check_label_key(k)
+        check_label_value(v)
+    for r in selector.matchExpressions:
+        check_label_key(r.key)
+        for v in r.values:
+            check_label_value(v)
+    return selector
+
+
+def check_label_value(value: str) -> str:
+    """A Kubernetes label value: empty, or ≤ 63 chars as a label name. Raises ValueError otherwise."""
+    if value and (len(value) > 63 or not _LABEL_NAME.match(value)):
+        raise ValueError(f"{value!r} is not a valid label value (≤ 63 chars of [-A-Za-z0-9_.])")
+    return value
 
 
 class Requirement(Frozen):

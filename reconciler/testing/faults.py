@@ -9,7 +9,7 @@ plane) and, on the way, can
   the way ``kill -9`` stops a process between two API requests;
 * **fail calls** with the errors the adapters raise for an HTTP answer (``Fault.error``): 409
   ``conflict``, 429 ``throttle``, 500 ``server``, 503 ``unavailable``, a read ``timeout``, a
-  connection ``reset``, 403 ``forbidden``, 404 ``notfound``; either the N-th matching call
+  connection ``reset``, 403 ``forbidden``, 404 ``notfound``, 422 ``invalid``; either the N-th matching call
   (``Fault(nth=N)``) or every call matching a verb/target pattern. ``after=True`` lets the request
   reach the server first (the write is applied, the answer is lost: a timeout after the fact);
 * **delay calls** by ``Fault.delay`` seconds of the injected :class:`~reconciler.ports.Clock`
@@ -45,11 +45,13 @@ from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
 from reconciler.ports import Clock, Cluster, LeaseInfo, StageSpec, StageStatus
 
-FaultKind = Literal["conflict", "throttle", "server", "unavailable", "timeout", "reset", "forbidden", "notfound"]
+FaultKind = Literal[
+    "conflict", "throttle", "server", "unavailable", "timeout", "reset", "forbidden", "notfound", "invalid"
+]
 
 #: Every fault kind, in a stable order (for sweeps and reports).
 FAULT_KINDS: tuple[FaultKind, ...] = (
-    "conflict", "throttle", "server", "unavailable", "timeout", "reset", "forbidden", "notfound",
+    "conflict", "throttle", "server", "unavailable", "timeout", "reset", "forbidden", "notfound", "invalid",
 )
 
 #: Port methods that change the cluster (one API request each).
@@ -93,6 +95,9 @@ def make_error(kind: FaultKind, what: str, *, retry_after: float | None = None) 
         return ForbiddenError(f"{what}: forbidden (injected)", 403, "Forbidden")
     if kind == "notfound":
         return NotFoundError(f"{what}: not found (injected)", 404, "NotFound")
+    if kind == "invalid":
+        return ClusterError(f"{what}: Pod is invalid: spec.initContainers[1].env[0].name: Invalid value (injected)",
+                            422, "Invalid")
     raise ValueError(f"unknown fault kind {kind!r}")
 
 

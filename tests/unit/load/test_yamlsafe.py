@@ -133,7 +133,7 @@ def test_oversized_file_is_rejected_fast_without_reading(tmp_path: Path):
         load_inputs([str(p)])
     assert time.monotonic() - start < 1.0
     assert f"larger than the {MAX_FILE_BYTES} byte limit" in info.value.message
-    assert str(info.value).startswith(f"{p}: ")
+    assert str(info.value).startswith(f"{p}:1:1: ")
 
 
 def test_missing_file_is_an_input_error(tmp_path: Path):

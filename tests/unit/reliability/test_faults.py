@@ -6,6 +6,7 @@ import pytest
 
 from reconciler.adapters.sim import SimFleet
 from reconciler.errors import (
+    ClusterError,
     ConflictError,
     CrashInjected,
     ForbiddenError,
@@ -32,14 +33,14 @@ def test_is_a_cluster_port() -> None:
 @pytest.mark.parametrize(("kind", "cls", "status"), [
     ("conflict", ConflictError, 409), ("throttle", TooManyRequestsError, 429), ("server", ServerError, 500),
     ("unavailable", TransientError, 503), ("timeout", TransientError, 0), ("reset", TransientError, 0),
-    ("forbidden", ForbiddenError, 403), ("notfound", NotFoundError, 404),
+    ("forbidden", ForbiddenError, 403), ("notfound", NotFoundError, 404), ("invalid", ClusterError, 422),
 ])
 def test_errors_have_the_adapters_types_and_statuses(kind: str, cls: type, status: int) -> None:
     err = make_error(kind, "patch node n1", retry_after=3)  # type: ignore[arg-type]
     assert type(err) is cls and err.status == status and "patch node n1" in str(err)
     if kind == "throttle":
         assert err.retry_after == 3 and not err.disruption_budget  # type: ignore[attr-defined]
-    assert len(FAULT_KINDS) == 8
+    assert len(FAULT_KINDS) == 9
 
 
 def test_nth_write_fails_once_before_reaching_the_cluster() -> None:

@@ -186,3 +186,14 @@ def test_list_before_a_batch_failing_is_retried_not_fatal() -> None:
     s = run_scenario([Fault("unavailable", verb="list_nodes", nth=2, times=3)])
     assert not s.stopped and s.resumed is None and not s.problems
     assert len(s.first.injected) == 3
+
+
+def test_invalid_request_fails_the_node_instead_of_retrying_for_days() -> None:
+    """Bug: a 400/422 answer (the API refuses the request itself, e.g. a stage pod the recipe made
+    invalid) was retried every poll for the whole run (7 days, node cordoned). Now the node fails at
+    once with the API's message and the rollout goes on."""
+    s = run_scenario([Fault("invalid", verb="start_stage", target="stage/n1/*", times=None)])
+    assert not s.problems, s.problems
+    assert len(s.first.injected) == 1 and s.sim.now() < 3600
+    rec = s.sim.nodes["n1"]["metadata"]["annotations"][failure_key("tune")]
+    assert '"reason":"Invalid"' in rec and "Pod is invalid" in rec
