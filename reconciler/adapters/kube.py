@@ -211,8 +211,13 @@ def run_owner_name(run_id: str) -> str:
 
 
 def config_map_name(spec: StageSpec) -> str:
-    """Name of the ConfigMap holding ``spec.config_map``: ``<pod name>-cm``."""
-    return f"{spec.pod_name}-cm"
+    """Name of the ConfigMap holding ``spec.config_map``, shared by every stage pod of that package
+    version and configuration (NodeWright keeps one ``<skyhook>-<pkg>-<version>`` ConfigMap too):
+    ``<recipe>-<package>-<version>-<8 hex of the data's digest>``, so a configuration change gets a
+    new object and a stage never reads another's data. Created once per run, not once per node."""
+    data = json.dumps(dict(spec.config_map), sort_keys=True).encode()
+    h = hashlib.sha256(data).hexdigest()[:8]
+    return f"{dns_name(f'{spec.recipe}-{spec.package}-{spec.version}', 54)}-{h}"
 
 
 def copy_dir(spec: StageSpec, root: str = DEFAULT_COPY_DIR_ROOT) -> str:
@@ -595,6 +600,7 @@ class KubeCluster:
         self._lock = threading.Lock()
         self._namespace_ready = False
         self._run_owners: dict[str, Obj] = {}
+        self._config_maps: set[str] = set()  # shared package ConfigMaps known to exist
         self._instance = f"{socket.gethostname()}-{os.getpid()}"
 
     # -- construction ---------------------------------------------------------------------------
@@ -914,23 +920,19 @@ class KubeCluster:
         ns = self.namespace
         if spec.config_map:
             cm_name = config_map_name(spec)
-            cm = client.V1ConfigMap.model_validate(
-                {
-                    "metadata": {
-                        "name": cm_name,
-                        "namespace": ns,
-                        "labels": stage_labels(spec),
-                        "ownerReferences": [owner],
-                    },
-                    "data": dict(spec.config_map),
-                }
-            )
-            try:
-                self._raw(self._core.create_namespaced_config_map, f"create configmap {ns}/{cm_name}", ns, cm)
-            except ConflictError:
-                self._raw(
-                    self._core.replace_namespaced_config_map, f"replace configmap {ns}/{cm_name}", cm_name, ns, cm
+            if cm_name not in self._config_maps:
+                labels = {k: v for k, v in stage_labels(spec).items() if k not in (NODE_LABEL, STAGE_LABEL)}
+                cm = client.V1ConfigMap.model_validate(
+                    {
+                        "metadata": {"name": cm_name, "namespace": ns, "labels": labels, "ownerReferences": [owner]},
+                        "data": dict(spec.config_map),
+                    }
                 )
+                # the name carries the data's digest: an existing object already holds this data
+                with contextlib.suppress(ConflictError):
+                    self._raw(self._core.create_namespaced_config_map, f"create configmap {ns}/{cm_name}", ns, cm)
+                with self._lock:
+                    self._config_maps.add(cm_name)
         pod = build_stage_pod(
             spec,
             namespace=ns,
@@ -1001,32 +1003,17 @@ class KubeCluster:
         ns = self.namespace
         with contextlib.suppress(NotFoundError):
             self._raw(self._core.delete_namespaced_pod, f"delete pod {ns}/{spec.pod_name}", spec.pod_name, ns)
-        if spec.config_map:
-            with contextlib.suppress(NotFoundError):
-                self._raw(
-                    self._core.delete_namespaced_config_map,
-                    f"delete configmap {ns}/{config_map_name(spec)}",
-                    config_map_name(spec),
-                    ns,
-                )
 
     def delete_stages(self, recipe: str, node: str) -> None:
         """Delete every stage and interrupt pod of ``recipe`` on ``node`` with one delete-collection
-        by labels (managed-by, recipe, node) in ``namespace``, then their ``<pod>-cm``
-        ConfigMaps the same way (a second request). Nothing to delete is fine."""
+        by labels (managed-by, recipe, node) in ``namespace``. The shared package ConfigMaps stay
+        (other nodes use them); the run owner's deletion collects them. Nothing to delete is fine."""
         ns = self.namespace
         sel = f"{MANAGED_BY_LABEL}={COMPONENT},{RECIPE_LABEL}={label_value(recipe)},{NODE_LABEL}={label_value(node)}"
         with contextlib.suppress(NotFoundError):
             self._raw(
                 self._core.delete_collection_namespaced_pod,
                 f"delete stage pods of {recipe} on {node}",
-                ns,
-                label_selector=sel,
-            )
-        with contextlib.suppress(NotFoundError):
-            self._raw(
-                self._core.delete_collection_namespaced_config_map,
-                f"delete stage configmaps of {recipe} on {node}",
                 ns,
                 label_selector=sel,
             )
@@ -1045,6 +1032,7 @@ class KubeCluster:
             )
         with self._lock:
             self._run_owners.pop(run_id, None)
+            self._config_maps.clear()
 
     # -- leases ---------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from reconciler.adapters.kube import (
     SPEC_ANNOTATION,
     STAGE_LABEL,
     KubeCluster,
+    config_map_name,
     run_owner_name,
 )
 from reconciler.errors import (
@@ -470,8 +471,12 @@ def test_stage_pod_shape_success_and_cleanup(kube: KubeCluster, make_nodes: Any,
     assert json.loads(pod.metadata.annotations[SPEC_ANNOTATION])["image"] == spec.pull_ref
     (owner,) = pod.metadata.owner_references
     assert (owner.kind, owner.name) == ("ConfigMap", run_owner_name("run-1"))
-    cm = core.read_namespaced_config_map(f"{spec.pod_name}-cm", kube.namespace)
+    cm = core.read_namespaced_config_map(config_map_name(spec), kube.namespace)
     assert cm.data == {"apply.sh": "echo hi"}
+    assert config_map_name(spec).startswith("gpu-stack-nvidia-driver-1-2-3-")
+    # one ConfigMap per package version and configuration, shared by every node's stage pods
+    other = spec_for(node, "run-1", config_map={"apply.sh": "echo hi"})
+    assert config_map_name(other) == config_map_name(spec)
     mounts = {m.mount_path for m in pod.spec.init_containers[0].volume_mounts}
     assert "/skyhook-package/configmaps" in mounts
 
@@ -480,10 +485,10 @@ def test_stage_pod_shape_success_and_cleanup(kube: KubeCluster, make_nodes: Any,
 
     kube.delete_stage(spec)
     wait_for(lambda: kube.stage_status(spec).phase == "missing", "stage pod deleted")
-    with pytest.raises(client.exceptions.ApiException) as gone:
-        core.read_namespaced_config_map(f"{spec.pod_name}-cm", kube.namespace)
-    assert gone.value.status == 404
     kube.delete_stage(spec)  # absent is fine
+    kube.delete_run("run-1")  # the run owner takes the shared ConfigMap with it (garbage collector)
+    wait_for(lambda: not core.list_namespaced_config_map(
+        kube.namespace, field_selector=f"metadata.name={config_map_name(spec)}").items, "configmap collected")
 
 
 def test_stage_failure_exit_code_from_package_env(kube: KubeCluster, make_nodes: Any) -> None:
@@ -615,8 +620,9 @@ def test_delete_stages_of_recipe_on_node(kube: KubeCluster, make_nodes: Any, api
     wait_for(lambda: all(kube.stage_status(s).phase == "missing" for s in mine), "recipe's pods on node a deleted")
     assert kube.stage_status(other_node).phase != "missing"
     assert kube.stage_status(other_recipe).phase != "missing"
-    cms = client.CoreV1Api(api).list_namespaced_config_map(kube.namespace).items
-    assert not [c for c in cms if c.metadata.name.startswith(tuple(s.pod_name for s in mine))]
+    # the package ConfigMaps are shared across nodes: they stay until the run owner goes
+    names = {c.metadata.name for c in client.CoreV1Api(api).list_namespaced_config_map(kube.namespace).items}
+    assert {config_map_name(s) for s in mine} <= names
     kube.delete_stages("gpu-stack", a)  # nothing left: fine
 
 

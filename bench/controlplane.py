@@ -1,0 +1,193 @@
+"""API economy on a real control plane: 500 kwok nodes, 5,000 pods, a reboot change then a
+config-only change (issue #7 §1, "real control plane").
+
+    python bench/controlplane.py [--nodes 500] [--pods-per-node 10]
+
+Needs the binaries of tests/controlplane/build.sh. Counts the reconciler's own requests on the
+client side (every HTTP request the ``kubernetes`` client sends, by verb and resource; the watch
+streams count as one request each), and reads kube-apiserver's ``apiserver_request_total`` for
+the whole cluster (kwok, the controllers and the scheduler included) for comparison. Prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import resource
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+SHA = "sha256:" + "f" * 64
+COUNTS: collections.Counter[tuple[str, str]] = collections.Counter()
+
+
+def _count_requests() -> None:
+    from kubernetes.client import rest
+
+    orig = rest.RESTClientObject.request
+
+    def counting(self: Any, method: str, url: str, *a: Any, **kw: Any) -> Any:
+        if threading.current_thread().name == "reboot-emulator":  # the test harness, not the reconciler
+            return orig(self, method, url, *a, **kw)
+        path = re.sub(r"\?.*", "", url.split("://", 1)[-1].split("/", 1)[-1])
+        parts = path.split("/")
+        # /api/v1/namespaces/ns/pods/name/eviction → resource "pods/eviction"
+        if "namespaces" in parts and len(parts) > parts.index("namespaces") + 2:
+            rest_parts = parts[parts.index("namespaces") + 2:]
+        else:
+            rest_parts = parts[2:] if parts[0] == "api" else parts[3:]
+        res = rest_parts[0] if rest_parts else "?"
+        if len(rest_parts) >= 3:
+            res += "/" + rest_parts[2]
+        query = url.split("?", 1)[1] if "?" in url else ""
+        verb = method.upper()
+        if verb == "GET":
+            verb = "WATCH" if "watch=true" in query.lower() else ("LIST" if len(rest_parts) == 1 else "GET")
+        COUNTS[(verb, res)] += 1
+        return orig(self, method, url, *a, **kw)
+
+    rest.RESTClientObject.request = counting  # type: ignore[method-assign]
+
+
+def _recipe(path: Path, config_value: str) -> None:
+    path.write_text(f"""\
+apiVersion: reconciler.nodewright.dev/v1alpha1
+kind: NodeRecipe
+metadata: {{name: bench, version: "1"}}
+spec:
+  nodeSelector: {{matchLabels: {{pool: bench}}}}
+  drain: {{force: true, deleteEmptyDirData: true, evictionRetrySeconds: 2}}
+  deploymentPolicy: bench
+  packages:
+    tuning:
+      version: 1.0.0
+      image: ghcr.io/example/tuning
+      containerSHA: {SHA}
+      interrupt: {{type: reboot}}
+      configMap: {{sysctl.conf: "{config_value}"}}
+      env: [{{name: SIM_TEST_RUN_FOR, value: 1s}}]
+""")
+
+
+POLICY = """\
+apiVersion: reconciler.nodewright.dev/v1alpha1
+kind: DeploymentPolicy
+metadata: {name: bench}
+spec:
+  default:
+    budget: {percent: 10}
+    strategy: {exponential: {initialBatch: 4, growthFactor: 2}}
+"""
+
+
+def _server_counts(cp: Any) -> collections.Counter[tuple[str, str]]:
+    import urllib.request
+
+    req = urllib.request.Request(f"{cp.server}/metrics", headers={"Authorization": f"Bearer {cp.admin_token}"})
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(cp.ca_file))
+    body = urllib.request.urlopen(req, context=ctx, timeout=30).read().decode()
+    out: collections.Counter[tuple[str, str]] = collections.Counter()
+    for line in body.splitlines():
+        if line.startswith("apiserver_request_total{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+            res = labels.get("resource", "") + ("/" + labels["subresource"] if labels.get("subresource") else "")
+            out[(labels.get("verb", ""), res)] += int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def _apply(args: list[str]) -> tuple[dict[str, Any], float, float]:
+    import contextlib
+    import io
+
+    from reconciler.cli.main import main
+
+    buf = io.StringIO()
+    c0, t0 = time.process_time(), time.perf_counter()
+    with contextlib.redirect_stdout(buf):
+        rc = main(args)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    doc = json.loads(buf.getvalue())
+    if rc != 0:
+        raise SystemExit(f"apply failed: {doc.get('result')}")
+    return doc, cpu, wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=500)
+    ap.add_argument("--pods-per-node", type=int, default=10)
+    a = ap.parse_args()
+    from kubernetes import client
+
+    from tests.controlplane.cluster import ControlPlane, RebootEmulator
+
+    _count_requests()
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / "reconciler-bench"
+    work.mkdir(exist_ok=True)
+    (work / "policy.yaml").write_text(POLICY)
+    recipe = work / "recipe.yaml"
+    with ControlPlane() as cp:
+        t0 = time.perf_counter()
+        names = [f"bench-{i:04d}" for i in range(a.nodes)]
+        for i in range(0, len(names), 100):
+            cp.create_nodes(names[i:i + 100], labels={"pool": "bench"}, wait=120)
+        with cp.api_client() as api:
+            core = client.CoreV1Api(api)
+            core.create_namespace({"metadata": {"name": "load"}})
+            owner = core.create_namespaced_config_map("load", {"metadata": {"name": "owner"}})
+            for n in names:
+                for j in range(a.pods_per_node):
+                    core.create_namespaced_pod("load", {
+                        "metadata": {"name": f"{n}-p{j}", "labels": {"app": f"a{j}"},
+                                     # a controller that exists (the garbage collector keeps the pods)
+                                     "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                                                          "uid": owner.metadata.uid, "controller": True}]},
+                        "spec": {"nodeName": n, "terminationGracePeriodSeconds": 0,
+                                 "containers": [{"name": "c", "image": "registry.example/app:1"}]}})
+        setup = time.perf_counter() - t0
+        emu = RebootEmulator(cp).start()
+        rows = []
+        try:
+            for label, value, per_node in (("reboot change (install)", "vm.swappiness=10", None),
+                                           ("config-only change", "vm.swappiness=1", None)):
+                _recipe(recipe, value)
+                COUNTS.clear()
+                srv0 = _server_counts(cp)
+                doc, cpu, wall = _apply(["apply", str(recipe), "--policy", str(work / "policy.yaml"),
+                                         "--kubeconfig", str(cp.kubeconfig), "--no-status-object", "-o", "json"])
+                srv = _server_counts(cp) - srv0
+                changed = sum(1 for n in doc["nodes"] if n["state"] == "complete")
+                evicted = sum(1 for e in doc["timeline"] if e["event"] == "evict")
+                batches = sum(len(c["batches"]) for c in doc["compartments"])
+                rows.append((label, changed, evicted, batches, dict(COUNTS), dict(srv), cpu, wall, per_node))
+        finally:
+            emu.stop()
+    print(f"control plane: {a.nodes} kwok nodes, {a.nodes * a.pods_per_node} pods; setup {setup:.0f} s; "
+          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    for label, changed, evicted, batches, ours, srv, cpu, wall, _ in rows:
+        writes = sum(v for (verb, _r), v in ours.items() if verb in ("POST", "PATCH", "PUT", "DELETE"))
+        reads = {k: v for k, v in ours.items() if k[0] in ("GET", "LIST", "WATCH")}
+        print(f"\n{label}: {changed} nodes changed, {evicted} pods evicted, {batches} batches, "
+              f"wall {wall:.0f} s, reconciler CPU {cpu:.1f} s ({cpu / max(changed, 1) * 1000:.0f} ms/node)")
+        print(f"  our writes: {writes} = {writes / max(changed, 1):.1f} per node changed "
+              f"({(writes - evicted) / max(changed, 1):.1f} + evictions)")
+        print("  our requests by verb/resource: " + ", ".join(
+            f"{v} {verb} {r}" for (verb, r), v in sorted(ours.items(), key=lambda kv: -kv[1])))
+        print(f"  our reads: {sum(reads.values())} ({sum(reads.values()) / max(changed, 1):.1f} per node)")
+        total = sum(srv.values())
+        print(f"  cluster total (apiserver_request_total, all clients): {total}")
+
+
+if __name__ == "__main__":
+    main()
