@@ -64,6 +64,13 @@ class JsonClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.headers = {"User-Agent": USER_AGENT, **headers}
+        # credential values (and the token inside "Bearer <token>"): never in a message, even when
+        # a server or proxy echoes them back in its answer
+        self._secrets = sorted(
+            {p for k, v in headers.items() if k.lower() in ("authorization", "private-token") or "token" in k.lower()
+             for p in (v, v.split(" ", 1)[-1]) if len(p) >= 8},
+            key=len, reverse=True,
+        )
         self.host = host
         self.timeout = timeout
         self.retries = retries
@@ -99,7 +106,7 @@ class JsonClient:
                     self.sleep(0.5 * attempt)
                     continue
                 raise ReviewHostError(
-                    f"{self.host} API {method} {where}: HTTP {status} {msg}".rstrip(), status
+                    self._redact(f"{self.host} API {method} {where}: HTTP {status} {msg}".rstrip()), status
                 ) from None
             except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
                 reason = getattr(e, "reason", e)
@@ -107,8 +114,13 @@ class JsonClient:
                     log.info("%s API %s %s: %s; retrying", self.host, method, where, reason)
                     self.sleep(0.5 * attempt)
                     continue
-                raise ReviewHostError(f"{self.host} API {method} {where}: no answer ({reason})") from None
+                raise ReviewHostError(self._redact(f"{self.host} API {method} {where}: no answer ({reason})")) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
 
 def _api_message(raw: bytes) -> str:
