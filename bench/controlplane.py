@@ -178,8 +178,12 @@ def main() -> None:
     for label, changed, evicted, batches, ours, srv, cpu, wall, _ in rows:
         writes = sum(v for (verb, _r), v in ours.items() if verb in ("POST", "PATCH", "PUT", "DELETE"))
         reads = {k: v for k, v in ours.items() if k[0] in ("GET", "LIST", "WATCH")}
+        # ideal: waves of batches, each node = its stages (1 s each on kwok) + a 2 s reboot
+        stages = 4 if label.startswith("reboot") else 1
+        ideal = batches * (stages * 1.0 + (2.0 if label.startswith("reboot") else 0.0))
         print(f"\n{label}: {changed} nodes changed, {evicted} pods evicted, {batches} batches, "
-              f"wall {wall:.0f} s, reconciler CPU {cpu:.1f} s ({cpu / max(changed, 1) * 1000:.0f} ms/node)")
+              f"wall {wall:.0f} s (ideal {ideal:.0f} s, ratio {wall / ideal:.1f}), reconciler CPU {cpu:.1f} s "
+              f"({cpu / max(changed, 1) * 1000:.0f} ms/node)")
         print(f"  our writes: {writes} = {writes / max(changed, 1):.1f} per node changed "
               f"({(writes - evicted) / max(changed, 1):.1f} + evictions)")
         print("  our requests by verb/resource: " + ", ".join(

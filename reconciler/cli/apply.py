@@ -37,6 +37,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
     p.add_argument("--sim-crash-after", type=int, metavar="N", help="stop abruptly after N cluster writes (tests)")
     p.add_argument("--run-id", help="run id recorded on nodes (default: random)")
+    p.add_argument("--workers", type=int, default=16, metavar="N",
+                   help="nodes advanced at once on a real cluster (threads; default 16)")
     p.add_argument("--retry-failed", action="store_true",
                    help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
     p.add_argument("--poll-seconds", type=float, default=None, help="seconds between looks at the cluster")
@@ -148,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
                 runtime_required=runtime_required,
                 waiting=waiting,
                 on_tick=leases.tick,
+                workers=1 if opened.sim is not None else args.workers,
             )
             results.append(rollout.run())
             reporter.finished(plan, results[-1])

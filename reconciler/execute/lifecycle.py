@@ -481,16 +481,23 @@ class NodeRun:
                     tr.next_try = now + opts.evictionRetrySeconds
                     continue
                 return self._fail("Forbidden", f"eviction of {ref} forbidden: {e.message}", keep_cordon=True)
-        # drained = every evicted pod is gone (404 or a new UID), not "eviction accepted"
-        for tr in self._evictions.values():
-            if tr.evicted and not tr.gone:
+        # drained = every evicted pod is gone (404 or a new UID), not "eviction accepted";
+        # one LIST of the node's pods answers for all of them (kubectl GETs each pod)
+        waiting = [tr for tr in self._evictions.values() if tr.evicted and not tr.gone]
+        on_node: dict[tuple[str, str], PodInfo] = {}
+        if len(waiting) > 1:
+            on_node = {(p.namespace, p.name): p for p in self.ctx.cluster.list_pods(self.name)}
+        for tr in waiting:
+            if len(waiting) > 1:
+                cur = on_node.get((tr.pod.namespace, tr.pod.name))
+            else:
                 cur = self.ctx.cluster.get_pod(tr.pod.namespace, tr.pod.name)
-                if cur is None or cur.uid != tr.pod.uid or (
-                    opts.skipWaitForDeleteTimeoutSeconds
-                    and cur.deletion_ts is not None
-                    and self.ctx.wall() - cur.deletion_ts > opts.skipWaitForDeleteTimeoutSeconds
-                ):
-                    tr.gone = True
+            if cur is None or cur.uid != tr.pod.uid or (
+                opts.skipWaitForDeleteTimeoutSeconds
+                and cur.deletion_ts is not None
+                and self.ctx.wall() - cur.deletion_ts > opts.skipWaitForDeleteTimeoutSeconds
+            ):
+                tr.gone = True
         pending = [tr for tr in self._evictions.values() if not tr.gone]
         if not pending:
             return self._drained()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,6 +98,8 @@ class Rollout:
             past it) or None. A ``ReconcilerError`` it raises stops the run: nothing more is started
             or advanced, ``stopped`` holds the message and running nodes are reported as still
             running (their records stay on the nodes). Used to renew the recipe's Lease.
+        workers: node runs advanced at once (threads). 1 for the simulated fleet (deterministic);
+            more for a real cluster, where each step waits on API round trips.
     """
 
     def __init__(
@@ -117,8 +120,11 @@ class Rollout:
         runtime_required: tuple[str, ...] = (),
         waiting: dict[str, str] | None = None,
         on_tick: Callable[[float], float | None] | None = None,
+        workers: int = 1,
     ) -> None:
         self.recipe, self.policy, self.plan = recipe, policy, plan
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None
         self.cluster, self.clock = cluster, clock
         self.run_id = run_id or new_run_id()
         self.timeline = Timeline(start=clock.now())
@@ -217,13 +223,13 @@ class Rollout:
             if all(c.done for c in comps):
                 break
             now = self.clock.now()
+            # look at a node when its own timer is due or the clock saw it change
+            # (changed None: the clock cannot tell, so look at every node)
+            due = [r for c in comps for r in c.active
+                   if changed is None or r.name in changed or self._wake.get(r.name, 0.0) <= now]
+            for r, w in zip(due, self._advance_all(due), strict=True):
+                self._wake[r.name] = w if w is not None else now
             for c in comps:
-                for r in c.active:
-                    # look at a node when its own timer is due or the clock saw it change
-                    # (changed None: the clock cannot tell, so look at every node)
-                    if changed is None or r.name in changed or self._wake.get(r.name, 0.0) <= now:
-                        w = r.advance()
-                        self._wake[r.name] = w if w is not None else now
                 self._collect(c)
                 self._record_budget(c)
             wakes = [self._wake[r.name] for c in comps for r in c.active]
@@ -244,6 +250,9 @@ class Rollout:
             changed = None
             if target > now:
                 changed = self.clock.wait(target - now)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         return self._result(comps, self.clock.now() - start)
 
     def _refresh_held(self, c: _Compartment) -> None:
@@ -257,6 +266,16 @@ class Rollout:
             and (np := self._by_name.get(info.name)) is not None
             and np.compartment == c.name
         }
+
+    def _advance_all(self, runs: list[NodeRun]) -> list[float | None]:
+        """Advance node runs; with ``workers`` > 1 (a real cluster: each step waits on API round
+        trips) up to that many nodes at once. Node runs share nothing but the (thread-safe) cluster
+        adapter and the timeline."""
+        if self.workers <= 1 or len(runs) <= 1:
+            return [r.advance() for r in runs]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="node")
+        return list(self._pool.map(NodeRun.advance, runs))
 
     def _disrupted(self, c: _Compartment) -> int:
         active = {r.name for r in c.active if r.holds_cordon or (r.plan.cordon and r.phase not in ("start",))}
@@ -296,7 +315,7 @@ class Rollout:
             run = NodeRun(self.ctx, self._by_name[name])
             self.runs[name] = run
             c.active.append(run)
-            run.advance()
+            self._wake[name] = 0.0  # advanced (in parallel where allowed) by the run loop
         self._collect(c)
         self._record_budget(c)
 
