@@ -1,7 +1,8 @@
 """Benchmarks: planning cost and simulated rollout overhead, printed as a table.
 
-    python bench/run.py                 # plan 1k/10k/50k nodes + simulated rollout of 10k nodes
-    python bench/run.py --quick         # smaller sizes (a smoke run)
+    python bench/run.py                 # plan 1k/10k/50k nodes, simulated rollout of 10k nodes, and
+                                        # API economy on a real control plane (500 kwok nodes)
+    python bench/run.py --quick         # smaller sizes, no control plane (a smoke run)
 
 Each measurement runs in a fresh subprocess so peak RSS (``ru_maxrss``) belongs to it alone.
 Numbers, not assertions: the README shows the latest table with the machine it ran on.
@@ -53,8 +54,7 @@ def _fleet(n: int, drift: float = 0.10) -> Any:
     """n nodes with the recipe complete in NodeWright JSON shape, ``drift`` of them one version behind
     on one package; 10 pods per node."""
     from reconciler.diff import config_digest
-    from reconciler.model.nodestate import config_key, dump_config_digests, dump_state, state_key
-    from reconciler.model.nodestate import PackageState
+    from reconciler.model.nodestate import PackageState, config_key, dump_config_digests, dump_state, state_key
     from reconciler.model.observed import NodeInfo, ObservedFleet, OwnerRef, PodInfo
 
     r = _recipe()
@@ -141,6 +141,7 @@ def _sub(kind: str, n: int) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-controlplane", action="store_true", help="skip the real control-plane part")
     ap.add_argument("--one", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -164,6 +165,15 @@ def main() -> None:
           f"{'cpu ms/node':>12} {'writes/node':>12} {'peak MB':>8}")
     print(f"{r['nodes']:>8} {r['batches']:>8} {r['makespan_s']:>11.0f} {r['ideal_s']:>8.0f} {r['ratio']:>6.3f} "
           f"{r['cpu_s']:>7.1f} {r['cpu_ms_per_node']:>12.2f} {r['writes_per_node']:>12.1f} {r['rss_mb']:>8.0f}")
+    if a.quick or a.no_controlplane:
+        return
+    from tests.controlplane.cluster import missing_binaries
+
+    if missing_binaries():
+        print("\nreal control plane: skipped (binaries missing: run tests/controlplane/build.sh)")
+        return
+    print("\nreal control plane (bench/controlplane.py):", flush=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py")], check=True)
 
 
 if __name__ == "__main__":
