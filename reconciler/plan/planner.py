@@ -351,16 +351,28 @@ def _digest(doc: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def _canonical(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+
+
 def plan_hash(recipe: Recipe, policy: DeploymentPolicy, node_parts: Sequence[Mapping[str, Any]]) -> str:
-    """sha256 hex of the canonical hash document (see the module docstring)."""
-    return _digest(
-        {
-            "v": HASH_VERSION,
-            "recipe": recipe.model_dump(mode="json", exclude={"source"}),
-            "policy": policy.model_dump(mode="json", exclude={"source"}),
-            "nodes": sorted(node_parts, key=lambda n: str(n["name"])),
-        }
-    )
+    """sha256 hex of the canonical hash document (see the module docstring).
+
+    The document is hashed as it is written, node by node, so a large fleet never holds its
+    whole JSON text in memory; the bytes hashed are exactly ``json.dumps`` (sorted keys, no
+    spaces) of ``{"nodes": [...], "policy": ..., "recipe": ..., "v": ...}``.
+    """
+    h = hashlib.sha256(b'{"nodes":[')
+    for i, part in enumerate(sorted(node_parts, key=lambda n: str(n["name"]))):
+        if i:
+            h.update(b",")
+        h.update(_canonical(part).encode())
+    h.update(b'],"policy":')
+    h.update(_canonical(policy.model_dump(mode="json", exclude={"source"})).encode())
+    h.update(b',"recipe":')
+    h.update(_canonical(recipe.model_dump(mode="json", exclude={"source"})).encode())
+    h.update(f',"v":{_canonical(HASH_VERSION)}}}'.encode())
+    return h.hexdigest()
 
 
 # --------------------------------------------------------------------------------------------
