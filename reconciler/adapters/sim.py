@@ -362,7 +362,7 @@ class SimFleet:
 
     def _new_uid(self) -> str:
         self._uid += 1
-        return str(uuid.UUID(int=self._uid))
+        return str(uuid.uuid5(uuid.NAMESPACE_OID, f"sim/{self._uid}"))  # deterministic, varied
 
     def _write(self, verb: str, target: str) -> None:
         self.writes += 1

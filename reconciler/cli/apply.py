@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
+from reconciler.cli.console import make_console
+from reconciler.cli.runsummary import print_summary
 from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError, SourcePos
 from reconciler.execute.timeline import Event, RunResult
 
@@ -55,16 +56,21 @@ def add_parser(sub: Any) -> None:
     add_metrics_args(p)
 
 
-def _read_plan_hash(path: str) -> str:
+def _read_plan_hashes(path: str) -> dict[str, str]:
+    """``{recipe name: planHash}`` of a ``reconciler plan -o json`` file (one plan or ``{"plans": [...]}``)."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         raise InputError(f"cannot read plan: {e}", SourcePos(path)) from None
     docs = doc.get("plans", [doc]) if isinstance(doc, dict) else []
-    hashes = [str(d["planHash"]) for d in docs if isinstance(d, dict) and d.get("planHash")]
+    hashes = {
+        str((d.get("recipe") or {}).get("name")): str(d["planHash"])
+        for d in docs
+        if isinstance(d, dict) and d.get("planHash") and isinstance(d.get("recipe"), dict)
+    }
     if not hashes:
-        raise InputError("no planHash in plan file", SourcePos(path))
-    return ",".join(sorted(hashes))
+        raise InputError("no planHash in plan file (expected the JSON of `reconciler plan -o json`)", SourcePos(path))
+    return hashes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,10 +87,9 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
-    expected = _read_plan_hash(args.plan) if args.plan else None
+    expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
-    console = Console(stderr=args.output == "json", highlight=False,
-                      width=None if sys.stdout.isatty() else 140)
+    console = make_console(stderr=args.output == "json")
     run_id = args.run_id or new_run_id()
     from reconciler.cli.applyreport import Reporter
     from reconciler.errors import ReconcilerError
@@ -98,14 +103,20 @@ def run(args: argparse.Namespace) -> int:
     stopped = ""
     results: list[RunResult] = []
     try:
-        if expected is not None:
+        if expected is not None:  # every recipe applied must match its reviewed plan
             fleet = observe(opened.cluster)
-            current = ",".join(sorted(compute_plan(r, policies[r.name], fleet).planHash for r in inputs.recipes))
-            if current != expected:
-                raise PlanMismatchError(
-                    f"plan {args.plan} is stale: its planHash {expected[:16]}… does not match the current inputs "
-                    f"({current[:16]}…); re-run `reconciler plan` and review it"
-                )
+            for rec in inputs.recipes:
+                current = compute_plan(rec, policies[rec.name], fleet).planHash
+                if rec.name not in expected:
+                    raise PlanMismatchError(
+                        f"plan {args.plan} has no plan for recipe {rec.name}; plan it and review it"
+                    )
+                if current != expected[rec.name]:
+                    raise PlanMismatchError(
+                        f"plan {args.plan} is stale for recipe {rec.name}: its planHash {expected[rec.name][:12]} does "
+                        f"not match the current inputs and fleet ({current[:12]}); re-run `reconciler plan` and "
+                        "review it"
+                    )
         if args.locked:  # refuse before anything is changed
             fleet = observe(opened.cluster)
             refused = [m for r in inputs.recipes for m in locked_refusals(compute_plan(r, policies[r.name], fleet), r)]
@@ -114,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
         runtime_required = tuple(r.name for r in inputs.recipes if r.runtimeRequired)
         tainted = auto_taint(opened.cluster, inputs.recipes, observe(opened.cluster))
         if tainted and args.output == "text":
-            console.print(f"tainted {len(tainted)} new node(s) runtime-required: {', '.join(tainted[:10])}")
+            console.print(f"tainted {len(tainted)} new node(s) NoSchedule until their runtime-required recipes "
+                          f"complete (autoTaintNewNodes): {', '.join(tainted)}", soft_wrap=True)
         done: list[Recipe] = []
         for recipe in inputs.recipes:
             leases.tick(opened.clock.now())
@@ -177,8 +189,7 @@ def run(args: argparse.Namespace) -> int:
         docs = [r.to_dict() for r in results]
         print(json.dumps(docs[0] if len(docs) == 1 else {"results": docs}, indent=2, sort_keys=True))
     else:
-        for r in results:
-            _summary(console, r)
+        print_summary(console, results)
     if stopped:
         print(f"error: {stopped}", file=sys.stderr)
         return EXIT_FAILED
@@ -203,23 +214,3 @@ def _printer(console: Console) -> Any:
         console.print(f"  {ev.t:9.1f}s  {ev.node:<20} {ev_text}{detail}", markup=True, soft_wrap=True)
 
     return show
-
-
-def _summary(console: Console, r: RunResult) -> None:
-    colour = {"succeeded": "green", "failed": "red", "halted": "red"}[r.result]
-    console.print(f"\n[bold]{r.recipe}[/bold]: [{colour}]{r.result}[/{colour}] in {r.duration:.0f} s (run {r.run_id})")
-    t = Table(show_header=True, header_style="bold")
-    for col in ("compartment", "batches", "nodes ok", "failed", "blocked", "halted"):
-        t.add_column(col)
-    for c in r.compartments:
-        ok = sum(b["succeeded"] for b in c["batches"])
-        failed = sum(b["failed"] for b in c["batches"])
-        blocked = sum(b["blocked"] for b in c["batches"])
-        t.add_row(c["name"], str(len(c["batches"])), str(ok), str(failed), str(blocked),
-                  c["haltReason"] or ("yes" if c["halted"] else "no"))
-    console.print(t)
-    for n in r.nodes:
-        if n.state in ("failed", "blocked"):
-            console.print(f"  [red]{n.name}[/red] {n.state}: {n.message}")
-            if n.log_tail:
-                console.print(f"    log: {n.log_tail[-300:]}")

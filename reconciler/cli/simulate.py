@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
+from reconciler.cli.console import make_console
+from reconciler.cli.runsummary import print_summary
 from reconciler.errors import EXIT_FAILED, EXIT_OK
 from reconciler.execute.timeline import RunResult
 
@@ -58,37 +56,14 @@ def run(args: argparse.Namespace) -> int:
         docs = [{**r.to_dict(), "simulated": True} for r in results]
         print(json.dumps(docs[0] if len(docs) == 1 else {"results": docs}, indent=2, sort_keys=True))
     else:
-        _show(Console(highlight=False, width=None if sys.stdout.isatty() else 140), results, args.timeline,
+        _show(make_console(), results, args.timeline,
               source.description)
     return EXIT_OK if all(r.result == "succeeded" for r in results) else EXIT_FAILED
 
 
-def _hms(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
-
-
-def _show(console: Console, results: list[RunResult], timeline: bool, source: str) -> None:
-    console.print(f"what-if on a simulated copy of the {source} (nothing was changed)")
-    t = Table(show_header=True, header_style="bold")
-    for col in ("recipe", "result", "duration", "nodes complete", "failed", "blocked/waiting", "max disrupted"):
-        t.add_column(col)
-    for r in results:
-        states = [n.state for n in r.nodes]
-        t.add_row(
-            r.recipe,
-            r.result,
-            _hms(r.duration),
-            str(states.count("complete")),
-            str(states.count("failed")),
-            str(states.count("blocked") + states.count("waiting")),
-            ", ".join(f"{c['name']}: {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments),
-        )
-    console.print(t)
-    for r in results:
-        for n in r.nodes:
-            if n.state in ("failed", "blocked", "waiting"):
-                console.print(f"  {r.recipe}: {n.name} {n.state}: {n.message}")
-        if timeline:
+def _show(console: Any, results: list[RunResult], timeline: bool, source: str) -> None:
+    if timeline:
+        for r in results:
             for ev in r.timeline:
-                console.print(f"  {r.recipe} {ev.t:9.1f}s {ev.node:<20} {ev.event} {ev.detail}")
+                console.print(f"  {r.recipe} {ev.t:9.1f}s {ev.node:<20} {ev.event} {ev.detail}", soft_wrap=True)
+    print_summary(console, results, title=f"what-if on a simulated copy of the {source} (nothing was changed)")

@@ -6,10 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.console import make_console
 from reconciler.errors import EXIT_OK
 from reconciler.model.nodestate import (
     PREFIX,
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps({"nodes": docs}, indent=2, sort_keys=True))
         return EXIT_OK
-    console = Console(highlight=False)
+    console = make_console()
     t = Table(show_header=True, header_style="bold")
     cols = ["node", "cordoned", "recipe", "package", "version", "stage", "state"]
     if args.output == "wide":

@@ -20,9 +20,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from reconciler.cli.console import make_console
 from reconciler.cli.status import node_status
 from reconciler.errors import EXIT_OK
 from reconciler.model.nodestate import (
@@ -106,7 +106,7 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
             t.add_column(c)
         for r in rows:
             t.add_row(*(str(r[c]) for c in cols))
-        console = Console(highlight=False)
+        console = make_console()
         console.print(t)
         console.print(f"{package}: {len(rows)} node(s); " + (", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
                                                               or "not recorded on any node"))
@@ -118,7 +118,7 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
     if out in ("json", "yaml"):
         _dump({"nodes": docs}, out)
         return EXIT_OK
-    console = Console(highlight=False)
+    console = make_console()
     for d in docs:
         cordon = "cordoned by us" if d["cordonedByUs"] else ("cordoned" if d["unschedulable"] else "schedulable")
         flags = [cordon] + (["IGNORED"] if d["ignored"] else [])

@@ -448,7 +448,7 @@ class NodeRun:
             try:
                 self.ctx.cluster.evict_pod(tr.pod.namespace, tr.pod.name, tr.pod.uid, opts.gracePeriodSeconds)
                 tr.evicted = True
-                self._event("evict", ref)
+                self._event("evict", f"{ref} (finished: removed)" if tr.pod.finished else ref)
             except NotFoundError:
                 tr.gone = True
             except ConflictError as e:

@@ -8,25 +8,11 @@ from reconciler.model.nodestate import PREFIX, RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.observed import ObservedFleet
 from reconciler.model.recipe import Recipe
 from reconciler.model.selector import Taint
+from reconciler.plan.taints import new_nodes_to_taint
 from reconciler.ports import Cluster
 
 AUTO_TAINT_KEY = f"{PREFIX}/autoTaint"
 RUNTIME_REQUIRED_TAINT = Taint(key=RUNTIME_REQUIRED_TAINT_KEY, value="true", effect="NoSchedule")
-
-
-def new_nodes_to_taint(recipes: Sequence[Recipe], fleet: ObservedFleet) -> list[str]:
-    """Nodes selected by a recipe with ``runtimeRequired`` and ``autoTaintNewNodes`` that carry
-    none of our annotations yet (they joined and were never worked on) and no runtime-required
-    taint. Pure."""
-    out = []
-    for name, node in fleet.nodes.items():
-        if any(k.startswith(f"{PREFIX}/") for k in node.annotations):
-            continue
-        if any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints):
-            continue
-        if any(r.runtimeRequired and r.autoTaintNewNodes and r.nodeSelector.matches(node.labels) for r in recipes):
-            out.append(name)
-    return out
 
 
 def auto_taint(cluster: Cluster, recipes: Sequence[Recipe], fleet: ObservedFleet) -> list[str]:

@@ -89,6 +89,7 @@ from reconciler.plan.batching import assign_compartments, ceiling, compartment_s
 from reconciler.plan.drain import classify_pods
 from reconciler.plan.graph import dependents, find_cycle
 from reconciler.plan.interrupts import merge_interrupts
+from reconciler.plan.taints import is_new_node
 
 #: Hash document version: bump when the hashed document's shape changes.
 HASH_VERSION = 1
@@ -403,6 +404,14 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
     if ignored:
         warnings.append(f"{len(ignored)} node(s) are labelled {IGNORE_LABEL}=true and left alone: {_names(ignored)}")
     selected = [n for n in matching if not is_ignored(n.labels)]
+    if recipe.runtimeRequired and recipe.autoTaintNewNodes:
+        fresh = [n.name for n in selected if is_new_node(n)]
+        if fresh:
+            warnings.append(
+                f"apply will taint {len(fresh)} node(s) {RUNTIME_REQUIRED_TAINT_KEY}:NoSchedule first "
+                f"(autoTaintNewNodes: they carry none of our records yet) until every runtime-required "
+                f"recipe is complete on them: {_names(fresh)}"
+            )
     memo: dict[tuple[str | None, ...], tuple[NodeDiff, list[Step]]] = {}
     drafts = [_plan_node(recipe, fleet, n, deps, warnings, memo) for n in selected]
 

@@ -120,3 +120,19 @@ def test_locked_apply_refuses_a_downgrade_without_uninstall_steps(files: tuple[P
     assert not again.exists()
     rc = main(["apply", str(recipe), "--no-locked", "--cluster", f"sim:{saved}", "-o", "json"])
     assert rc == 0 and json.loads(capsys.readouterr().out)["result"] == "succeeded"
+
+
+def test_a_reviewed_multi_recipe_plan_admits_applying_one_of_its_recipes(
+        files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fleet, recipe = files
+    other = tmp_path / "other.yaml"
+    other.write_text(RECIPE.replace("name: kernel-fix", "name: other-fix"))
+    assert main(["plan", str(recipe), str(other), "--cluster", f"sim:{fleet}", "-o", "json"]) in (0, 3)
+    plan = tmp_path / "plan.json"
+    plan.write_text(capsys.readouterr().out)
+    assert main(["apply", str(recipe), "--cluster", f"sim:{fleet}", "--plan", str(plan), "-o", "json"]) == 0
+    capsys.readouterr()
+    third = tmp_path / "third.yaml"
+    third.write_text(RECIPE.replace("name: kernel-fix", "name: third-fix"))
+    assert main(["apply", str(third), "--cluster", f"sim:{fleet}", "--plan", str(plan)]) == 2
+    assert "no plan for recipe third-fix" in capsys.readouterr().err

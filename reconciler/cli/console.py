@@ -1,0 +1,17 @@
+"""The terminal output of the CLI: one place decides colours and width."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+#: Width used when the output is not a terminal (CI logs, pipes): wide enough that tables of node,
+#: package and stage names are not cut.
+PIPE_WIDTH = 160
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A rich Console: the terminal's width on a TTY, :data:`PIPE_WIDTH` columns otherwise."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else PIPE_WIDTH)
