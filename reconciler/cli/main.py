@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import sys
 from collections.abc import Sequence
 
@@ -35,7 +36,22 @@ def build_parser() -> argparse.ArgumentParser:
     for verb in VERBS:
         mod = importlib.import_module(f"reconciler.cli.{verb}")
         mod.add_parser(sub)
+    for sp in {id(v): v for v in sub.choices.values()}.values():
+        _plain_help(sp)
     return p
+
+
+_ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+
+
+def _plain_help(p: argparse.ArgumentParser) -> None:
+    """Module docstrings reused as help are reStructuredText: show them as plain text."""
+    if p.description:
+        p.description = _ROLE.sub(r"\1", p.description).replace("``", "")
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _plain_help(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
