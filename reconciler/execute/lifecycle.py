@@ -181,6 +181,7 @@ class NodeRun:
     _waiting_logged: bool = False
     lifecycle: str = ""
     _pending: dict[str, str | None] = field(default_factory=dict)
+    _pending_labels: dict[str, str | None] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -223,16 +224,20 @@ class NodeRun:
         unschedulable: bool | None = None,
         taints: Any = None,
     ) -> None:
-        pending = self._pending
+        pending, pending_labels = self._pending, self._pending_labels
         if pending:
             annotations = {**pending, **(annotations or {})}
             self._pending = {}
+        if pending_labels:
+            labels = {**pending_labels, **(labels or {})}
+            self._pending_labels = {}
         try:
             self.node = self.ctx.cluster.patch_node(
                 self.name, annotations=annotations, labels=labels, unschedulable=unschedulable, taints=taints
             )
         except ClusterError:
             self._pending = {**pending, **self._pending}  # not written: keep the deferred records for the retry
+            self._pending_labels = {**pending_labels, **self._pending_labels}
             raise
 
     def _annotation(self, key: str) -> str | None:
@@ -366,10 +371,11 @@ class NodeRun:
     def _phase_cordon(self) -> float | None:
         node = self.node or self._read()
         if not self.plan.cordon:
-            self._patch(annotations={inflight_key(self.recipe.name): self._inflight("stages"),
-                                     status_key(self.recipe.name): "in_progress",
-                                     state_key(self.recipe.name): self._state_annotation()},
-                        labels={status_key(self.recipe.name): "in_progress"})
+            # nothing disruptive happens before the first stage: its record carries these too
+            self._defer({inflight_key(self.recipe.name): self._inflight("stages"),
+                         status_key(self.recipe.name): "in_progress",
+                         state_key(self.recipe.name): self._state_annotation()})
+            self._pending_labels[status_key(self.recipe.name)] = "in_progress"
             self.phase = "stages"
             return self._phase_stages()
         ann: dict[str, str | None] = {
