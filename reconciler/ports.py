@@ -121,6 +121,11 @@ class Cluster(Protocol):
         """All nodes (one LIST)."""
         ...
 
+    def list_unschedulable_nodes(self) -> list[NodeInfo]:
+        """Cordoned nodes only (``spec.unschedulable=true``): what the budget check needs before
+        each batch, without listing the whole fleet."""
+        ...
+
     def get_node(self, name: str) -> NodeInfo:
         """One node, fresh. Raises NotFoundError."""
         ...

@@ -704,6 +704,11 @@ class KubeCluster:
         """All nodes (paginated LIST), optionally filtered by a label selector string."""
         return [node_from(o) for o in self._list(self._core.list_node, "list nodes", label_selector=label_selector)]
 
+    def list_unschedulable_nodes(self) -> list[NodeInfo]:
+        """Cordoned nodes only (field selector ``spec.unschedulable=true``): one small LIST."""
+        objs = self._list(self._core.list_node, "list unschedulable nodes", field_selector="spec.unschedulable=true")
+        return [node_from(o) for o in objs]
+
     def get_node(self, name: str) -> NodeInfo:
         """One node, fresh. Raises NotFoundError."""
         return node_from(self._json(self._core.read_node, f"get node {name}", name))

@@ -382,6 +382,10 @@ class SimFleet:
         """All nodes."""
         return [node_from(self.nodes[k]) for k in sorted(self.nodes)]
 
+    def list_unschedulable_nodes(self) -> list[NodeInfo]:
+        """Cordoned nodes only."""
+        return [n for n in self.list_nodes() if n.unschedulable]
+
     def get_node(self, name: str) -> NodeInfo:
         """One node. Raises NotFoundError."""
         if name not in self.nodes:

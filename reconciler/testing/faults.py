@@ -263,6 +263,13 @@ class FaultyCluster:
         out: list[NodeInfo] = self._call("list_nodes", "nodes", "list nodes", self.inner.list_nodes)
         return out
 
+    def list_unschedulable_nodes(self) -> list[NodeInfo]:
+        """Forwarded ``Cluster.list_unschedulable_nodes``."""
+        out: list[NodeInfo] = self._call(
+            "list_nodes", "nodes", "list unschedulable nodes", self.inner.list_unschedulable_nodes
+        )
+        return out
+
     def get_node(self, name: str) -> NodeInfo:
         """Forwarded ``Cluster.get_node``."""
         out: NodeInfo = self._call("get_node", f"node/{name}", f"get node {name}", lambda: self.inner.get_node(name))
