@@ -6,8 +6,13 @@ same objects (UIDs derive from names, timestamps from ``start``).
 
 from __future__ import annotations
 
+import io
+import os
 import uuid
+from pathlib import Path
 from typing import Any
+
+from ruamel.yaml import YAML
 
 from reconciler.adapters.kubeobjects import format_time
 
@@ -146,3 +151,12 @@ def gpu_fleet(nodes_per_zone: int = 12, zones: tuple[str, ...] = ("us-east-1a", 
     objs += pods
     objs.append(make_pdb("serving", "inference", {"app": "inference"}, max_unavailable=1))
     return objs
+
+
+def write_fleet(path: str | os.PathLike[str], objects: list[Obj]) -> str:
+    """Write ``objects`` as a ``v1 List`` in kubectl YAML (what ``--cluster sim:PATH`` reads);
+    returns the path as a string."""
+    buf = io.StringIO()
+    YAML(typ="safe", pure=True).dump({"apiVersion": "v1", "kind": "List", "items": objects}, buf)
+    Path(path).write_text(buf.getvalue(), encoding="utf-8")
+    return str(path)

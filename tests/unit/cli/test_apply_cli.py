@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 
 from reconciler.cli.main import main
-from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod, write_fleet
 
 SHA = "sha256:" + "b" * 64
 RECIPE = f"""\
@@ -42,9 +40,7 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
              make_pod("web", "w-2", "n2", labels={"app": "w"}, owner=("ReplicaSet", "w")),
              make_pdb("web", "w", {"app": "w"}, max_unavailable=1)]
     fleet = tmp_path / "fleet.yaml"
-    buf = io.StringIO()
-    YAML(typ="safe", pure=True).dump({"apiVersion": "v1", "kind": "List", "items": objs}, buf)
-    fleet.write_text(buf.getvalue())
+    write_fleet(fleet, objs)
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(RECIPE)
     return fleet, recipe

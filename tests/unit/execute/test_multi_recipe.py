@@ -3,19 +3,17 @@ taint, autoTaintNewNodes."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 
 from reconciler.adapters.sim import SimFleet
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.cli.main import main
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key
-from reconciler.testing.fleetgen import make_node
+from reconciler.testing.fleetgen import make_node, write_fleet
 
 from .harness import apply, pkg, policy, recipe
 
@@ -47,9 +45,7 @@ spec:
 
 def _fleet_file(tmp_path: Path, objs: list[dict]) -> Path:
     f = tmp_path / "fleet.yaml"
-    buf = io.StringIO()
-    YAML(typ="safe", pure=True).dump({"apiVersion": "v1", "kind": "List", "items": objs}, buf)
-    f.write_text(buf.getvalue())
+    write_fleet(f, objs)
     return f
 
 

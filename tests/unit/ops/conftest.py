@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,15 +11,14 @@ import pytest
 from ruamel.yaml import YAML
 
 from reconciler.cli.main import main
+from reconciler.testing import fleetgen
 
 Obj = dict[str, Any]
 
 
 def write_fleet(path: Path, objs: list[Obj]) -> Path:
     """Write ``objs`` as a kubectl ``v1 List`` YAML file (a ``--cluster sim:`` fleet)."""
-    buf = io.StringIO()
-    YAML(typ="safe", pure=True).dump({"apiVersion": "v1", "kind": "List", "items": objs}, buf)
-    path.write_text(buf.getvalue(), encoding="utf-8")
+    fleetgen.write_fleet(path, objs)
     return path
 
 
