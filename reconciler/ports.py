@@ -186,6 +186,12 @@ class Cluster(Protocol):
         """One write: delete the stage pod (after success, or to restart it); absent is fine."""
         ...
 
+    def end_run(self, run_id: str) -> None:
+        """Release what the stage pods of lifecycle ``run_id`` shared (the kube adapter deletes the
+        run's owner object; the garbage collector removes its shared ConfigMaps and any pod left).
+        Called only when none of that lifecycle's nodes failed, so failed pods keep their logs."""
+        ...
+
     def delete_stages(self, recipe: str, node: str) -> None:
         """One write: delete every stage pod of ``recipe`` on ``node`` (a delete-collection by
         labels), once the node is complete; failed nodes keep theirs for the logs."""

@@ -1023,6 +1023,10 @@ class KubeCluster:
                 label_selector=sel,
             )
 
+    def end_run(self, run_id: str) -> None:
+        """Port ``end_run``: :meth:`delete_run`."""
+        self.delete_run(run_id)
+
     def delete_run(self, run_id: str) -> None:
         """Delete the run-owner ConfigMap ``run-<run id>`` (background propagation: the garbage
         collector then deletes the run's remaining stage pods and ConfigMaps). Absent is fine."""

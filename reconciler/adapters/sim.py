@@ -755,6 +755,9 @@ class SimFleet:
         del self._stages[spec.pod_name]
         self._after_write()
 
+    def end_run(self, run_id: str) -> None:
+        """Nothing shared to release in the simulated fleet (stage pods go with ``delete_stages``)."""
+
     def delete_stages(self, recipe: str, node: str) -> None:
         """One write: delete every stage pod of ``recipe`` on ``node``."""
         names = [k for k, v in self._stages.items() if v["spec"].recipe == recipe and v["spec"].node == node]

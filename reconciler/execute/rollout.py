@@ -253,7 +253,20 @@ class Rollout:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        self._end_lifecycles()
         return self._result(comps, self.clock.now() - start)
+
+    def _end_lifecycles(self) -> None:
+        """Release the shared objects of the lifecycles this run started, unless one of their
+        nodes failed or is still running (their stage pods keep the logs and the resume point).
+        Lifecycles resumed from an earlier run may still have failed nodes outside this run: left."""
+        mine = [r for r in self.runs.values() if r.lifecycle == self.run_id]
+        if not mine or any(r.outcome in (Outcome.FAILED, Outcome.RUNNING) for r in mine):
+            return
+        try:
+            self.cluster.end_run(self.run_id)
+        except ClusterError as e:  # leftovers only: report, do not fail the run
+            log.warning("run %s: could not release its stage objects: %s", self.run_id, e)
 
     def _refresh_held(self, c: _Compartment) -> None:
         """Nodes of the compartment that are unavailable (unschedulable) when a batch starts:

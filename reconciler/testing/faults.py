@@ -349,6 +349,10 @@ class FaultyCluster:
         self._call("delete_stage", _stage_target(spec), f"delete pod {spec.pod_name}",
                    lambda: self.inner.delete_stage(spec))
 
+    def end_run(self, run_id: str) -> None:
+        """Forwarded ``Cluster.end_run``."""
+        self._call("end_run", f"run/{run_id}", f"end run {run_id}", lambda: self.inner.end_run(run_id))
+
     def delete_stages(self, recipe: str, node: str) -> None:
         """Forwarded ``Cluster.delete_stages``."""
         self._call("delete_stages", f"stages/{recipe}/{node}", f"delete stage pods of {recipe} on {node}",

@@ -152,6 +152,14 @@ def test_full_apply_across_twelve_nodes(controlplane: Any, controlplane_reboots:
     assert {p.metadata.uid for p in core.list_namespaced_pod(namespace, label_selector="app=node-exporter").items} \
         == ds_uids
     assert len(controlplane_reboots.reboots) >= 12
+    # nothing left behind: the run's owner object and its shared ConfigMaps go, stage pods were deleted
+    run_owner = f"run-{doc['runId']}"
+    _wait("run objects collected", lambda: not [
+        c for c in core.list_namespaced_config_map("node-reconciler").items
+        if c.metadata.name == run_owner or any(o.name == run_owner for o in c.metadata.owner_references or ())])
+    _wait("stage pods deleted", lambda: not [
+        p for p in core.list_namespaced_pod("node-reconciler").items
+        if (p.metadata.labels or {}).get("reconciler.nodewright.dev/recipe") == name], timeout=30)
 
 
 def test_failing_stage_fails_the_node_keeps_it_cordoned_and_halts(controlplane: Any, api: Any, make_nodes: Any,
