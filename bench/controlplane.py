@@ -184,7 +184,8 @@ def main() -> None:
                 COUNTS.clear()
                 srv0 = _server_counts(cp)
                 doc, cpu, wall = _apply(["apply", str(recipe), "--policy", str(work / "policy.yaml"),
-                                         "--kubeconfig", str(cp.kubeconfig), "--no-status-object", "-o", "json"])
+                                         "--kubeconfig", str(cp.kubeconfig), "--no-status-object", "-o", "json",
+                                         "--workers", os.environ.get("BENCH_WORKERS", "16")])
                 srv = _server_counts(cp) - srv0
                 changed = sum(1 for n in doc["nodes"] if n["state"] == "complete")
                 evicted = sum(1 for e in doc["timeline"] if e["event"] == "evict")
