@@ -103,10 +103,12 @@ def run(args: argparse.Namespace) -> int:
     stopped = ""
     results: list[RunResult] = []
     try:
+        # pre-checks on one observation, one plan per recipe; nothing is written before they pass
+        fleet = observe(opened.cluster)
+        first = {r.name: compute_plan(r, policies[r.name], fleet) for r in inputs.recipes}
         if expected is not None:  # every recipe applied must match its reviewed plan
-            fleet = observe(opened.cluster)
             for rec in inputs.recipes:
-                current = compute_plan(rec, policies[rec.name], fleet).planHash
+                current = first[rec.name].planHash
                 if rec.name not in expected:
                     raise PlanMismatchError(
                         f"plan {args.plan} has no plan for recipe {rec.name}; plan it and review it"
@@ -118,12 +120,11 @@ def run(args: argparse.Namespace) -> int:
                         "review it"
                     )
         if args.locked:  # refuse before anything is changed
-            fleet = observe(opened.cluster)
-            refused = [m for r in inputs.recipes for m in locked_refusals(compute_plan(r, policies[r.name], fleet), r)]
+            refused = [m for r in inputs.recipes for m in locked_refusals(first[r.name], r)]
             if refused:
                 raise InputError("; ".join(refused))
         runtime_required = tuple(r.name for r in inputs.recipes if r.runtimeRequired)
-        tainted = auto_taint(opened.cluster, inputs.recipes, observe(opened.cluster))
+        tainted = auto_taint(opened.cluster, inputs.recipes, fleet)
         if tainted and args.output == "text":
             console.print(f"tainted {len(tainted)} new node(s) NoSchedule until their runtime-required recipes "
                           f"complete (autoTaintNewNodes): {', '.join(tainted)}", soft_wrap=True)
