@@ -56,9 +56,9 @@ from reconciler.model.nodestate import (
 )
 from reconciler.model.observed import NodeInfo, PodInfo
 from reconciler.model.plan import NodePlan, Step
-from reconciler.model.recipe import Interrupt, Package, Recipe
+from reconciler.model.recipe import Interrupt, Package, Recipe, parse_duration
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
-from reconciler.plan.drain import MANAGED_BY, classify_pods
+from reconciler.plan.drain import classify_pods
 from reconciler.ports import Clock, Cluster, StageSpec
 
 log = logging.getLogger(__name__)
@@ -581,8 +581,6 @@ class NodeRun:
         same = pkg is not None and pkg.version == run.version
         grace = None
         if same and pkg is not None and pkg.gracefulShutdown:
-            from reconciler.model.recipe import parse_duration
-
             grace = int(parse_duration(pkg.gracefulShutdown))
         return StageSpec(
             recipe=self.recipe.name,
@@ -898,15 +896,12 @@ class NodeRun:
             self._event("uncordon", f"claim released; still cordoned for {', '.join(others)}")
         self.owns_cordon = False
         self.ctx.cluster.delete_stages(name, self.name)
-        if any(c for c in [self._had_failure_condition(node)]):
+        if failure_key(name) in node.annotations:  # it had failed: clear its Erroring condition
             self.ctx.cluster.set_node_condition(self.name, condition_type(name, "Erroring"), "False",
                                                 "Complete", f"recipe {name} complete")
         self.outcome = Outcome.COMPLETE
         self._event("complete", "untainted runtime-required" if taints is not None else "")
         return None
-
-    def _had_failure_condition(self, node: NodeInfo) -> bool:
-        return failure_key(self.recipe.name) in node.annotations
 
     def _fail(
         self,
@@ -991,8 +986,3 @@ def _cordon_claims(node: NodeInfo, except_recipe: str) -> list[str]:
 
 def _status(node: NodeInfo, recipe: str) -> str:
     return node.labels.get(status_key(recipe)) or node.annotations.get(status_key(recipe)) or ""
-
-
-def is_stage_pod(pod: PodInfo) -> bool:
-    """Whether ``pod`` is one of our stage pods."""
-    return pod.labels.get(MANAGED_BY[0]) == MANAGED_BY[1]

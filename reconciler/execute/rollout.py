@@ -34,10 +34,8 @@ from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Tim
 from reconciler.model.nodestate import (
     FailureRecord,
     condition_type,
-    cordon_key,
     digest,
     failure_key,
-    inflight_key,
     parse_model,
 )
 from reconciler.model.plan import NodePlan, Plan
@@ -438,13 +436,3 @@ class Rollout:
             duration=duration,
             writes=getattr(self.cluster, "writes", 0),
         )
-
-
-def leftover_records(cluster: Cluster, recipe: str) -> dict[str, list[str]]:
-    """Nodes carrying this recipe's cordon, in-flight or failure records (for status and resume)."""
-    out: dict[str, list[str]] = {}
-    for n in cluster.list_nodes():
-        keys = [k for k in (cordon_key(recipe), inflight_key(recipe), failure_key(recipe)) if k in n.annotations]
-        if keys:
-            out[n.name] = keys
-    return out
