@@ -125,6 +125,16 @@ def _server_counts(cp: Any) -> collections.Counter[tuple[str, str]]:
     return out
 
 
+def _pprof(cp: Any, path: str, seconds: int = 20) -> None:
+    import ssl
+    import urllib.request
+
+    req = urllib.request.Request(f"{cp.server}/debug/pprof/profile?seconds={seconds}",
+                                 headers={"Authorization": f"Bearer {cp.admin_token}"})
+    ctx = ssl.create_default_context(cafile=str(cp.ca_file))
+    Path(path).write_bytes(urllib.request.urlopen(req, context=ctx, timeout=seconds + 30).read())
+
+
 def _apply(args: list[str]) -> tuple[dict[str, Any], float, float]:
     import contextlib
     import io
@@ -152,6 +162,8 @@ def main() -> None:
     from tests.controlplane.cluster import ControlPlane, RebootEmulator
 
     _count_requests()
+    if os.environ.get("BENCH_PPROF"):
+        os.environ["CONTROLPLANE_PROFILING"] = "1"
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "reconciler-bench"
     work.mkdir(exist_ok=True)
     (work / "policy.yaml").write_text(POLICY)
@@ -183,20 +195,27 @@ def main() -> None:
                 _recipe(recipe, value)
                 COUNTS.clear()
                 srv0 = _server_counts(cp)
+                cpu0 = cp.cpu_seconds()
+                if os.environ.get("BENCH_PPROF"):  # a CPU profile of kube-apiserver during the run
+                    threading.Thread(target=_pprof, args=(cp, f"{os.environ['BENCH_PPROF']}-{len(rows) + 1}"),
+                                     daemon=True).start()
                 doc, cpu, wall = _apply(["apply", str(recipe), "--policy", str(work / "policy.yaml"),
                                          "--kubeconfig", str(cp.kubeconfig), "--no-status-object", "-o", "json",
                                          "--workers", os.environ.get("BENCH_WORKERS", "16")])
                 srv = _server_counts(cp) - srv0
+                comp_cpu = {k: v - cpu0.get(k, 0.0) for k, v in cp.cpu_seconds().items()}
+                # the whole run document, for looking into where the time went
+                (work / f"run-{len(rows) + 1}.json").write_text(json.dumps(doc))
                 changed = sum(1 for n in doc["nodes"] if n["state"] == "complete")
                 evicted = sum(1 for e in doc["timeline"] if e["event"] == "evict")
                 batches = sum(len(c["batches"]) for c in doc["compartments"])
                 rows.append((label, changed, evicted, batches, dict(COUNTS), dict(srv), cpu, wall,
-                             ideal_from_timeline(doc)))
+                             ideal_from_timeline(doc), comp_cpu))
         finally:
             emu.stop()
     print(f"control plane: {a.nodes} kwok nodes, {a.nodes * a.pods_per_node} pods; setup {setup:.0f} s; "
           f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-    for label, changed, evicted, batches, ours, srv, cpu, wall, ideal_seen in rows:
+    for label, changed, evicted, batches, ours, srv, cpu, wall, ideal_seen, comp_cpu in rows:
         writes = sum(v for (verb, _r), v in ours.items() if verb in ("POST", "PATCH", "PUT", "DELETE"))
         reads = {k: v for k, v in ours.items() if k[0] in ("GET", "LIST", "WATCH")}
         # nominal: waves of batches, each node = its stages (1 s each on kwok) + a 2 s reboot
@@ -213,6 +232,8 @@ def main() -> None:
         print(f"  our reads: {sum(reads.values())} ({sum(reads.values()) / max(changed, 1):.1f} per node)")
         total = sum(srv.values())
         print(f"  cluster total (apiserver_request_total, all clients): {total}")
+        print("  CPU seconds during the run: reconciler " + f"{cpu:.1f}, " + ", ".join(
+            f"{k} {v:.1f}" for k, v in sorted(comp_cpu.items(), key=lambda kv: -kv[1])))
 
 
 if __name__ == "__main__":

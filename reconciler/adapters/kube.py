@@ -36,13 +36,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from reconciler.adapters.kubecache import NODES, PODS, WatchCache
 from reconciler.adapters.kubeobjects import node_from, parse_time, pdb_from, pod_from
 from reconciler.errors import (
     ClusterError,
@@ -66,6 +67,7 @@ _new_client_from_config: Callable[..., client.ApiClient] = config.new_client_fro
 _load_incluster_config: Callable[..., None] = config.load_incluster_config
 
 DEFAULT_NAMESPACE = "node-reconciler"
+DEFAULT_POOL_SIZE = 32  # HTTP connections kept open (the client's default is 5 x CPUs)
 DEFAULT_AGENT_IMAGE = "nvcr.io/nvidia/skyhook/agent:v6.4.1"
 DEFAULT_PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 #: Host directory under which package files are copied (NodeWright ``COPY_DIR_ROOT``).
@@ -539,6 +541,13 @@ def _lease_from(obj: Obj) -> LeaseRecord:
     )
 
 
+def _configuration(pool_size: int) -> client.Configuration:
+    """A client Configuration whose urllib3 pool keeps ``pool_size`` connections (>= 1)."""
+    cfg = client.Configuration()
+    cfg.connection_pool_maxsize = max(1, pool_size)
+    return cfg
+
+
 # ------------------------------------------------------------------------------------------------
 # the adapter
 
@@ -579,10 +588,13 @@ class KubeCluster:
         request_timeout: float = 30.0,
         page_size: int = 500,
         fetch_logs: bool = True,
+        cache: WatchCache | None = None,
     ) -> None:
         """``request_timeout``: read timeout per request in seconds (connect timeout 10 s).
         ``page_size``: ``limit`` of each LIST page. ``fetch_logs``: read the failing container's
-        log tail in :meth:`stage_status`."""
+        log tail in :meth:`stage_status`. ``cache``: a WatchCache fed by a WatchClock on the same
+        cluster; :meth:`get_node` and :meth:`stage_status` then answer from it for the nodes and
+        stage pods already read or written (no request), see :mod:`reconciler.adapters.kubecache`."""
         self.api_client = api_client
         self.namespace = namespace
         self.agent_image = agent_image
@@ -593,6 +605,7 @@ class KubeCluster:
         self.request_timeout = request_timeout
         self.page_size = page_size
         self.fetch_logs = fetch_logs
+        self.cache = cache
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
         self._policy = client.PolicyV1Api(api_client)
@@ -601,14 +614,20 @@ class KubeCluster:
         self._namespace_ready = False
         self._run_owners: dict[str, Obj] = {}
         self._config_maps: set[str] = set()  # shared package ConfigMaps known to exist
+        self._log_tails: dict[tuple[str, str], str] = {}  # (pod UID, container) → log tail read
         self._instance = f"{socket.gethostname()}-{os.getpid()}"
 
     # -- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def from_kubeconfig(cls, path: str | None = None, context: str | None = None, **kwargs: Any) -> KubeCluster:
+    def from_kubeconfig(
+        cls, path: str | None = None, context: str | None = None, *, pool_size: int = DEFAULT_POOL_SIZE, **kwargs: Any
+    ) -> KubeCluster:
         """From a kubeconfig file (``path`` None: ``$KUBECONFIG`` or ``~/.kube/config``) and
-        optional ``context``; ``kwargs`` go to the constructor. With neither ``path``, ``context``,
+        optional ``context``; ``kwargs`` go to the constructor. ``pool_size``: HTTP connections
+        kept open to the API server; give at least the number of threads that call the cluster at
+        once plus one per watch stream, or surplus connections are closed after each request and
+        the next one pays a new TLS handshake. With neither ``path``, ``context``,
         ``$KUBECONFIG`` nor ``~/.kube/config`` but ``KUBERNETES_SERVICE_HOST`` set (running in a
         pod, e.g. an Argo CD hook Job), the pod's service account is used (:meth:`in_cluster`), as
         client-go does.
@@ -623,21 +642,23 @@ class KubeCluster:
             and not os.path.exists(os.path.expanduser("~/.kube/config"))
             and os.environ.get("KUBERNETES_SERVICE_HOST")
         ):
-            return cls.in_cluster(**kwargs)
+            return cls.in_cluster(pool_size=pool_size, **kwargs)
         try:
-            api = _new_client_from_config(config_file=path, context=context, persist_config=False)
+            api = _new_client_from_config(config_file=path, context=context, persist_config=False,
+                                          client_configuration=_configuration(pool_size))
         except (ConfigException, OSError, ValueError, TypeError) as e:
             raise ClusterError(f"kubeconfig {path or '(default)'}: {e}") from None
         return cls(api, **kwargs)
 
     @classmethod
-    def in_cluster(cls, **kwargs: Any) -> KubeCluster:
-        """From the pod's service account (``KUBERNETES_SERVICE_HOST`` + mounted token).
+    def in_cluster(cls, *, pool_size: int = DEFAULT_POOL_SIZE, **kwargs: Any) -> KubeCluster:
+        """From the pod's service account (``KUBERNETES_SERVICE_HOST`` + mounted token);
+        ``pool_size`` as in :meth:`from_kubeconfig`.
 
         Raises:
             ClusterError: not running in a pod (or the token is unreadable).
         """
-        cfg = client.Configuration()
+        cfg = _configuration(pool_size)
         try:
             _load_incluster_config(client_configuration=cfg)
         except (ConfigException, OSError) as e:
@@ -710,8 +731,26 @@ class KubeCluster:
         return [node_from(o) for o in objs]
 
     def get_node(self, name: str) -> NodeInfo:
-        """One node, fresh. Raises NotFoundError."""
-        return node_from(self._json(self._core.read_node, f"get node {name}", name))
+        """One node, current as of the last watch event (from the cache when it tracks the node,
+        else one GET). Raises NotFoundError."""
+        if self.cache is not None:
+            hit, info = self.cache.lookup(NODES, name)
+            if hit:
+                if info is None:
+                    raise NotFoundError(f"get node {name}: node {name} not found (deleted)", 404, "NotFound")
+                return cast(NodeInfo, info)
+            self.cache.track(NODES, name)
+        return self._node_answer(self._json(self._core.read_node, f"get node {name}", name))
+
+    def _node_answer(self, obj: Obj) -> NodeInfo:
+        """A node the API server returned: kept in the cache (when tracked) and parsed."""
+        if self.cache is not None and obj:
+            self.cache.store(NODES, obj)
+        return node_from(obj)
+
+    def _track(self, kind: str, key: Any) -> None:
+        if self.cache is not None:
+            self.cache.track(kind, key)
 
     def list_pods(self, node_name: str | None = None, label_selector: str | None = None) -> list[PodInfo]:
         """Pods of every namespace (paginated LIST, as kubectl drain lists them), optionally only
@@ -787,10 +826,11 @@ class KubeCluster:
             body["metadata"] = meta
         if spec:
             body["spec"] = spec
+        self._track(NODES, name)
         obj = self._json(
             self._core.patch_node, f"patch node {name}", name, body, field_manager=COMPONENT, _content_type=_MERGE_PATCH
         )
-        return node_from(obj)
+        return self._node_answer(obj)
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
         """Add or replace (by type) one ``status.conditions`` entry with a strategic-merge patch of
@@ -810,14 +850,15 @@ class KubeCluster:
             "lastHeartbeatTime": now,
             "lastTransitionTime": transition,
         }
-        self._raw(
+        self._track(NODES, name)
+        self._node_answer(self._json(
             self._core.patch_node_status,
             f"set condition {type_} on node {name}",
             name,
             {"status": {"conditions": [cond]}},
             field_manager=COMPONENT,
             _content_type=_STRATEGIC_PATCH,
-        )
+        ))
 
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
         """POST a policy/v1 Eviction for the pod with ``deleteOptions.preconditions.uid`` (and the
@@ -948,18 +989,20 @@ class KubeCluster:
             owner=owner,
             image_pull_secret=self.image_pull_secret,
         )
+        self._track(PODS, (ns, spec.pod_name))
         try:
-            self._raw(
+            self._pod_answer(self._json(
                 self._core.create_namespaced_pod,
                 f"create stage pod {ns}/{spec.pod_name}",
                 ns,
                 client.V1Pod.model_validate(pod),
                 field_manager=COMPONENT,
-            )
+            ))
         except ConflictError as e:
             if e.reason != "AlreadyExists":
                 raise
-            existing = self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns)
+            existing = self._pod_answer(
+                self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns))
             if (existing.get("metadata") or {}).get("deletionTimestamp"):
                 raise ConflictError(
                     f"stage pod {ns}/{spec.pod_name} is still terminating; start it again when it is gone",
@@ -973,13 +1016,32 @@ class KubeCluster:
         last 20 lines of the failing container's log, best effort (empty when logs are unavailable,
         e.g. on kwok nodes)."""
         ns = self.namespace
-        try:
-            pod = self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns)
-        except NotFoundError:
-            return StageStatus("missing")
+        pod: Obj | None = None
+        if self.cache is not None:
+            hit, pod = self.cache.lookup(PODS, (ns, spec.pod_name))
+            if hit and pod is None:
+                return StageStatus("missing")
+            if not hit:
+                self.cache.track(PODS, (ns, spec.pod_name))
+        if pod is None:
+            try:
+                pod = self._pod_answer(
+                    self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns))
+            except NotFoundError:
+                return StageStatus("missing")
         st, container = stage_status_from_pod(pod)
         if st.phase == "failed" and container and self.fetch_logs:
-            tail = self._log_tail(spec.pod_name, container)
+            # a terminated container's log no longer changes: read it once per pod (by UID)
+            uid = str((pod.get("metadata") or {}).get("uid") or "")
+            memo_key = (uid, container)
+            tail = self._log_tails.get(memo_key) if uid else None
+            if tail is None:
+                tail = self._log_tail(spec.pod_name, container)
+                if uid:
+                    with self._lock:
+                        if len(self._log_tails) >= 1024:
+                            self._log_tails.clear()
+                        self._log_tails[memo_key] = tail
             if tail:
                 st = StageStatus(st.phase, st.exit_code, st.reason, tail, st.started)
         return st
@@ -1007,7 +1069,14 @@ class KubeCluster:
         the same spec raises ConflictError until it is gone."""
         ns = self.namespace
         with contextlib.suppress(NotFoundError):
-            self._raw(self._core.delete_namespaced_pod, f"delete pod {ns}/{spec.pod_name}", spec.pod_name, ns)
+            self._pod_answer(
+                self._json(self._core.delete_namespaced_pod, f"delete pod {ns}/{spec.pod_name}", spec.pod_name, ns))
+
+    def _pod_answer(self, obj: Obj) -> Obj:
+        """A pod the API server returned: kept in the cache (when tracked)."""
+        if self.cache is not None and obj.get("kind") == "Pod":
+            self.cache.store(PODS, obj)
+        return obj
 
     def delete_stages(self, recipe: str, node: str) -> None:
         """Delete every stage and interrupt pod of ``recipe`` on ``node`` with one delete-collection

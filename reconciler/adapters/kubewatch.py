@@ -10,7 +10,9 @@ changed", and the rollout looks at every node, as with plain polling.
 
 Watches are raw (``_preload_content=False``, JSON lines) so large fleets are not deserialised into
 client model objects; a 410 Gone restarts from a fresh LIST's resourceVersion, as client-go's
-reflector does. Uses the ``kubernetes`` client, so it lives in ``adapters``.
+reflector does. Given a :class:`~reconciler.adapters.kubecache.WatchCache`, every event also
+updates the nodes and stage pods the cluster adapter tracks there, so its reads of them need no
+request. Uses the ``kubernetes`` client, so it lives in ``adapters``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from reconciler.adapters.kubecache import WatchCache
+
 log = logging.getLogger(__name__)
 
 
@@ -36,10 +40,19 @@ class WatchClock:
         api_client: the ``kubernetes`` ApiClient of the cluster adapter.
         max_sleep: longest single wait in seconds (a safety net if a watch silently stalls).
         timeout_seconds: server-side timeout of each watch request (it is re-opened after).
+        cache: fed with every event and told when a stream is (not) in sync (see kubecache).
     """
 
-    def __init__(self, api_client: client.ApiClient, *, max_sleep: float = 30.0, timeout_seconds: int = 290) -> None:
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        max_sleep: float = 30.0,
+        timeout_seconds: int = 290,
+        cache: WatchCache | None = None,
+    ) -> None:
         self._core = client.CoreV1Api(api_client)
+        self.cache = cache
         self.max_sleep = max_sleep
         self.timeout_seconds = timeout_seconds
         self._changed: set[str] = set()
@@ -89,6 +102,8 @@ class WatchClock:
     def _set_health(self, kind: str, ok: bool) -> None:
         with self._lock:
             self._healthy[kind] = ok
+        if self.cache is not None:
+            self.cache.set_synced(kind, ok)
         if not ok:
             self._event.set()
 
@@ -101,7 +116,6 @@ class WatchClock:
                     listing = lister(limit=1, _preload_content=False, _request_timeout=(10, 30))
                     rv = json.loads(listing.data).get("metadata", {}).get("resourceVersion", "")
                     listing.release_conn()
-                self._set_health(kind, True)
                 resp = lister(
                     watch=True,
                     resource_version=rv,
@@ -110,6 +124,7 @@ class WatchClock:
                     _preload_content=False,
                     _request_timeout=(10, self.timeout_seconds + 30),
                 )
+                self._set_health(kind, True)  # streaming from rv: no event is lost from here on
                 try:
                     for line in _lines(resp):
                         if self._stop.is_set():
@@ -117,12 +132,15 @@ class WatchClock:
                         ev = json.loads(line)
                         obj = ev.get("object") or {}
                         if ev.get("type") == "ERROR":
-                            if obj.get("code") == 410:  # too old: list again
+                            if obj.get("code") == 410:  # too old: list again (events were lost)
                                 rv = ""
+                                self._set_health(kind, False)
                             break
                         rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
                         if ev.get("type") == "BOOKMARK":
                             continue
+                        if self.cache is not None:
+                            self.cache.observe(kind, str(ev.get("type")), obj)
                         node = (obj.get("metadata") or {}).get("name") if kind == "nodes" else (
                             (obj.get("spec") or {}).get("nodeName"))
                         self._mark(node)

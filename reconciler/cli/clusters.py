@@ -45,12 +45,20 @@ def open_cluster(args: argparse.Namespace) -> Opened:
             config = load_sim_config(cfg_path)
         fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None))
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
-    from reconciler.adapters.kube import KubeCluster
+    from reconciler.adapters.kube import DEFAULT_POOL_SIZE, KubeCluster
+    from reconciler.adapters.kubecache import NODES, WatchCache
+    from reconciler.adapters.kubeobjects import node_from
     from reconciler.adapters.kubewatch import WatchClock
 
-    cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
-    # watches wake the rollout on change; the poll interval is only the fallback
-    return Opened(cluster, WatchClock(cluster.api_client), time.time, poll_seconds=15.0,
+    # one connection per worker thread, plus the two watch streams, the lease renewer and the main thread
+    workers = getattr(args, "workers", None)
+    cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
+                                          pool_size=max(DEFAULT_POOL_SIZE, (workers or 0) + 8))
+    # watches wake the rollout on change (the poll interval is only the fallback) and keep the
+    # nodes and stage pods being worked on current in a cache, so reading them costs no request
+    cache = WatchCache({NODES: node_from})
+    cluster.cache = cache
+    return Opened(cluster, WatchClock(cluster.api_client, cache=cache), time.time, poll_seconds=15.0,
                   description="kubernetes cluster")
 
 

@@ -419,13 +419,15 @@ class NodeRun:
             return min(self._now() + self.ctx.poll_seconds * 6, since + limit)
         self.phase = "drain"
         self._since = self._now()
-        return self._phase_drain()
+        return self._phase_drain(listed=pods)  # kubectl drain, too, lists the node's pods once
 
-    def _phase_drain(self) -> float | None:
+    def _phase_drain(self, listed: list[PodInfo] | None = None) -> float | None:
+        """Evict what the drain removes and wait until it is gone. ``listed``: the node's pods as
+        the wait phase just listed them (saves a second LIST)."""
         now = self._now()
         opts = self.recipe.drain
         if not self._evictions:
-            pods = self.ctx.cluster.list_pods(self.name)
+            pods = listed if listed is not None else self.ctx.cluster.list_pods(self.name)
             cls = classify_pods(
                 pods,
                 opts,

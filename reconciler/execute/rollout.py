@@ -70,6 +70,7 @@ class _Compartment:
     held: set[str] = field(default_factory=set)  # unschedulable nodes at the start of the batch
     state: BatchState = field(default_factory=BatchState)
     active: list[NodeRun] = field(default_factory=list)
+    failed: list[NodeRun] = field(default_factory=list)  # ended FAILED in this run
     batch: BatchRecord | None = None
     batches: list[BatchRecord] = field(default_factory=list)
     halted: str = ""
@@ -290,8 +291,7 @@ class Rollout:
 
     def _disrupted(self, c: _Compartment) -> int:
         active = {r.name for r in c.active if r.holds_cordon or (r.plan.cordon and r.phase not in ("start",))}
-        failed_held = {n for n, r in self.runs.items() if r.outcome is Outcome.FAILED and r.holds_cordon
-                       and r.plan.compartment == c.name}
+        failed_held = {r.name for r in c.failed if r.holds_cordon}
         return len(active | failed_held | c.held)
 
     def _record_budget(self, c: _Compartment) -> None:
@@ -334,6 +334,7 @@ class Rollout:
         still = [r for r in c.active if r.outcome is Outcome.RUNNING]
         if len(still) == len(c.active):
             return
+        c.failed.extend(r for r in c.active if r.outcome is Outcome.FAILED)
         c.active = still
         if still or c.batch is None:
             return

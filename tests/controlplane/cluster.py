@@ -269,6 +269,19 @@ class ControlPlane:
         """Directory holding ``<component>.log``."""
         return self.workdir / "logs"
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds (user + system) each running component has used so far, by name (from
+        ``/proc/<pid>/stat``; empty where /proc is unavailable)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        out: dict[str, float] = {}
+        for p in self._procs:
+            try:
+                fields = Path(f"/proc/{p.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[p.name] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        return out
+
     # -- lifecycle ----------------------------------------------------------------------------
 
     def __enter__(self) -> ControlPlane:
@@ -360,7 +373,8 @@ class ControlPlane:
                 "--endpoint-reconciler-type=none",
                 "--allow-privileged=true",
                 "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-                "--profiling=false",
+                # /debug/pprof for looking into the apiserver's CPU (bench/controlplane.py BENCH_PPROF)
+                f"--profiling={'true' if os.environ.get('CONTROLPLANE_PROFILING') else 'false'}",
                 "--v=1",
             ],
         )

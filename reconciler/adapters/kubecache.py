@@ -1,0 +1,164 @@
+"""A read cache of the nodes and stage pods the adapter works on, kept current by watch events.
+
+Controllers built on client-go read from informer caches instead of GETting objects again and
+again; this is the same idea restricted to the objects we *track*: a node or stage pod enters the
+cache when :class:`~reconciler.adapters.kube.KubeCluster` reads or writes it, and from then on the
+watch streams of :class:`~reconciler.adapters.kubewatch.WatchClock` keep it current. A read of a
+tracked object costs no request.
+
+Correctness rules:
+
+* **Never backwards.** Every entry keeps the ``metadata.resourceVersion`` of what it holds; an
+  event or response older than the entry is ignored. Resource versions of one resource are
+  comparable integers since Kubernetes 1.35 (KEP-5504, ``CompareResourceVersion``: longer is
+  newer, then lexicographic). An object whose resourceVersion is not such an integer is not
+  cached (reads fall back to a request).
+* **Track before asking.** :meth:`WatchCache.track` is called *before* the GET/PATCH/POST whose
+  answer is stored, so an event processed before tracking describes a change the request already
+  sees, and an event processed after it is recorded; the newer of the two wins.
+* **Only while in sync.** Lookups miss while the watch of that kind is not streaming; a stream
+  error forgets every entry of the kind (events may be lost until the re-list), and an answer
+  stored for a key that was forgotten meanwhile is dropped (:meth:`WatchCache.store` updates
+  tracked keys only).
+* **Bounded.** At most ``max_entries`` keys per kind; the least recently used is forgotten (its
+  next read is a request again).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+NODES = "nodes"
+PODS = "pods"
+
+
+def parse_resource_version(value: object) -> int | None:
+    """``metadata.resourceVersion`` as an integer, or None when it is not a well-formed positive
+    integer without leading zeros (KEP-5504's comparable form)."""
+    if not isinstance(value, str) or not value.isdigit() or value.startswith("0"):
+        return None
+    return int(value)
+
+
+@dataclass(slots=True)
+class _Entry:
+    rv: int = 0  # 0: tracked, nothing known yet
+    value: Any = None
+    gone: bool = False
+
+
+def key_of(kind: str, obj: Obj) -> Hashable | None:
+    """The cache key of a watched or returned object: the name for nodes, (namespace, name) for pods."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not isinstance(name, str):
+        return None
+    return name if kind == NODES else (str(meta.get("namespace") or ""), name)
+
+
+class WatchCache:
+    """Tracked nodes and pods, fed by watch events and by our own requests' answers.
+
+    Args:
+        convert: per kind, how a raw object is stored (e.g. nodes parsed to ``NodeInfo``; the
+            default keeps the dict).
+        max_entries: keys kept per kind (least recently used forgotten first).
+
+    Thread-safe. Lookups return ``(True, value)`` for a cached object, ``(True, None)`` for one
+    known deleted, ``(False, None)`` for a miss (ask the API server).
+    """
+
+    def __init__(self, convert: dict[str, Callable[[Obj], Any]] | None = None, *, max_entries: int = 4096) -> None:
+        self._convert = dict(convert or {})
+        self.max_entries = max_entries
+        self._entries: dict[str, OrderedDict[Hashable, _Entry]] = {NODES: OrderedDict(), PODS: OrderedDict()}
+        self._synced: dict[str, bool] = {NODES: False, PODS: False}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    # ------------------------------------------------------------------ fed by the watches
+    def set_synced(self, kind: str, synced: bool) -> None:
+        """The watch of ``kind`` is streaming (True) or broken (False: every entry is forgotten,
+        since events may be lost until the stream is re-established)."""
+        with self._lock:
+            self._synced[kind] = synced
+            if not synced:
+                self._entries[kind].clear()
+
+    def observe(self, kind: str, event_type: str, obj: Obj) -> None:
+        """A watch event (``ADDED``/``MODIFIED``/``DELETED``) of ``kind``; ignored unless tracked."""
+        key = key_of(kind, obj)
+        if key is None:
+            return
+        with self._lock:
+            entry = self._entries[kind].get(key)
+            if entry is None:
+                return
+        self._merge(kind, key, obj, gone=event_type == "DELETED")
+
+    # ------------------------------------------------------------------ used by the adapter
+    def track(self, kind: str, key: Hashable) -> None:
+        """Start recording events of ``key`` (call before the request whose answer is stored)."""
+        with self._lock:
+            entries = self._entries[kind]
+            if key in entries:
+                entries.move_to_end(key)
+                return
+            entries[key] = _Entry()
+            while len(entries) > self.max_entries:
+                entries.popitem(last=False)
+
+    def store(self, kind: str, obj: Obj, *, gone: bool = False) -> None:
+        """An answer of the API server about a tracked object (a GET, or the object a write
+        returned; ``gone``: the object was deleted). Kept if newer than what the entry holds."""
+        key = key_of(kind, obj)
+        if key is not None:
+            self._merge(kind, key, obj, gone=gone)
+
+    def lookup(self, kind: str, key: Hashable) -> tuple[bool, Any]:
+        """``(True, value)`` when cached, ``(True, None)`` when known deleted, ``(False, None)``
+        on a miss (untracked, nothing known yet, or the watch is not streaming)."""
+        with self._lock:
+            entry = self._entries[kind].get(key)
+            if not self._synced[kind] or entry is None or entry.rv == 0:
+                self.misses += 1
+                return False, None
+            self._entries[kind].move_to_end(key)
+            self.hits += 1
+            return True, (None if entry.gone else entry.value)
+
+    def forget(self, kind: str, key: Hashable) -> None:
+        """Stop tracking ``key`` (its next read is a request)."""
+        with self._lock:
+            self._entries[kind].pop(key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return sum(len(e) for e in self._entries.values())
+
+    # ------------------------------------------------------------------ internals
+    def _merge(self, kind: str, key: Hashable, obj: Obj, *, gone: bool) -> None:
+        rv = parse_resource_version((obj.get("metadata") or {}).get("resourceVersion"))
+        value = None if gone or rv is None else self._convert.get(kind, _same)(obj)
+        with self._lock:
+            entries = self._entries[kind]
+            entry = entries.get(key)
+            if entry is None:
+                return  # not tracked (or forgotten after a stream error): not ours to keep
+            if rv is None:
+                del entries[key]  # not comparable: never served from the cache
+                return
+            if rv <= entry.rv:
+                return  # older than what we hold
+            entry.rv, entry.value, entry.gone = rv, value, gone
+
+
+def _same(obj: Obj) -> Obj:
+    return obj

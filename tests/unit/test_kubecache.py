@@ -1,0 +1,141 @@
+"""The watch-fed read cache: never backwards, tracked keys only, only while the watch streams."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reconciler.adapters.kubecache import NODES, PODS, WatchCache, parse_resource_version
+
+
+def node(name: str, rv: str, **ann: str) -> dict[str, Any]:
+    return {"kind": "Node", "metadata": {"name": name, "resourceVersion": rv, "annotations": dict(ann)}}
+
+
+def pod(name: str, rv: str, phase: str = "Running", ns: str = "ns") -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"name": name, "namespace": ns, "resourceVersion": rv},
+            "status": {"phase": phase}}
+
+
+def synced_cache(**kw: Any) -> WatchCache:
+    c = WatchCache(**kw)
+    c.set_synced(NODES, True)
+    c.set_synced(PODS, True)
+    return c
+
+
+def test_resource_versions_compare_as_kep_5504_integers() -> None:
+    assert parse_resource_version("12345") == 12345
+    assert parse_resource_version("9") < parse_resource_version("10")  # type: ignore[operator]
+    for bad in ("", "0", "012", "12a", "abc", None, 12):
+        assert parse_resource_version(bad) is None
+
+
+def test_untracked_objects_are_not_kept() -> None:
+    c = synced_cache()
+    c.observe(NODES, "ADDED", node("n1", "5"))
+    assert c.lookup(NODES, "n1") == (False, None)
+    assert len(c) == 0
+
+
+def test_tracked_node_follows_events_and_answers_without_going_backwards() -> None:
+    c = synced_cache()
+    c.track(NODES, "n1")
+    assert c.lookup(NODES, "n1") == (False, None)  # tracked, nothing known yet: ask the server
+    c.store(NODES, node("n1", "10", a="get"))
+    assert c.lookup(NODES, "n1")[1]["metadata"]["annotations"] == {"a": "get"}
+    c.observe(NODES, "MODIFIED", node("n1", "12", a="event"))
+    assert c.lookup(NODES, "n1")[1]["metadata"]["resourceVersion"] == "12"
+    # an older answer (a slow GET, a lagging event) never replaces a newer one
+    c.store(NODES, node("n1", "11", a="stale"))
+    c.observe(NODES, "MODIFIED", node("n1", "9", a="older"))
+    assert c.lookup(NODES, "n1")[1]["metadata"]["annotations"] == {"a": "event"}
+
+
+def test_event_arriving_while_a_request_is_in_flight_wins_when_newer() -> None:
+    c = synced_cache()
+    c.track(NODES, "n1")  # before the GET is sent
+    c.observe(NODES, "MODIFIED", node("n1", "21", a="event"))  # processed while the GET is in flight
+    c.store(NODES, node("n1", "20", a="get"))  # the GET's answer is older
+    assert c.lookup(NODES, "n1")[1]["metadata"]["annotations"] == {"a": "event"}
+
+
+def test_deleted_object_answers_gone_until_recreated() -> None:
+    c = synced_cache()
+    c.track(PODS, ("ns", "stage-1"))
+    c.store(PODS, pod("stage-1", "30"))
+    c.observe(PODS, "DELETED", pod("stage-1", "31"))
+    assert c.lookup(PODS, ("ns", "stage-1")) == (True, None)
+    c.observe(PODS, "ADDED", pod("stage-1", "40", "Pending"))
+    assert c.lookup(PODS, ("ns", "stage-1"))[1]["status"]["phase"] == "Pending"
+
+
+def test_pods_are_keyed_by_namespace_and_name() -> None:
+    c = synced_cache()
+    c.track(PODS, ("ns", "p"))
+    c.observe(PODS, "ADDED", pod("p", "5", ns="other"))
+    assert c.lookup(PODS, ("ns", "p")) == (False, None)
+
+
+def test_no_answers_while_the_watch_is_not_streaming_and_a_break_forgets_everything() -> None:
+    c = WatchCache()
+    c.track(NODES, "n1")
+    c.store(NODES, node("n1", "5"))
+    assert c.lookup(NODES, "n1") == (False, None)  # watch not started: events may be missing
+    c.set_synced(NODES, True)
+    assert c.lookup(NODES, "n1")[0] is True
+    c.set_synced(NODES, False)  # stream broken: events may be lost
+    c.set_synced(NODES, True)
+    assert c.lookup(NODES, "n1") == (False, None)
+    # an answer for a key forgotten while its request was in flight is dropped, not resurrected
+    c.store(NODES, node("n1", "6"))
+    assert c.lookup(NODES, "n1") == (False, None)
+
+
+def test_incomparable_resource_version_is_never_served() -> None:
+    c = synced_cache()
+    c.track(NODES, "n1")
+    c.store(NODES, node("n1", "opaque-token"))
+    assert c.lookup(NODES, "n1") == (False, None)
+
+
+def test_convert_is_applied_and_size_is_bounded() -> None:
+    c = synced_cache(convert={NODES: lambda o: o["metadata"]["name"].upper()}, max_entries=3)
+    for i in range(5):
+        c.track(NODES, f"n{i}")
+        c.store(NODES, node(f"n{i}", str(i + 1)))
+    assert len(c) == 3
+    assert c.lookup(NODES, "n0") == (False, None)  # least recently used: forgotten
+    assert c.lookup(NODES, "n4") == (True, "N4")
+
+
+@given(st.lists(st.tuples(st.integers(1, 50), st.booleans()), min_size=1, max_size=40))
+def test_the_cache_holds_the_newest_of_whatever_arrived_in_any_order(arrivals: list[tuple[int, bool]]) -> None:
+    c = synced_cache()
+    c.track(NODES, "n")
+    for rv, is_event in arrivals:
+        obj = node("n", str(rv), v=str(rv))
+        if is_event:
+            c.observe(NODES, "MODIFIED", obj)
+        else:
+            c.store(NODES, obj)
+    assert c.lookup(NODES, "n")[1]["metadata"]["resourceVersion"] == str(max(rv for rv, _ in arrivals))
+
+
+def test_concurrent_writers_leave_the_newest() -> None:
+    c = synced_cache()
+    c.track(NODES, "n")
+
+    def feed(start: int) -> None:
+        for rv in range(start, 2000, 4):
+            c.observe(NODES, "MODIFIED", node("n", str(rv)))
+
+    threads = [threading.Thread(target=feed, args=(s,)) for s in (1, 2, 3, 4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert c.lookup(NODES, "n")[1]["metadata"]["resourceVersion"] == "1999"
