@@ -173,7 +173,12 @@ def main() -> None:
         print("\nreal control plane: skipped (binaries missing: run tests/controlplane/build.sh)")
         return
     print("\nreal control plane (bench/controlplane.py):", flush=True)
+    # 1 s stages: a stress test of the per-node overhead; then stage and reboot durations closer to
+    # real hosts (still far shorter than a driver install or a GPU node's reboot)
     subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py")], check=True)
+    print(flush=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "--stage-seconds", "5",
+                    "--reboot-seconds", "10"], check=True)
 
 
 if __name__ == "__main__":

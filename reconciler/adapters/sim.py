@@ -841,7 +841,8 @@ class SimFleet:
 
     # ---------------------------------------------------------------- helpers for tests
     def set_node(self, name: str, **changes: Any) -> None:
-        """Test helper (not a write): change a node directly, e.g. ``labels={...}`` or ``ready=False``."""
+        """Test helper (not a write): change a node directly, e.g. ``labels={...}``, ``ready=False``
+        or ``taints=[{"key": ..., "value": ..., "effect": ...}]`` (replaces the list)."""
         n = self.nodes[name]
         if "labels" in changes:
             n["metadata"]["labels"] = dict(changes["labels"])
@@ -849,6 +850,8 @@ class SimFleet:
             n.setdefault("spec", {})["unschedulable"] = bool(changes["unschedulable"])
         if "ready" in changes:
             self._set_ready(n, bool(changes["ready"]), "Test", "set by test")
+        if "taints" in changes:
+            n.setdefault("spec", {})["taints"] = [dict(t) for t in changes["taints"]]
         self._bump(n)
 
     def delete_node(self, name: str) -> None:

@@ -38,8 +38,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
     p.add_argument("--sim-crash-after", type=int, metavar="N", help="stop abruptly after N cluster writes (tests)")
     p.add_argument("--run-id", help="run id recorded on nodes (default: random)")
-    p.add_argument("--workers", type=int, default=16, metavar="N",
-                   help="nodes advanced at once on a real cluster (threads; default 16)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="nodes advanced at once on a real cluster (threads; default: the largest batch "
+                        "the budget allows, 16 to 128)")
     p.add_argument("--retry-failed", action="store_true",
                    help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
     p.add_argument("--poll-seconds", type=float, default=None, help="seconds between looks at the cluster")
@@ -76,7 +77,7 @@ def _read_plan_hashes(path: str) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Load, observe, plan and apply every recipe in (priority, name) order."""
     from reconciler.cli.clusters import open_cluster
-    from reconciler.execute.rollout import Rollout, new_run_id
+    from reconciler.execute.rollout import Rollout, default_workers, new_run_id
     from reconciler.execute.sequencing import waiting_nodes
     from reconciler.execute.taints import auto_taint
     from reconciler.load import load_inputs, policy_for
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
                 runtime_required=runtime_required,
                 waiting=waiting,
                 on_tick=leases.tick,
-                workers=1 if opened.sim is not None else args.workers,
+                workers=1 if opened.sim is not None else (args.workers or default_workers(plan)),
             )
             results.append(rollout.run())
             reporter.finished(plan, results[-1])

@@ -232,8 +232,11 @@ class NodeRun:
             labels = {**pending_labels, **(labels or {})}
             self._pending_labels = {}
         try:
+            # the taint list is replaced as a whole: only over the node we decided it from (409 → retried)
+            rv = self.node.resource_version if taints is not None and self.node is not None else None
             self.node = self.ctx.cluster.patch_node(
-                self.name, annotations=annotations, labels=labels, unschedulable=unschedulable, taints=taints
+                self.name, annotations=annotations, labels=labels, unschedulable=unschedulable, taints=taints,
+                resource_version=rv or None,
             )
         except ClusterError:
             self._pending = {**pending, **self._pending}  # not written: keep the deferred records for the retry

@@ -55,6 +55,19 @@ def inputs_digest(recipe: Recipe, policy: DeploymentPolicy) -> str:
     })
 
 
+MIN_AUTO_WORKERS = 16
+MAX_AUTO_WORKERS = 128
+
+
+def default_workers(plan: Plan) -> int:
+    """Threads for a real cluster when ``--workers`` is not given: enough to advance every node
+    of the largest batch the plan allows at once (a batch never exceeds its compartment's
+    budget ceiling), between 16 and 128. With fewer, the nodes of a batch queue for a thread
+    during their drains and the batch ends later than its slowest node would."""
+    ceiling = max((c.ceiling for c in plan.compartments), default=0)
+    return max(MIN_AUTO_WORKERS, min(MAX_AUTO_WORKERS, ceiling))
+
+
 def new_run_id() -> str:
     """A fresh run id (``run-`` + 12 hex chars)."""
     return "run-" + uuid.uuid4().hex[:12]

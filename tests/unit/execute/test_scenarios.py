@@ -347,3 +347,26 @@ def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_is_released(
     assert run.node("n1").state == "left" and "ignore" in run.node("n1").message
     assert not run.sim.get_node("n1").unschedulable
     assert run.node("n2").state == "complete"
+
+
+def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> None:
+    """The taint list is replaced as a whole, so the write is conditional on the node we read:
+    someone adding a taint between our read and our write makes it fail (409) and be redone."""
+    objs = nodes(1)
+    required = {"key": RUNTIME_REQUIRED_TAINT_KEY, "value": "true", "effect": "NoSchedule"}
+    objs[0]["spec"]["taints"] = [required]
+    sim = SimFleet(objs, SimConfig())
+    orig = sim.patch_node
+    raced: list[str] = []
+
+    def concurrent_taint(name: str, **kw: Any) -> Any:
+        if kw.get("taints") is not None and not raced:
+            raced.append(name)  # another controller taints the node just before our write lands
+            sim.set_node(name, taints=[required, {"key": "maintenance", "value": "x", "effect": "NoSchedule"}])
+        return orig(name, **kw)
+
+    sim.patch_node = concurrent_taint  # type: ignore[method-assign]
+    run = apply(sim, recipe(pkg("base"), runtimeRequired=True), policy(count=1))
+    assert raced == ["n1"]
+    assert run.node("n1").state == "complete"
+    assert {t.key for t in run.sim.get_node("n1").taints} == {"maintenance"}
