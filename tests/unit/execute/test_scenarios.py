@@ -370,3 +370,26 @@ def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> 
     assert raced == ["n1"]
     assert run.node("n1").state == "complete"
     assert {t.key for t in run.sim.get_node("n1").taints} == {"maintenance"}
+
+
+def test_the_drain_lists_the_node_pods_once_before_evicting() -> None:
+    """kubectl drain lists a node's pods once; the wait for protected pods and the drain share it."""
+    sim = SimFleet(nodes(1) + [rs_pod("web", f"web-{i}", "n1", "web") for i in range(3)], SimConfig())
+    calls: list[str] = []
+    orig_list, orig_evict = sim.list_pods, sim.evict_pod
+
+    def counting_list(node_name: str | None = None, **kw: Any) -> Any:
+        calls.append(f"list {node_name}")
+        return orig_list(node_name, **kw)
+
+    def counting_evict(namespace: str, name: str, *a: Any, **kw: Any) -> Any:
+        calls.append(f"evict {name}")
+        return orig_evict(namespace, name, *a, **kw)
+
+    sim.list_pods = counting_list  # type: ignore[method-assign]
+    sim.evict_pod = counting_evict  # type: ignore[method-assign]
+    run = apply(sim, recipe(REBOOT), policy(count=1))
+    assert run.node("n1").state == "complete"
+    first_evict = next(i for i, c in enumerate(calls) if c.startswith("evict"))
+    assert calls[:first_evict].count("list n1") == 1, calls
+    assert sum(c.startswith("evict") for c in calls) == 3
