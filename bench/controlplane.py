@@ -1,5 +1,5 @@
 """API economy on a real control plane: 500 kwok nodes, 5,000 pods, a reboot change then a
-config-only change (issue #7 §1, "real control plane").
+config-only change: requests per node changed, wall time against the ideal, CPU by component.
 
     python bench/controlplane.py [--nodes 500] [--pods-per-node 10] [--stage-seconds 1] [--reboot-seconds 2]
 
