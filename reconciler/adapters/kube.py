@@ -733,24 +733,32 @@ class KubeCluster:
     def get_node(self, name: str) -> NodeInfo:
         """One node, current as of the last watch event (from the cache when it tracks the node,
         else one GET). Raises NotFoundError."""
-        if self.cache is not None:
-            hit, info = self.cache.lookup(NODES, name)
-            if hit:
-                if info is None:
-                    raise NotFoundError(f"get node {name}: node {name} not found (deleted)", 404, "NotFound")
-                return cast(NodeInfo, info)
-            self.cache.track(NODES, name)
+        hit, info = self._cached(NODES, name)
+        if hit:
+            if info is None:
+                raise NotFoundError(f"get node {name}: node {name} not found (deleted)", 404, "NotFound")
+            return cast(NodeInfo, info)
         return self._node_answer(self._json(self._core.read_node, f"get node {name}", name))
 
-    def _node_answer(self, obj: Obj) -> NodeInfo:
-        """A node the API server returned: kept in the cache (when tracked) and parsed."""
-        if self.cache is not None and obj:
-            self.cache.store(NODES, obj)
-        return node_from(obj)
+    def _cached(self, kind: str, key: Any) -> tuple[bool, Any]:
+        """``(True, value)`` when the cache answers (value None: known deleted); otherwise
+        ``(False, None)`` and ``key`` is tracked, so the answer of the request that follows is kept."""
+        if self.cache is None:
+            return False, None
+        hit, value = self.cache.lookup(kind, key)
+        if not hit:
+            self.cache.track(kind, key)
+        return hit, value
 
     def _track(self, kind: str, key: Any) -> None:
+        """Track ``key`` before a write whose answer is kept (see kubecache)."""
         if self.cache is not None:
             self.cache.track(kind, key)
+
+    def _node_answer(self, obj: Obj) -> NodeInfo:
+        """A node the API server returned: kept in the cache (when tracked) and parsed once."""
+        kept = self.cache.store(NODES, obj) if self.cache is not None and obj else None
+        return cast(NodeInfo, kept) if kept is not None else node_from(obj)
 
     def list_pods(self, node_name: str | None = None, label_selector: str | None = None) -> list[PodInfo]:
         """Pods of every namespace (paginated LIST, as kubectl drain lists them), optionally only
@@ -1011,19 +1019,16 @@ class KubeCluster:
                 ) from None
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
-        """Read the stage pod (one GET; plus one log read when it failed) and interpret it with
+        """Read the stage pod (from the cache when it tracks the pod, else one GET; plus one log read
+        the first time it is seen failed) and interpret it with
         :func:`stage_status_from_pod`; ``missing`` when there is no such pod. ``log_tail`` holds the
         last 20 lines of the failing container's log, best effort (empty when logs are unavailable,
         e.g. on kwok nodes)."""
         ns = self.namespace
-        pod: Obj | None = None
-        if self.cache is not None:
-            hit, pod = self.cache.lookup(PODS, (ns, spec.pod_name))
-            if hit and pod is None:
-                return StageStatus("missing")
-            if not hit:
-                self.cache.track(PODS, (ns, spec.pod_name))
-        if pod is None:
+        hit, pod = self._cached(PODS, (ns, spec.pod_name))
+        if hit and pod is None:
+            return StageStatus("missing")
+        if not hit:
             try:
                 pod = self._pod_answer(
                     self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns))

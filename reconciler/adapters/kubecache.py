@@ -115,12 +115,13 @@ class WatchCache:
             while len(entries) > self.max_entries:
                 entries.popitem(last=False)
 
-    def store(self, kind: str, obj: Obj, *, gone: bool = False) -> None:
+    def store(self, kind: str, obj: Obj, *, gone: bool = False) -> Any:
         """An answer of the API server about a tracked object (a GET, or the object a write
-        returned; ``gone``: the object was deleted). Kept if newer than what the entry holds."""
+        returned; ``gone``: the object was deleted). Kept if newer than what the entry holds.
+        Returns the converted object when it was kept (so the caller need not convert it again),
+        else None."""
         key = key_of(kind, obj)
-        if key is not None:
-            self._merge(kind, key, obj, gone=gone)
+        return None if key is None else self._merge(kind, key, obj, gone=gone)
 
     def lookup(self, kind: str, key: Hashable) -> tuple[bool, Any]:
         """``(True, value)`` when cached, ``(True, None)`` when known deleted, ``(False, None)``
@@ -144,20 +145,21 @@ class WatchCache:
             return sum(len(e) for e in self._entries.values())
 
     # ------------------------------------------------------------------ internals
-    def _merge(self, kind: str, key: Hashable, obj: Obj, *, gone: bool) -> None:
+    def _merge(self, kind: str, key: Hashable, obj: Obj, *, gone: bool) -> Any:
         rv = parse_resource_version((obj.get("metadata") or {}).get("resourceVersion"))
         value = None if gone or rv is None else self._convert.get(kind, _same)(obj)
         with self._lock:
             entries = self._entries[kind]
             entry = entries.get(key)
             if entry is None:
-                return  # not tracked (or forgotten after a stream error): not ours to keep
+                return None  # not tracked (or forgotten after a stream error): not ours to keep
             if rv is None:
                 del entries[key]  # not comparable: never served from the cache
-                return
+                return None
             if rv <= entry.rv:
-                return  # older than what we hold
+                return None  # older than what we hold
             entry.rv, entry.value, entry.gone = rv, value, gone
+            return value
 
 
 def _same(obj: Obj) -> Obj:

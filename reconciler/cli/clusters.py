@@ -54,12 +54,11 @@ def open_cluster(args: argparse.Namespace) -> Opened:
     from reconciler.execute.rollout import MAX_AUTO_WORKERS
 
     workers = getattr(args, "workers", None) or MAX_AUTO_WORKERS
-    cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
-                                          pool_size=max(DEFAULT_POOL_SIZE, workers + 8))
     # watches wake the rollout on change (the poll interval is only the fallback) and keep the
     # nodes and stage pods being worked on current in a cache, so reading them costs no request
     cache = WatchCache({NODES: node_from})
-    cluster.cache = cache
+    cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
+                                          pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache)
     return Opened(cluster, WatchClock(cluster.api_client, cache=cache), time.time, poll_seconds=15.0,
                   description="kubernetes cluster")
 
