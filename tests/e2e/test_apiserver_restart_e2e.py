@@ -25,7 +25,7 @@ from kubernetes import client
 from reconciler.model.nodestate import inflight_key
 from tests.controlplane.cluster import ControlPlane, ControlPlaneError, RebootEmulator
 
-from .test_reliability_e2e import assert_all_complete, recipe_text, reconciler_cmd, wait_for
+from .test_reliability_e2e import assert_all_complete, recipe_text, reconciler_cmd, wait_for, workload
 
 
 @pytest.fixture(scope="module")
@@ -73,21 +73,8 @@ def test_apiserver_restart_in_the_middle_of_a_drain(own_controlplane: ControlPla
         core, apps, pol = client.CoreV1Api(api), client.AppsV1Api(api), client.PolicyV1Api(api)
         ns = "restart-work"
         core.create_namespace({"metadata": {"name": ns}})
-        apps.create_namespaced_deployment(ns, {
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                     "template": {"metadata": {"labels": {"app": "web"}},
-                                  "spec": {"nodeSelector": {"e2e.test/group": group},
-                                           "containers": [{"name": "c", "image": "registry.example/web:1"}]}}}})
         # a PDB that allows no disruption yet: the drain of the first node is held in its eviction loop
-        pol.create_namespaced_pod_disruption_budget(ns, {
-            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
-            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}})
-        wait_for("3 web pods running", lambda: sum(
-            1 for p in core.list_namespaced_pod(ns, label_selector="app=web").items
-            if p.status.phase == "Running") == 3)
-        wait_for("PDB observed",
-                 lambda: pol.read_namespaced_pod_disruption_budget("web", ns).status.observed_generation)
+        workload(core, apps, pol, ns, group, replicas=3, max_unavailable=0)
 
     name = "outage"
     recipe = tmp_path / "recipe.yaml"

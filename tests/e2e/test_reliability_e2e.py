@@ -83,8 +83,11 @@ def wait_for(what: str, fn: Any, timeout: float = 90.0, every: float = 0.3) -> A
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def workload(core: Any, apps: Any, policy: Any, ns: str, group: str, replicas: int) -> None:
-    """A Deployment spread over the test's nodes and a PDB (maxUnavailable 1) covering it."""
+def workload(core: Any, apps: Any, policy: Any, ns: str, group: str, replicas: int,
+             max_unavailable: int = 1) -> None:
+    """A Deployment spread over the test's nodes and a PDB (``maxUnavailable``) covering it; returns
+    when the pods run and the disruption controller has observed the PDB (and allows a disruption,
+    when it may)."""
     apps.create_namespaced_deployment(ns, {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": ns},
         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
@@ -93,15 +96,18 @@ def workload(core: Any, apps: Any, policy: Any, ns: str, group: str, replicas: i
                                        "containers": [{"name": "c", "image": "registry.example/web:1"}]}}}})
     policy.create_namespaced_pod_disruption_budget(ns, {
         "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": "web"}}}})
 
     def running() -> bool:
         pods = core.list_namespaced_pod(ns, label_selector="app=web").items
         return sum(1 for p in pods if p.status.phase == "Running") == replicas
 
     wait_for(f"{replicas} web pods running", running)
-    wait_for("PDB status", lambda: (policy.read_namespaced_pod_disruption_budget("web", ns).status
-                                    .disruptions_allowed or 0) >= 1)
+    def pdb_observed() -> bool:
+        st = policy.read_namespaced_pod_disruption_budget("web", ns).status
+        return bool(st.observed_generation) and (st.disruptions_allowed or 0) >= min(1, max_unavailable)
+
+    wait_for("PDB status", pdb_observed)
 
 
 def reconciler_cmd(*args: str) -> list[str]:
