@@ -69,7 +69,8 @@ class StageSpec:
 class StageStatus:
     """Observed result of a stage pod. ``phase`` "missing" = no such pod. ``exit_code`` is the
     failing container's exit code (preserved exactly, decision (e)); ``reason`` e.g.
-    ``ImagePullBackOff``; ``log_tail`` the last lines of the failing container's log."""
+    ``ImagePullBackOff``; ``log_tail`` the last lines of the failing container's log; ``started`` the pod's
+    ``status.startTime`` as UTC epoch seconds (None before the kubelet started it)."""
 
     phase: StagePhase
     exit_code: int | None = None
@@ -241,11 +242,20 @@ class ConfigMapStore(Protocol):
 
 
 class Clock(Protocol):
-    """Time source. ``wait`` may return early when the world may have changed (a watch event in
-    the real adapter, the next simulated event in the simulated fleet)."""
+    """Time source with two readings (issue 12): :meth:`now` is monotonic, for deadlines and
+    cadences inside one process, and is never persisted; :meth:`utc` is the UTC wall clock, for
+    anything written to the cluster and compared by another process (RFC 3339 in node records,
+    :mod:`reconciler.model.utctime`). ``wait`` may return early when the world may have changed
+    (a watch event in the real adapter, the next simulated event in the simulated fleet)."""
 
     def now(self) -> float:
-        """Seconds (monotonic for the real clock, simulated seconds for the simulated fleet)."""
+        """Monotonic seconds with an arbitrary origin (``time.monotonic()`` for a real cluster,
+        simulated seconds plus a per-process offset for the simulated fleet)."""
+        ...
+
+    def utc(self) -> float:
+        """UTC wall-clock time as epoch seconds (``time.time()`` for a real cluster; the simulated
+        instant for the simulated fleet)."""
         ...
 
     def wait(self, seconds: float) -> Collection[str] | None:

@@ -65,8 +65,12 @@ class WatchClock:
 
     # ------------------------------------------------------------------ Clock
     def now(self) -> float:
-        """Monotonic seconds."""
+        """Monotonic seconds (in-process deadlines only; never persisted)."""
         return time.monotonic()
+
+    def utc(self) -> float:
+        """UTC wall-clock epoch seconds (what node records persist, as RFC 3339)."""
+        return time.time()
 
     def wait(self, seconds: float) -> set[str] | None:
         """Wait up to ``seconds`` (at most ``max_sleep``) for a change. Returns the names of nodes

@@ -114,6 +114,7 @@ class SimFleet:
         self.config = config or SimConfig()
         self.crash_after = crash_after
         self.writes = 0
+        self.mono_offset = 0.0  # see now(): the origin of this "process's" monotonic clock
         self.calls: list[tuple[str, str]] = []  # (verb, target) of every write, for tests
         self.nodes: dict[str, Obj] = {}
         self.pods: dict[tuple[str, str], Obj] = {}
@@ -332,8 +333,15 @@ class SimFleet:
 
     # ---------------------------------------------------------------- clock
     def now(self) -> float:
-        """Simulated seconds since the start of the simulation."""
-        return self._now
+        """The monotonic reading: simulated seconds since the start of the simulation plus
+        :attr:`mono_offset`. A real process's monotonic clock has an arbitrary origin; set
+        ``mono_offset`` (e.g. before resuming a saved fleet) to act as a fresh process on another
+        host, which is how tests prove nothing persisted depends on it."""
+        return self._now + self.mono_offset
+
+    def utc(self) -> float:
+        """UTC epoch seconds of the current simulated instant (the same as :meth:`wall`)."""
+        return self.epoch + self._now
 
     def wait(self, seconds: float) -> None:
         """Advance simulated time to the next event or by ``seconds``, whichever comes first,
@@ -745,7 +753,7 @@ class SimFleet:
         rec = self._stages.get(spec.pod_name)
         if rec is None:
             return StageStatus("missing")
-        return StageStatus(rec["phase"], rec["exit"], rec["reason"], rec["log"], rec["started"])
+        return StageStatus(rec["phase"], rec["exit"], rec["reason"], rec["log"], self.epoch + rec["started"])
 
     def delete_stage(self, spec: StageSpec) -> None:
         """One write: delete the stage pod (absent is fine: no write)."""

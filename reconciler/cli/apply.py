@@ -157,7 +157,6 @@ def run(args: argparse.Namespace) -> int:
                 opened.cluster,
                 opened.clock,
                 run_id=run_id,
-                wall=opened.wall,
                 poll_seconds=args.poll_seconds or opened.poll_seconds,
                 on_event=reporter.listener(plan, run_id, _printer(console) if args.output == "text" else None),
                 retry_failed=args.retry_failed,

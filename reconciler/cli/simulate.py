@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     for recipe in inputs.recipes:
         policy = policy_for(recipe, inputs)
         plan = compute_plan(recipe, policy, observe(sim))
-        results.append(Rollout(recipe, policy, plan, sim, sim, wall=sim.wall).run())
+        results.append(Rollout(recipe, policy, plan, sim, sim).run())
     if args.output == "json":
         docs = [{**r.to_dict(), "simulated": True} for r in results]
         print(json.dumps(docs[0] if len(docs) == 1 else {"results": docs}, indent=2, sort_keys=True))

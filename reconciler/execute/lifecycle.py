@@ -58,6 +58,7 @@ from reconciler.model.observed import NodeInfo, PodInfo
 from reconciler.model.plan import NodePlan, Step
 from reconciler.model.recipe import Interrupt, Package, Recipe, parse_duration
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
+from reconciler.model.utctime import elapsed_since, to_rfc3339
 from reconciler.plan.drain import classify_pods
 from reconciler.ports import Clock, Cluster, StageSpec
 
@@ -83,10 +84,12 @@ class RunContext:
     """What every node run of one ``apply`` shares.
 
     ``poll_seconds``: how long to wait between looks at something that has no event (real
-    cluster); the simulated clock returns earlier at its next event. ``wall``: epoch seconds now
-    (for pod deletion timestamps). ``runtime_required``: names of every runtime-required recipe
-    that selects nodes of this run; the runtime-required taint leaves a node only when each of them
-    is complete on it (semantics §3.6).
+    cluster); the simulated clock returns earlier at its next event. Times: ``clock.now()``
+    (monotonic) for in-process wake-ups only; ``clock.utc()`` for everything persisted or compared
+    with the cluster's timestamps (pod deletion and start times, node records).
+    ``runtime_required``: names of every runtime-required recipe that selects nodes of this run;
+    the runtime-required taint leaves a node only when each of them is complete on it
+    (semantics §3.6).
     """
 
     recipe: Recipe
@@ -95,7 +98,6 @@ class RunContext:
     run_id: str
     plan_hash: str
     timeline: Timeline
-    wall: Callable[[], float]
     poll_seconds: float = 5.0
     image_pull_grace: float = 60.0
     agent_image: str | None = None
@@ -116,7 +118,7 @@ class _StageRun:
     old_pull: str = ""
     index: int = 0
     attempt: int = 1
-    started: float | None = None
+    started: float | None = None  # UTC epoch seconds: the stage pod's start
     retry_at: float | None = None
     done: bool = False
     running: bool = False
@@ -174,7 +176,6 @@ class NodeRun:
     node: NodeInfo | None = None
     state: dict[str, PackageState] = field(default_factory=dict)
     inflight: InFlight | None = None
-    _since: float = 0.0
     _evictions: dict[str, _EvictTrack] = field(default_factory=dict)
     _recordons: int = 0
     _runs: list[_StageRun] = field(default_factory=list)
@@ -182,6 +183,7 @@ class NodeRun:
     lifecycle: str = ""
     _pending: dict[str, str | None] = field(default_factory=dict)
     _pending_labels: dict[str, str | None] = field(default_factory=dict)
+    _local_start: dict[str, float] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -201,6 +203,23 @@ class NodeRun:
 
     def _now(self) -> float:
         return self.ctx.clock.now()
+
+    def _utc(self) -> float:
+        return self.ctx.clock.utc()
+
+    def _stamp(self) -> str:
+        """The current UTC instant as persisted (RFC 3339)."""
+        return to_rfc3339(self._utc())
+
+    def _elapsed(self, timer: str, persisted: str | None) -> float:
+        """Seconds since ``persisted`` (an RFC 3339 instant from a node record) by the UTC clock, so
+        the timeout survives a restart in another process; when the record has no readable instant
+        (written by an older version), counted from when this process first asked about ``timer``."""
+        e = elapsed_since(persisted, self._utc())
+        if e is not None:
+            return e
+        first = self._local_start.setdefault(timer, self._now())
+        return self._now() - first
 
     def _event(self, event: str, detail: str = "") -> None:
         self.ctx.timeline.add(self._now(), self.name, event, detail)
@@ -257,8 +276,13 @@ class NodeRun:
 
     def _inflight(self, phase: str, **extra: Any) -> str:
         base = self.inflight.model_dump() if self.inflight else {}
-        base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=self._now(),
-                    lifecycle=self.lifecycle or self.ctx.run_id)
+        lifecycle = self.lifecycle or self.ctx.run_id
+        stamp = self._stamp()
+        timers = dict(base.get("timers") or {}) if base.get("lifecycle", lifecycle) == lifecycle else {}
+        if phase in ("wait", "drain"):
+            timers.setdefault(phase, stamp)  # its timeout counts from the first start, across restarts
+        base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=stamp,
+                    lifecycle=lifecycle, timers=timers)
         if phase in ("wait", "drain", "stages") and self.plan.interrupt is not None:
             # the interrupt is owed from the start, so a restart after the stages never loses it
             base.update(interrupt=self.plan.interrupt.model_dump(mode="json"),
@@ -388,7 +412,7 @@ class NodeRun:
         }
         if node.unschedulable and not self.owns_cordon and _cordon_claims(node, self.recipe.name):
             # another recipe of ours holds the cordon: share it (released when the last claim goes)
-            ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._now()))
+            ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
             self.owns_cordon = True
             self._event("cordon", f"sharing the cordon held by {', '.join(_cordon_claims(node, self.recipe.name))}")
@@ -399,29 +423,27 @@ class NodeRun:
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
             self._event("cordon", "cordon already held by this recipe")
         else:
-            ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._now()))
+            ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"}, unschedulable=True)
             self.owns_cordon = True
             self._event("cordon")
-        self._since = self._now()
         self.phase = "wait"
         return self._phase_wait()
 
     def _phase_wait(self) -> float | None:
         pods = self.ctx.cluster.list_pods(self.name)
-        cls = classify_pods(pods, self.recipe.drain, self.recipe.podNonInterruptLabels, now_wall=self.ctx.wall())
+        cls = classify_pods(pods, self.recipe.drain, self.recipe.podNonInterruptLabels, now_wall=self._utc())
         if cls.protected:
             names = ", ".join(p.ref for p in cls.protected)
             if not self._waiting_logged:
                 self._event("wait", f"blocked by {names}")
                 self._waiting_logged = True
-            since = self.inflight.since if self.inflight and self.inflight.phase == "wait" else self._since
             limit = self.recipe.timeouts.waitNonInterrupt
-            if self._now() - since >= limit:
+            elapsed = self._elapsed("wait", self.inflight.timers.get("wait") if self.inflight else None)
+            if elapsed >= limit:
                 return self._block(f"protected pods still running after {limit} s: {names}")
-            return min(self._now() + self.ctx.poll_seconds * 6, since + limit)
+            return self._now() + min(self.ctx.poll_seconds * 6, limit - elapsed)
         self.phase = "drain"
-        self._since = self._now()
         return self._phase_drain(listed=pods)  # kubectl drain, too, lists the node's pods once
 
     def _phase_drain(self, listed: list[PodInfo] | None = None) -> float | None:
@@ -435,7 +457,7 @@ class NodeRun:
                 pods,
                 opts,
                 self.recipe.podNonInterruptLabels,
-                now_wall=self.ctx.wall(),
+                now_wall=self._utc(),
                 daemonset_exists=self.ctx.cluster.daemonset_exists,
             )
             if cls.protected:  # a protected pod appeared after the wait: wait again, evict nothing
@@ -452,7 +474,6 @@ class NodeRun:
                 return self._drained()
             # the drain's start is recorded so its timeout survives a restart
             self._patch(annotations={inflight_key(self.recipe.name): self._inflight("drain")})
-            self._since = self._now()
         for ref, tr in sorted(self._evictions.items()):
             if tr.evicted or tr.gone or tr.next_try > now:
                 continue
@@ -506,14 +527,14 @@ class NodeRun:
             if cur is None or cur.uid != tr.pod.uid or (
                 opts.skipWaitForDeleteTimeoutSeconds
                 and cur.deletion_ts is not None
-                and self.ctx.wall() - cur.deletion_ts > opts.skipWaitForDeleteTimeoutSeconds
+                and self._utc() - cur.deletion_ts > opts.skipWaitForDeleteTimeoutSeconds
             ):
                 tr.gone = True
         pending = [tr for tr in self._evictions.values() if not tr.gone]
         if not pending:
             return self._drained()
-        since = self.inflight.since if self.inflight and self.inflight.phase == "drain" else self._since
-        if now - since >= opts.timeoutSeconds:
+        elapsed = self._elapsed("drain", self.inflight.timers.get("drain") if self.inflight else None)
+        if elapsed >= opts.timeoutSeconds:
             parts = []
             budgets = self.ctx.cluster.list_pdbs()
             for tr in pending:
@@ -661,29 +682,30 @@ class NodeRun:
                             restarts=run.attempt - 1)
             self._patch(annotations={state_key(self.recipe.name): self._state_annotation()})
             self.ctx.cluster.start_stage(spec)
-            run.running, run.started, run.retry_at = True, now, None
+            run.running, run.started, run.retry_at = True, self._utc(), None
             self._event("stage-start", f"{run.step.package} {run.version} {stage} (attempt {run.attempt})")
             return now + self.ctx.poll_seconds
         st = self.ctx.cluster.stage_status(spec)
-        if run.started is None:
-            run.started = st.started if st.started is not None else now
+        utc = self._utc()
+        if run.started is None:  # resumed: the pod's own start time (UTC) keeps the timeout across restarts
+            run.started = st.started if st.started is not None else utc
         if st.phase == "missing":
             self.ctx.cluster.start_stage(spec)
-            run.started = now
+            run.started = utc
             return now + self.ctx.poll_seconds
         if st.phase == "succeeded":
             return self._stage_succeeded(run, spec)
         pull_stuck = (
-            st.phase == "pending" and st.reason in IMAGE_PULL_REASONS and now - run.started >= self.ctx.image_pull_grace
+            st.phase == "pending" and st.reason in IMAGE_PULL_REASONS and utc - run.started >= self.ctx.image_pull_grace
         )
-        timed_out = now - run.started >= self.recipe.timeouts.stage
+        timed_out = utc - run.started >= self.recipe.timeouts.stage
         if st.phase == "failed" or pull_stuck or timed_out:
             reason = st.reason or ("StageTimeout" if timed_out else "Error")
             if timed_out and st.phase != "failed":
                 reason = "StageTimeout" if not pull_stuck else st.reason
             return self._stage_failed(run, spec, st.exit_code, reason, st.log_tail)
-        limit = run.started + self.recipe.timeouts.stage
-        pull_limit = run.started + self.ctx.image_pull_grace if st.phase == "pending" else limit
+        limit = now + (run.started + self.recipe.timeouts.stage - utc)
+        pull_limit = now + (run.started + self.ctx.image_pull_grace - utc) if st.phase == "pending" else limit
         return min(now + self.ctx.poll_seconds, limit, pull_limit)
 
     def _stage_succeeded(self, run: _StageRun, spec: StageSpec) -> float | None:
@@ -778,7 +800,7 @@ class NodeRun:
                     interrupt=interrupt.model_dump(mode="json"),
                     interruptPackages=pkgs,
                     bootID=node.boot_id,
-                    requestedAt=now,
+                    requestedAt=self._stamp(),
                 ),
                 state_key(self.recipe.name): self._state_annotation(),
             }
@@ -803,21 +825,20 @@ class NodeRun:
             if st.phase == "missing" and node.boot_id == fl.bootID and node.ready is True:
                 # the request never reached the node (we stopped between the record and the pod)
                 self.ctx.cluster.start_stage(spec)
-            assert fl.requestedAt is not None
-            if now - fl.requestedAt >= self.recipe.timeouts.reboot:
+            waited = self._elapsed("interrupt", fl.requestedAt)
+            if waited >= self.recipe.timeouts.reboot:
                 return self._fail("RebootTimeout",
                                   f"node did not come back from the reboot within {self.recipe.timeouts.reboot} s "
                                   f"(bootID still {node.boot_id[:8] or 'unknown'}, Ready={node.ready})",
                                   keep_cordon=True, stage="interrupt")
-            return min(now + self.ctx.poll_seconds, fl.requestedAt + self.recipe.timeouts.reboot)
+            return now + min(self.ctx.poll_seconds, self.recipe.timeouts.reboot - waited)
         st = self.ctx.cluster.stage_status(spec)
         if st.phase == "missing":
             self.ctx.cluster.start_stage(spec)
             return now + self.ctx.poll_seconds
         if st.phase == "succeeded":
             return self._interrupt_done(spec)
-        assert fl.requestedAt is not None
-        if st.phase == "failed" or now - fl.requestedAt >= self.recipe.timeouts.stage:
+        if st.phase == "failed" or self._elapsed("interrupt", fl.requestedAt) >= self.recipe.timeouts.stage:
             return self._fail("InterruptFailed", f"{interrupt.type} interrupt failed: exit {st.exit_code} {st.reason}",
                               keep_cordon=True, stage="interrupt", exit_code=st.exit_code, log_tail=st.log_tail)
         return now + self.ctx.poll_seconds

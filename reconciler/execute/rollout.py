@@ -123,7 +123,6 @@ class Rollout:
         clock: Clock,
         *,
         run_id: str | None = None,
-        wall: Callable[[], float] | None = None,
         poll_seconds: float = 5.0,
         max_seconds: float = 7 * 24 * 3600.0,
         on_event: Callable[[Any], None] | None = None,
@@ -142,8 +141,6 @@ class Rollout:
         self.timeline = Timeline(start=clock.now())
         if on_event:
             self.timeline.listeners.append(on_event)
-        import time
-
         self.ctx = RunContext(
             recipe=recipe,
             cluster=cluster,
@@ -151,7 +148,6 @@ class Rollout:
             run_id=self.run_id,
             plan_hash=plan.planHash,
             timeline=self.timeline,
-            wall=wall or time.time,
             poll_seconds=poll_seconds,
             agent_image=agent_image,
             inputs=inputs_digest(recipe, policy),

@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from reconciler.model.base import Frozen
+from reconciler.model.utctime import to_rfc3339
 
 PREFIX = "reconciler.nodewright.dev"
 LEGACY_PREFIXES = ("skyhook.nvidia.com", "nodewright.nvidia.com")
@@ -205,29 +206,54 @@ class InFlight(Frozen):
     until the interrupt is confirmed; the planner adds it to the node's plan even when every
     package's stages are complete). ``interruptPackages``: packages whose ``post-interrupt``
     stage follows the interrupt. ``bootID``: the node's bootID recorded *before* a reboot was
-    requested (reboot done = bootID changed, decision (f)). ``requestedAt``: clock seconds when
-    the interrupt was requested. ``since``: clock seconds when this phase started (wait/drain
-    timeouts survive a restart). ``runId``/``planHash``: who wrote it last. ``lifecycle``: the run
-    id that started this node's lifecycle; kept across resumed runs, it names the stage pods, so a
-    resumed run finds the pods of the run it continues and never collides with older ones.
+    requested (reboot done = bootID changed, decision (f)). ``runId``/``planHash``: who wrote it
+    last. ``lifecycle``: the run id that started this node's lifecycle; kept across resumed runs,
+    it names the stage pods, so a resumed run finds the pods of the run it continues and never
+    collides with older ones.
+
+    Times are UTC instants in RFC 3339 (:mod:`reconciler.model.utctime`), so a record written by
+    one process means the same to the next one on another host: ``since`` is when the current
+    phase started; ``timers`` maps a phase (``wait``, ``drain``) to when it *first* started in this
+    lifecycle, so the wait and drain timeouts count from their start across restarts;
+    ``requestedAt`` is when the interrupt was requested (the reboot timeout counts from it).
+    ``requestedAt`` None means "not requested"; ``""`` means "requested at an unknown time" (a
+    record written by an older version with a clock reading): the request is never sent twice
+    and its timeout counts from when this run first saw it.
     """
 
     runId: str
     planHash: str
     phase: Phase
     lifecycle: str = ""
-    since: float = 0.0
+    since: str = ""
+    timers: dict[str, str] = Field(default_factory=dict)
     interrupt: dict[str, Any] | None = None
     interruptPackages: tuple[str, ...] = ()
     bootID: str = ""
-    requestedAt: float | None = None
+    requestedAt: str | None = None
+
+    @field_validator("since", "requestedAt", mode="before")
+    @classmethod
+    def _legacy_clock_reading(cls, v: Any) -> Any:
+        # versions before 0.2 wrote clock readings (monotonic or simulated seconds): not comparable
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return ""
+        return v
 
 
 class CordonRecord(Frozen):
-    """Value of :func:`cordon_key`: we cordoned this node (it was schedulable before)."""
+    """Value of :func:`cordon_key`: we cordoned this node (it was schedulable before). ``at`` is
+    the UTC instant of the cordon (RFC 3339; ``""`` when unknown)."""
 
     runId: str
-    at: float = 0.0
+    at: str = ""
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _legacy_epoch(cls, v: Any) -> Any:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return to_rfc3339(float(v)) if 1e8 < v < 253402300799 else ""
+        return v
 
 
 class FailureRecord(Frozen):

@@ -45,6 +45,7 @@ from reconciler.model.nodestate import (
     status_key,
 )
 from reconciler.model.observed import NodeInfo
+from reconciler.model.utctime import to_rfc3339
 from reconciler.ops.patches import NodePatch
 
 Source = Literal["skyhook", "nodewright"]
@@ -123,7 +124,8 @@ def import_node(
     old_cordon = node.annotations.get(f"{prefix}/cordon_{name}", "") in _TRUE
     if old_cordon and node.unschedulable:
         out.cordon = True
-        ann[cordon_key(recipe)] = dump_model(CordonRecord(runId=f"import-{source}-{name}", at=at))
+        claim = CordonRecord(runId=f"import-{source}-{name}", at=to_rfc3339(at) if at else "")
+        ann[cordon_key(recipe)] = dump_model(claim)
     elif old_cordon:
         out.notes.append("the old operator's cordon record is set but the node is schedulable: no cordon to take over")
     elif node.unschedulable:

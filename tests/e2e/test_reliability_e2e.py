@@ -362,7 +362,7 @@ def _run(cluster: Any, clock: Any, recipe_file: Path, run_id: str) -> Any:
     (recipe,) = inputs.recipes
     policy = policy_for(recipe, inputs)
     plan = compute_plan(recipe, policy, observe(cluster))
-    return Rollout(recipe, policy, plan, cluster, clock, run_id=run_id, wall=time.time, poll_seconds=2.0).run()
+    return Rollout(recipe, policy, plan, cluster, clock, run_id=run_id, poll_seconds=2.0).run()
 
 
 def test_sample_of_crashes_and_api_errors_on_the_real_control_plane(

@@ -93,7 +93,7 @@ def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: Deployment
     plan = compute_plan(r, p, observe(sim))
     comp = {n.name: n.compartment for n in plan.nodes}
     watch = Watch(sim, r.name, comp)
-    result = Rollout(r, p, plan, sim, sim, wall=sim.wall, **kw).run()
+    result = Rollout(r, p, plan, sim, sim, **kw).run()
     if check:
         ceilings = {c.name: c.ceiling for c in plan.compartments}
         failed = [n.name for n in result.nodes if n.state == "failed"]

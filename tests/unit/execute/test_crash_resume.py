@@ -62,6 +62,7 @@ def test_crash_after_every_write_then_resume_ends_like_an_uninterrupted_run() ->
         with contextlib.suppress(CrashInjected):
             apply(sim, RECIPE, POLICY, check=False)
         sim.crash_after = None
+        sim.mono_offset = 30 * 86400.0  # resumed by a fresh process: another monotonic origin (issue 12)
         resumed = apply(sim, RECIPE, POLICY)  # invariants checked on the resumed run
         assert final_state(sim) == reference, f"crash after write {n}: final state differs"
         assert not check_no_rerun(sim), (n, check_no_rerun(sim))

@@ -161,7 +161,7 @@ def test_import_then_plan_shows_only_the_remaining_work(halfway: Path, recipe: P
     inputs = load_inputs([str(recipe)])
     (r,) = inputs.recipes
     pol = policy_for(r, inputs)
-    res = Rollout(r, pol, compute_plan(r, pol, observe(sim)), sim, sim, run_id="run-import", wall=sim.wall,
+    res = Rollout(r, pol, compute_plan(r, pol, observe(sim)), sim, sim, run_id="run-import",
                   poll_seconds=5.0).run()
     assert res.result == "succeeded", [n.to_dict() for n in res.nodes]
     started = {(node, pkg, stage) for _, ev, node, pkg, _, stage in sim.stage_log if ev == "start"}

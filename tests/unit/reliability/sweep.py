@@ -137,7 +137,7 @@ FIGURES: dict[str, int] = {"scenarios": 0, "faults_injected": 0, "crash_points":
 def _rollout(cluster: FaultyCluster, sim: SimFleet, run_id: str, recipe: Recipe, policy: DeploymentPolicy,
              plan: Any = None) -> tuple[Rollout, RunResult | None]:
     plan = plan if plan is not None else compute_plan(recipe, policy, observe(sim))
-    r = Rollout(recipe, policy, plan, cluster, sim, run_id=run_id, wall=sim.wall)
+    r = Rollout(recipe, policy, plan, cluster, sim, run_id=run_id)
     return r, r.run()
 
 

@@ -137,7 +137,7 @@ def test_group_locks_in_name_order_and_releases_on_failure() -> None:
 # ------------------------------------------------------------------ with the rollout
 def _rollout(cluster: Any, sim: SimFleet, group: LeaseGroup, run_id: str) -> Rollout:
     plan = compute_plan(RECIPE, POLICY, observe(sim))
-    return Rollout(RECIPE, POLICY, plan, cluster, sim, run_id=run_id, wall=sim.wall, on_tick=group.tick)
+    return Rollout(RECIPE, POLICY, plan, cluster, sim, run_id=run_id, on_tick=group.tick)
 
 
 def test_rollout_renews_the_lease_all_along() -> None:

@@ -128,7 +128,7 @@ def test_throttling_with_retry_after_on_every_tenth_call(reference: tuple[dict[s
 # ------------------------------------------------------------------ regressions found by the sweeps
 def _rollout(sim: SimFleet, cluster: Any) -> Any:
     plan = compute_plan(RECIPE, POLICY, observe(sim))
-    return Rollout(RECIPE, POLICY, plan, cluster, sim, run_id="run-x", wall=sim.wall).run()
+    return Rollout(RECIPE, POLICY, plan, cluster, sim, run_id="run-x").run()
 
 
 def test_409_on_eviction_does_not_count_the_pod_as_gone() -> None:

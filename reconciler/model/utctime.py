@@ -1,0 +1,53 @@
+"""UTC instants as they are persisted in node records: RFC 3339 with a ``Z`` suffix.
+
+Anything one process writes and another reads (an in-flight record's phase start, the time a
+reboot was requested, a cordon claim) is a UTC wall-clock instant, never a reading of a
+monotonic clock: a monotonic clock has an arbitrary origin per process (per boot on Linux), so
+``time.monotonic()`` written by one Job pod and compared by the next is meaningless
+(issue 12, finding 1). In-process deadlines use the clock port's monotonic reading instead
+(:meth:`reconciler.ports.Clock.now`).
+
+Pure: no clock is read here; callers pass epoch seconds from :meth:`reconciler.ports.Clock.utc`.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+#: Instants outside [1970, 9999] cannot be written by a real clock; parsing refuses them.
+_MIN_EPOCH = 0.0
+_MAX_EPOCH = 253402300799.0  # 9999-12-31T23:59:59Z
+
+
+def to_rfc3339(epoch: float) -> str:
+    """Epoch seconds (UTC) → ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (microseconds kept, so two records
+    written within one second still order). Raises ValueError for NaN, infinities or instants
+    outside years 1970..9999."""
+    if not math.isfinite(epoch) or not _MIN_EPOCH <= epoch <= _MAX_EPOCH:
+        raise ValueError(f"not a representable UTC instant: {epoch!r}")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def from_rfc3339(text: str | None) -> float | None:
+    """RFC 3339 text (``Z`` or a numeric offset; fraction optional) → epoch seconds; None when
+    empty or not an RFC 3339 instant (callers treat an unreadable time as unknown, never as 0)."""
+    if not text or not isinstance(text, str) or len(text) > 40:
+        return None
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if dt.tzinfo is None:  # RFC 3339 requires an offset; a naive time is ambiguous
+        return None
+    return dt.timestamp()
+
+
+def elapsed_since(start: str | None, utc_now: float) -> float | None:
+    """Seconds from the persisted instant ``start`` to ``utc_now`` (epoch seconds), or None when
+    ``start`` is unknown. Negative values (the writer's clock ran ahead of ours) count as 0:
+    a clock skew never shortens a timeout below what has visibly elapsed here."""
+    t = from_rfc3339(start)
+    if t is None:
+        return None
+    return max(0.0, utc_now - t)
