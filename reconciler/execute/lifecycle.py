@@ -30,7 +30,9 @@ from reconciler.errors import (
     NotFoundError,
     ServerError,
     TooManyRequestsError,
+    TransientError,
 )
+from reconciler.execute.retry import DEFAULT_BOUNDS, Fail, Gone, Retry, RetryBounds, classify
 from reconciler.execute.timeline import Timeline
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
@@ -103,6 +105,7 @@ class RunContext:
     agent_image: str | None = None
     inputs: str = ""
     runtime_required: tuple[str, ...] = ()
+    retry_bounds: RetryBounds = DEFAULT_BOUNDS
 
 
 @dataclass
@@ -184,6 +187,10 @@ class NodeRun:
     _pending: dict[str, str | None] = field(default_factory=dict)
     _pending_labels: dict[str, str | None] = field(default_factory=dict)
     _local_start: dict[str, float] = field(default_factory=dict)
+    _streak: int = 0  # consecutive API errors (execute/retry.py bounds them)
+    _streak_start: float = 0.0
+    _failure_args: tuple[str, str, dict[str, Any]] | None = None
+    _give_up_recording: bool = False
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -318,31 +325,46 @@ class NodeRun:
     # ------------------------------------------------------------------ driver
     def advance(self) -> float | None:
         """Do what can be done now. Returns the clock time to be called again, or None when the
-        node run has ended (see :attr:`outcome`). Cluster errors that are worth retrying are
-        retried after ``poll_seconds``; a node that disappears ends as REMOVED."""
+        node run has ended (see :attr:`outcome`). API errors go through
+        :func:`reconciler.execute.retry.classify`: retried with bounded backoff (count and time,
+        ``RunContext.retry_bounds``), then a named failure; a node that disappears ends as REMOVED."""
         if self.outcome is not Outcome.RUNNING:
             return None
         try:
             handler: Callable[[], float | None] = getattr(self, f"_phase_{self.phase.replace('-', '_')}")
-            return handler()
-        except NotFoundError as e:
+            wake = handler()
+        except ClusterError as e:
+            return self._on_error(e)
+        self._streak = 0
+        return wake
+
+    def _on_error(self, e: ClusterError) -> float | None:
+        now = self._now()
+        if self._streak == 0:
+            self._streak_start = now
+        self._streak += 1
+        decision = classify(e, self._streak, now - self._streak_start, self.ctx.retry_bounds)
+        if isinstance(decision, Gone):
             if self.node is not None and self._node_gone():
                 self.outcome = Outcome.REMOVED
                 self.message = f"node {self.name} was deleted during the run"
                 self._event("removed", self.message)
                 return None
-            log.warning("node %s: %s; retrying", self.name, e)
-            return self._now() + self.ctx.poll_seconds
-        except (TooManyRequestsError, ConflictError) as e:
-            log.info("node %s: %s; retrying", self.name, e)
-            return self._now() + (e.retry_after or self.ctx.poll_seconds)
-        except ForbiddenError as e:
-            return self._fail("Forbidden", f"the API refused a call: {e}")
-        except ClusterError as e:
-            if e.status in (400, 422):  # the request itself is refused (e.g. an invalid stage pod): never retried
-                return self._fail("Invalid", f"the API rejected a request as invalid: {e}")
-            log.warning("node %s: API error %s; retrying", self.name, e)
-            return self._now() + max(self.ctx.poll_seconds, e.retry_after or 0)
+            # something the step needed is missing (not the node): retried within the same bounds
+            decision = classify(TransientError(str(e), e.status, e.reason), self._streak, now - self._streak_start,
+                                self.ctx.retry_bounds)
+        if isinstance(decision, Fail):
+            if self.phase == "failing":  # recording the failure itself keeps failing: report it, stop trying
+                self._give_up_recording = True
+                return self._phase_failing()
+            self._streak, self._streak_start = 0, now  # recording the failure gets bounds of its own
+            try:
+                return self._fail(decision.reason, decision.message)
+            except ClusterError as again:
+                return self._on_error(again)
+        assert isinstance(decision, Retry)
+        log.info("node %s: %s; retry %d in %.0f s", self.name, e, self._streak, decision.after)
+        return now + decision.after
 
     def _node_gone(self) -> bool:
         try:
@@ -940,16 +962,28 @@ class NodeRun:
         exit_code: int | None = None,
         log_tail: str = "",
     ) -> float | None:
+        """End the node as FAILED: record why (failure record, Erroring condition, event). When the
+        API refuses the records, the phase becomes ``failing`` and recording is retried within the
+        retry bounds; past them the run still reports the failure and the node keeps what was
+        recorded before (its cordon claim and in-flight record)."""
+        self._failure_args = (reason, message, {"keep_cordon": keep_cordon, "stage": stage, "package": package,
+                                                 "exit_code": exit_code, "log_tail": log_tail})
+        return self._phase_failing()
+
+    def _phase_failing(self) -> float | None:
+        assert self._failure_args is not None
+        reason, message, kw = self._failure_args
         name = self.recipe.name
-        rec = FailureRecord(runId=self.ctx.run_id, inputs=self.ctx.inputs, reason=reason, stage=stage, package=package,
-                            exitCode=exit_code, message=message[:2000], logTail=log_tail[-2000:])
+        rec = FailureRecord(runId=self.ctx.run_id, inputs=self.ctx.inputs, reason=reason, stage=kw["stage"],
+                            package=kw["package"], exitCode=kw["exit_code"], message=message[:2000],
+                            logTail=kw["log_tail"][-2000:])
         ann: dict[str, str | None] = {
             failure_key(name): dump_model(rec),
             status_key(name): "erroring",
             state_key(name): self._state_annotation(),
         }
         unsched: bool | None = None
-        if not keep_cordon:
+        if not kw["keep_cordon"]:
             ann[inflight_key(name)] = None
             if self.owns_cordon:
                 ann[cordon_key(name)] = None
@@ -964,6 +998,12 @@ class NodeRun:
             self.ctx.cluster.emit_event(self.name, "Failed", f"recipe {name}: {message[:900]}", "Warning")
         except NotFoundError:
             pass
+        except ClusterError as e:
+            if not self._give_up_recording:
+                self.phase = "failing"  # retried (bounded) by advance()
+                raise
+            log.error("node %s: failed (%s) but the failure could not be recorded on the node: %s",
+                      self.name, reason, e)
         self.failure = rec
         self.message = message
         self.outcome = Outcome.FAILED

@@ -30,6 +30,7 @@ from reconciler.errors import (
     TransientError,
 )
 from reconciler.execute.lifecycle import NodeRun, Outcome, RunContext
+from reconciler.execute.retry import Fail, Retry, classify
 from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline
 from reconciler.model.nodestate import (
     FailureRecord,
@@ -164,6 +165,7 @@ class Rollout:
         self.on_tick = on_tick
         self.stopped = ""
         self._api_errors = 0
+        self._api_errors_since = 0.0
 
     # ------------------------------------------------------------------ setup
     def _strategy_of(self, name: str) -> Strategy | None:
@@ -218,14 +220,27 @@ class Rollout:
                     self.timeline.add(self.clock.now(), "run", "stopped", self.stopped)
                     break
             api_down = False
+            retry_after = 0.0
             for c in comps:
                 try:
                     self._step_compartment(c)
                 except (TransientError, TooManyRequestsError, ServerError, ConflictError) as e:
-                    # the read before a batch failed; nothing was started: retry with backoff
+                    # the read before a batch failed; nothing was started: retry, bounded (execute/retry.py)
                     api_down = True
+                    if self._api_errors == 0:
+                        self._api_errors_since = self.clock.now()
                     self._api_errors += 1
-                    log.warning("run %s: %s; retrying", self.run_id, e)
+                    decision = classify(e, self._api_errors, self.clock.now() - self._api_errors_since,
+                                        self.ctx.retry_bounds)
+                    if isinstance(decision, Fail):
+                        self.stopped = f"{decision.reason}: {decision.message}"
+                        break
+                    retry_after = max(retry_after, decision.after if isinstance(decision, Retry) else 0.0)
+                    log.warning("run %s: %s; retrying in %.0f s", self.run_id, e, retry_after)
+            if self.stopped:
+                log.error("run %s stopped: %s", self.run_id, self.stopped)
+                self.timeline.add(self.clock.now(), "run", "stopped", self.stopped)
+                break
             if not api_down:
                 self._api_errors = 0
             if all(c.done for c in comps):
@@ -252,7 +267,7 @@ class Rollout:
                 continue
             target = min(wakes) if wakes else now + self.ctx.poll_seconds
             if api_down:
-                target = max(target, now + min(60.0, self.ctx.poll_seconds * 2 ** min(self._api_errors - 1, 6)))
+                target = max(target, now + retry_after)
             if tick_at is not None:
                 target = min(target, tick_at)
             changed = None

@@ -116,7 +116,9 @@ class Fault:
     ``error`` None makes a delay-only rule. ``after``: the call is made first and its answer
     replaced by the error (writes applied, answer lost); when the call itself fails, the rule waits
     for the next matching call. ``delay``: clock seconds spent before the
-    call (a delay-only rule never fails the call).
+    call (a delay-only rule never fails the call). ``for_seconds``: once the rule first fires, it
+    fires on every matching call for that many clock seconds (an outage measured in time, as a
+    real one is; ``times`` is then ignored).
     """
 
     error: FaultKind | None = None
@@ -127,7 +129,9 @@ class Fault:
     after: bool = False
     delay: float = 0.0
     retry_after: float | None = None
+    for_seconds: float | None = None
     matched: int = field(default=0, init=False)
+    first_fired_at: float | None = field(default=None, init=False)
     fired: int = field(default=0, init=False)
 
     def matches(self, verb: str, target: str) -> bool:
@@ -140,16 +144,24 @@ class Fault:
             ok = fnmatch.fnmatchcase(verb, self.verb)
         return ok and fnmatch.fnmatchcase(target, self.target)
 
-    def fires(self, verb: str, target: str) -> bool:
-        """Count the call if it matches; True when the rule fires on it."""
+    def fires(self, verb: str, target: str, now: float = 0.0) -> bool:
+        """Count the call if it matches; True when the rule fires on it (``now``: clock seconds,
+        for ``for_seconds``)."""
         if not self.matches(verb, target):
             return False
         self.matched += 1
-        if self.times is not None and self.fired >= self.times:
+        if self.for_seconds is not None and self.first_fired_at is not None:
+            if now >= self.first_fired_at + self.for_seconds:
+                return False
+            self.fired += 1
+            return True
+        if self.times is not None and self.fired >= self.times and self.for_seconds is None:
             return False
         if self.nth is not None and self.matched < self.nth:
             return False
         self.fired += 1
+        if self.first_fired_at is None:
+            self.first_fired_at = now
         return True
 
 
@@ -212,7 +224,7 @@ class FaultyCluster:
         n = len(self.calls) + 1
         fault: Fault | None = None
         for f in self.faults:
-            if f.fires(verb, target):
+            if f.fires(verb, target, self.clock.now() if self.clock is not None else 0.0):
                 if f.delay:
                     self._delay(f.delay)
                 if f.error is not None:

@@ -98,15 +98,15 @@ def test_transient_error_then_crash_then_resume(reference: tuple[dict[str, Any],
 
 
 def test_api_outage_of_two_minutes_mid_rollout(reference: tuple[dict[str, Any], Scenario]) -> None:
-    """Every call fails (connection reset) for a stretch of 40 calls, each call taking 3 s of
-    simulated time (≈ 2 minutes of outage), starting at several points of the rollout."""
+    """Every call fails (connection reset) for 2 minutes of simulated time, each call taking 3 s,
+    starting at several points of the rollout: retried with bounded backoff, nothing fails."""
     state, _ = reference
     for start in (10, 200, 450, 700):
-        faults = [Fault("reset", verb="*", nth=start, times=40, delay=3.0)]
+        faults = [Fault("reset", verb="*", nth=start, for_seconds=120.0, delay=3.0)]
         s = run_scenario(faults, reference=state)
         assert not s.problems, (start, s.problems[:3])
         assert not s.stopped and s.resumed is None, (start, s.stopped)
-        assert len(s.first.injected) == 40
+        assert len(s.first.injected) >= 3  # the outage hit the run (fewer calls: backoff)
 
 
 def test_slow_api_calls(reference: tuple[dict[str, Any], Scenario]) -> None:

@@ -1,0 +1,78 @@
+"""Closed vocabularies shared by the node lifecycle, its records and every renderer (issue 12).
+
+Each is a ``StrEnum``: its members compare equal to, and serialise as, the strings written to
+node records, JSON results and metrics, so records written before these enums existed read the
+same. Consumers (status object, metrics, PR comment, CLI) use the members, never literals.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    """Where a node's lifecycle is, as persisted in its in-flight record (``InFlight.phase``)."""
+
+    CORDON = "cordon"
+    WAIT = "wait"
+    DRAIN = "drain"
+    STAGES = "stages"
+    INTERRUPT = "interrupt"
+    POST_INTERRUPT = "post-interrupt"
+    UNCORDON = "uncordon"
+
+
+class FailureReason(StrEnum):
+    """Why a node failed (``FailureRecord.reason``, the Erroring condition's reason, results)."""
+
+    NODE_NOT_READY = "NodeNotReady"
+    DRAIN_REFUSED = "DrainRefused"  # kubectl drain's pre-eviction refusals (unmanaged pod, local data, ...)
+    DRAIN_TIMEOUT = "DrainTimeout"
+    MULTIPLE_PDBS = "MultiplePDBs"  # the Eviction API's 500 for a pod under several PodDisruptionBudgets
+    EXTERNALLY_UNCORDONED = "ExternallyUncordoned"
+    FORBIDDEN = "Forbidden"
+    INVALID = "Invalid"  # the API rejected a request as invalid (400/422): never retried
+    API_ERROR_PERSISTS = "ApiErrorPersists"  # retries exhausted (count or time) on one API error
+    STAGE_FAILED = "StageFailed"
+    STAGE_TIMEOUT = "StageTimeout"
+    IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
+    ERR_IMAGE_PULL = "ErrImagePull"
+    INVALID_IMAGE_NAME = "InvalidImageName"
+    ERR_IMAGE_NEVER_PULL = "ErrImageNeverPull"
+    INTERRUPT_FAILED = "InterruptFailed"
+    REBOOT_TIMEOUT = "RebootTimeout"
+
+
+#: Stage pod waiting reasons that mean the image cannot be pulled (kubelet's reasons).
+IMAGE_PULL_REASONS: tuple[FailureReason, ...] = (
+    FailureReason.IMAGE_PULL_BACK_OFF,
+    FailureReason.ERR_IMAGE_PULL,
+    FailureReason.INVALID_IMAGE_NAME,
+    FailureReason.ERR_IMAGE_NEVER_PULL,
+)
+
+
+class EventKind(StrEnum):
+    """Timeline event kinds of a run (``Event.event``): node events and batch/run events."""
+
+    CORDON = "cordon"
+    WAIT = "wait"
+    BLOCKED = "blocked"
+    EVICT = "evict"
+    DRAINED = "drained"
+    STAGE_START = "stage-start"
+    STAGE_END = "stage-end"
+    STAGE_RETRY = "stage-retry"
+    INTERRUPT = "interrupt"
+    REBOOTED = "rebooted"
+    UNCORDON = "uncordon"
+    COMPLETE = "complete"
+    FAILED = "failed"
+    LEFT = "left"
+    REMOVED = "removed"
+    BATCH_START = "batch-start"
+    BATCH_END = "batch-end"
+    HALTED = "halted"
+    RESUME = "resume"
+    STOPPED = "stopped"
+    OWED = "owed"  # a node out of scope that still owes an interrupt: recorded and kept
