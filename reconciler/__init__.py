@@ -5,7 +5,8 @@ Data flow (one sub-package per step): ``load`` (recipes and policies from files)
 action) → ``plan`` (dependency order, merged interrupt, compartments and batches) → ``execute``
 (node lifecycle and batch-gated rollout) → ``report`` (renderers, status, events).
 
-Only ``reconciler.adapters`` talks to the outside world.
+Only ``reconciler.adapters`` talks to the outside world. The layer order is an import contract
+(``lint-imports``, docs/architecture-layers.md).
 """
 
 __version__ = "0.1.0"

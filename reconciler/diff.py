@@ -54,6 +54,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from reconciler.model.interrupts import describe, interrupt_from_record, merge_interrupts
 from reconciler.model.nodestate import (
     LEGACY_PREFIXES,
     ConfigDigest,
@@ -75,7 +76,6 @@ from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import Action, Step
 from reconciler.model.recipe import Interrupt, Package, Recipe
 from reconciler.model.versions import compare
-from reconciler.plan.interrupts import describe, interrupt_from_record, merge_interrupts
 
 ChangeKind = Literal["install", "upgrade", "downgrade", "reconfigure", "uninstall", "unchanged"]
 

@@ -44,6 +44,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache
+from reconciler.adapters.kubeconfigmaps import KubeConfigMaps
 from reconciler.adapters.kubeobjects import node_from, parse_time, pdb_from, pod_from
 from reconciler.errors import (
     ClusterError,
@@ -616,6 +617,12 @@ class KubeCluster:
         self._config_maps: set[str] = set()  # shared package ConfigMaps known to exist
         self._log_tails: dict[tuple[str, str], str] = {}  # (pod UID, container) → log tail read
         self._instance = f"{socket.gethostname()}-{os.getpid()}"
+
+    def config_map_store(self) -> KubeConfigMaps:
+        """A :class:`~reconciler.adapters.kubeconfigmaps.KubeConfigMaps` (``ConfigMapStore``) sharing
+        this cluster's API client and request timeout (the recipe control switches,
+        :func:`reconciler.ops.controls.store_for`)."""
+        return KubeConfigMaps(self.api_client, self.request_timeout)
 
     # -- construction ---------------------------------------------------------------------------
 

@@ -2,9 +2,10 @@
 the official client, next to (not inside) :class:`reconciler.adapters.kube.KubeCluster`.
 
 Used for the recipe control switches (``reconciler pause``/``disable``, ConfigMap
-``node-reconciler-controls`` in the reconciler's namespace). :meth:`KubeConfigMaps.for_cluster`
-builds one from a ``KubeCluster`` (its public ``api_client`` and ``namespace``). Errors are
-translated with the kube adapter's :func:`~reconciler.adapters.kube.translate_api_error`.
+``node-reconciler-controls`` in the reconciler's namespace).
+:meth:`reconciler.adapters.kube.KubeCluster.config_map_store` builds one sharing a
+``KubeCluster``'s API client. Errors are translated with the kube adapter's
+:func:`~reconciler.adapters.kube.translate_api_error`.
 RBAC needed: ``get``, ``create``, ``patch`` on ``configmaps`` in that namespace.
 """
 
@@ -32,14 +33,6 @@ class KubeConfigMaps:
         """``request_timeout``: read timeout per request in seconds (connect timeout 10 s)."""
         self._core = client.CoreV1Api(api_client)
         self.request_timeout = request_timeout
-
-    @classmethod
-    def for_cluster(cls, cluster: object) -> KubeConfigMaps | None:
-        """A store sharing ``cluster``'s API client when it is a ``KubeCluster``; None otherwise."""
-        api = getattr(cluster, "api_client", None)
-        if isinstance(api, client.ApiClient):
-            return cls(api, float(getattr(cluster, "request_timeout", 30.0)))
-        return None
 
     def _call(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
         from reconciler.adapters.kube import translate_api_error

@@ -96,10 +96,11 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.errors import ReconcilerError
 
     reporter = Reporter.from_args(args, opened)  # checks its options before anything runs
+    from reconciler.adapters.host import process_identity
     from reconciler.execute.lock import LeaseGroup, holder_identity  # one run per recipe (issue #6)
 
-    leases = LeaseGroup(opened.cluster, opened.clock, [r.name for r in inputs.recipes], holder_identity(run_id),
-                        duration=args.lease_duration)
+    leases = LeaseGroup(opened.cluster, opened.clock, [r.name for r in inputs.recipes],
+                        holder_identity(run_id, process_identity()), duration=args.lease_duration)
     leases.acquire(args.wait_for_lock)  # before anything is observed or changed; LeaseHeldError names the holder
     stopped = ""
     results: list[RunResult] = []

@@ -10,12 +10,11 @@ verb (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
-import socket
 from datetime import UTC, datetime
 from typing import Any
 
+from reconciler.adapters.host import operator_identity
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.errors import EXIT_OK, InputError
 from reconciler.ops.controls import ACTIONS, Action, control_patch, read_controls, store_for
@@ -40,14 +39,6 @@ def add_parser(sub: Any) -> None:
         p.set_defaults(func=run, action=action)
 
 
-def _who() -> str:
-    try:
-        user = getpass.getuser()
-    except (OSError, KeyError):
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
-
-
 def run(args: argparse.Namespace) -> int:
     """Set or clear the switch (or list them)."""
     from reconciler.cli.clusters import open_cluster
@@ -69,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     action: Action = args.action
     at = datetime.fromtimestamp(opened.wall(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     patch, before, after = control_patch(opened.cluster, args.recipe, action,
-                                         reason=getattr(args, "reason", ""), by=_who(), at=at)
+                                         reason=getattr(args, "reason", ""), by=operator_identity(), at=at)
     notes = [f"recipe {args.recipe} is {before.describe() or 'active'}; after: {after.describe() or 'active'}"]
     store = store_for(opened.cluster)
 

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -72,10 +70,11 @@ def lease_name(recipe: str) -> str:
     return f"{name[:54].rstrip('-')}-{h}"
 
 
-def holder_identity(run_id: str) -> str:
+def holder_identity(run_id: str, process: str) -> str:
     """``<run id>@<host>/<pid>``: who holds a lease, readable in ``kubectl get lease`` and in the
-    error a second run prints."""
-    return f"{run_id}@{socket.gethostname()}/{os.getpid()}"
+    error a second run prints. ``process`` is ``<host>/<pid>`` of the running process, read by the
+    caller (:func:`reconciler.adapters.host.process_identity`): ``execute`` reads no host state."""
+    return f"{run_id}@{process}"
 
 
 class LeaseLock:

@@ -1,48 +1,19 @@
-"""What happened during a run: a timeline of node events and the result document of ``apply``."""
+"""What happened during a run: the :class:`Timeline` of node events ``execute`` appends to.
+
+The result types (:class:`~reconciler.model.run.Event`, :class:`~reconciler.model.run.NodeOutcome`,
+:class:`~reconciler.model.run.BatchRecord`, :class:`~reconciler.model.run.RunResult`) live in
+:mod:`reconciler.model.run` so ``report`` can render them without importing ``execute``; they are
+re-exported here for existing callers.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-EVENTS = (
-    "cordon",
-    "wait",
-    "blocked",
-    "evict",
-    "drained",
-    "stage-start",
-    "stage-end",
-    "stage-retry",
-    "interrupt",
-    "rebooted",
-    "uncordon",
-    "complete",
-    "failed",
-    "left",
-    "removed",
-    "batch-start",
-    "batch-end",
-    "halted",
-    "resume",
-)
+from reconciler.model.run import EVENTS, BatchRecord, Event, NodeOutcome, NodeResult, RunResult
 
-NodeResult = Literal["complete", "failed", "untouched", "blocked", "removed", "left", "waiting"]
-
-
-@dataclass(frozen=True)
-class Event:
-    """One timeline entry: ``t`` seconds since the run started, the node (or compartment for
-    batch events), the event name (see :data:`EVENTS`) and a human detail."""
-
-    t: float
-    node: str
-    event: str
-    detail: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {"t": round(self.t, 3), "node": self.node, "event": self.event, "detail": self.detail}
+__all__ = ["EVENTS", "BatchRecord", "Event", "NodeOutcome", "NodeResult", "RunResult", "Timeline"]
 
 
 @dataclass
@@ -63,89 +34,3 @@ class Timeline:
     def for_node(self, node: str) -> list[Event]:
         """Events of one node, in order."""
         return [e for e in self.events if e.node == node]
-
-
-@dataclass
-class NodeOutcome:
-    """Final state of one node in a run."""
-
-    name: str
-    state: NodeResult
-    compartment: str = ""
-    failed_stage: str = ""
-    reason: str = ""
-    message: str = ""
-    exit_code: int | None = None
-    log_tail: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (issue #3 §5 contract: name, state, failedStage, message)."""
-        d: dict[str, Any] = {
-            "name": self.name,
-            "state": self.state,
-            "compartment": self.compartment,
-            "failedStage": self.failed_stage or None,
-            "message": self.message,
-        }
-        if self.reason:
-            d["reason"] = self.reason
-        if self.exit_code is not None:
-            d["exitCode"] = self.exit_code
-        if self.log_tail:
-            d["logTail"] = self.log_tail
-        return d
-
-
-@dataclass
-class BatchRecord:
-    """One batch of a compartment: its nodes and how they ended."""
-
-    number: int
-    nodes: list[str]
-    succeeded: int = 0
-    failed: int = 0
-    blocked: int = 0
-    passed: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "number": self.number,
-            "nodes": self.nodes,
-            "succeeded": self.succeeded,
-            "failed": self.failed,
-            "blocked": self.blocked,
-            "passed": self.passed,
-        }
-
-
-@dataclass
-class RunResult:
-    """The result document of one ``apply`` run (issue #3 §5).
-
-    ``result`` is ``succeeded`` (every node with work complete), ``failed`` (some node failed or
-    stayed blocked) or ``halted`` (a compartment stopped at its failure threshold or its budget).
-    """
-
-    run_id: str
-    plan_hash: str
-    recipe: str
-    result: Literal["succeeded", "failed", "halted"]
-    nodes: list[NodeOutcome]
-    compartments: list[dict[str, Any]]
-    timeline: list[Event]
-    duration: float
-    writes: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "runId": self.run_id,
-            "planHash": self.plan_hash,
-            "recipe": self.recipe,
-            "result": self.result,
-            "durationSeconds": round(self.duration, 3),
-            "nodes": [n.to_dict() for n in self.nodes],
-            "compartments": self.compartments,
-            "timeline": [e.to_dict() for e in self.timeline],
-        }

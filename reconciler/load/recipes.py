@@ -22,9 +22,9 @@ from pydantic import ValidationError
 
 from reconciler.errors import InputError
 from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
+from reconciler.model.graph import find_cycle
 from reconciler.model.recipe import Package, Recipe
 from reconciler.model.versions import is_exact
-from reconciler.plan.graph import find_cycle
 
 API_VERSION = "reconciler.nodewright.dev/v1alpha1"
 KIND = "NodeRecipe"

@@ -19,7 +19,7 @@ An unreadable record counts as paused (fail safe), with the reason saying so.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -62,16 +62,26 @@ class Control(Frozen):
         return ", ".join(flags) + (f" ({'; '.join(extra)})" if extra else "")
 
 
+@runtime_checkable
+class ProvidesConfigMaps(Protocol):
+    """A cluster adapter that is not itself a ``ConfigMapStore`` but can give one sharing its
+    connection (the kube adapter: :meth:`reconciler.adapters.kube.KubeCluster.config_map_store`).
+    Declared here, where it is needed, so ``ops`` never imports an adapter."""
+
+    def config_map_store(self) -> ConfigMapStore | None:
+        """The store, or None when the adapter cannot give one."""
+        ...
+
+
 def store_for(cluster: object) -> ConfigMapStore | None:
     """The ConfigMap store of ``cluster``: the adapter itself when it implements
-    ``ConfigMapStore`` (simulated fleet), a :class:`~reconciler.adapters.kubeconfigmaps.KubeConfigMaps`
-    sharing a ``KubeCluster``'s API client, else None."""
+    ``ConfigMapStore`` (simulated fleet), the store it provides when it is a
+    :class:`ProvidesConfigMaps` (``KubeCluster``: a ``KubeConfigMaps`` sharing its API client),
+    else None."""
     if isinstance(cluster, ConfigMapStore):
         return cluster
-    if getattr(cluster, "api_client", None) is not None:
-        from reconciler.adapters.kubeconfigmaps import KubeConfigMaps
-
-        return KubeConfigMaps.for_cluster(cluster)
+    if isinstance(cluster, ProvidesConfigMaps):
+        return cluster.config_map_store()
     return None
 
 

@@ -11,7 +11,7 @@ Per selected node (nodes not matching ``recipe.nodeSelector`` are untouched and 
   recipe no dependencies are known, so by name); among the rest, downgrades are taken first
   whenever their dependencies allow, then by name (decision (g): each package as soon as it can).
 * **interrupt**: the merge of every step's interrupt and of the interrupt the node's ``InFlight``
-  record still owes (:mod:`reconciler.plan.interrupts`).
+  record still owes (:mod:`reconciler.model.interrupts`).
 * **cordon** — decision: a node is cordoned and drained *exactly when it has an interrupt*
   (``noop`` included), as NodeWright's interrupt flow does (semantics §2.5); steps without an
   interrupt run on a schedulable node. Only then are ``waitFor``, ``evict``, ``drainBlockers`` and
@@ -69,6 +69,8 @@ from typing import Any
 
 from reconciler.diff import NodeDiff, PackageChange, diff_node
 from reconciler.errors import InputError
+from reconciler.model.graph import dependents, find_cycle
+from reconciler.model.interrupts import merge_interrupts
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
     LEGACY_PREFIXES,
@@ -87,8 +89,6 @@ from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
 from reconciler.model.selector import LabelSelector
 from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, predict_batches
 from reconciler.plan.drain import classify_pods
-from reconciler.plan.graph import dependents, find_cycle
-from reconciler.plan.interrupts import merge_interrupts
 from reconciler.plan.taints import is_new_node
 
 #: Hash document version: bump when the hashed document's shape changes.

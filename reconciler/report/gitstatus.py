@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.errors import InputError
-from reconciler.execute.timeline import RunResult
 from reconciler.model.plan import Plan
+from reconciler.model.run import RunResult
 
 API_VERSION = "reconciler.nodewright.dev/v1alpha1"
 KIND = "RolloutStatusFile"

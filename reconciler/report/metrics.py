@@ -2,8 +2,9 @@
 
 Written as a file for the node-exporter textfile collector (:func:`write_textfile`, atomic: a
 temporary file in the same directory, fsync, rename; name it ``*.prom``) and/or pushed to a
-Pushgateway (:func:`push`, HTTP PUT of one group per recipe). Built by :func:`rollout_metrics`
-from a :class:`~reconciler.execute.timeline.RunResult` (after ``apply``) and/or a
+Pushgateway (:func:`reconciler.adapters.pushgateway.push`, HTTP PUT of one group per recipe; the
+network I/O lives in that adapter, :func:`reconciler.adapters.pushgateway.export` does both).
+Built by :func:`rollout_metrics` from a :class:`~reconciler.model.run.RunResult` (after ``apply``) and/or a
 :class:`~reconciler.model.plan.Plan` (``reconciler metrics``, no run), plus the node records.
 
 Metrics (all gauges; names follow NodeWright's ``skyhook_*`` set, semantics-nodewright.md §5.1,
@@ -37,19 +38,14 @@ Series whose value is unknown (current batch without a run) are left out rather 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import math
 import os
 import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reconciler.errors import InputError, ReconcilerError, SourcePos
-from reconciler.execute.timeline import RunResult
+from reconciler.errors import ReconcilerError
 from reconciler.model.nodestate import (
     NodeStateError,
     PackageState,
@@ -61,6 +57,7 @@ from reconciler.model.nodestate import (
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import Plan
+from reconciler.model.run import RunResult
 
 PREFIX = "node_reconciler_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -311,72 +308,6 @@ def write_textfile(path: str, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise MetricsError(f"cannot write metrics file {path}: {e.strerror or e}") from None
-
-
-def _segment(key: str, value: str) -> str:
-    if value and "/" not in value:
-        return f"/{key}/{urllib.parse.quote(value, safe='')}"
-    enc = base64.urlsafe_b64encode(value.encode()).decode().rstrip("=") or "="
-    return f"/{key}@base64/{enc}"
-
-
-def push_url(base: str, job: str, grouping: Mapping[str, str]) -> str:
-    """The Pushgateway URL of a group: ``<base>/metrics/job/<job>/<label>/<value>…`` (values
-    with ``/`` or empty use the ``@base64`` form).
-
-    Raises:
-        InputError: ``base`` is not an http(s) URL.
-    """
-    parts = urllib.parse.urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InputError(f"--pushgateway {base!r}: expected an http:// or https:// URL", SourcePos(base))
-    url = base.rstrip("/") + "/metrics" + _segment("job", job)
-    for k in sorted(grouping):
-        url += _segment(k, grouping[k])
-    return url
-
-
-def push(base: str, text: str, *, job: str = "node-reconciler", grouping: Mapping[str, str] | None = None,
-         timeout: float = 10.0) -> str:
-    """PUT ``text`` to the Pushgateway group (replacing the group's previous metrics); returns the URL.
-
-    Raises:
-        InputError: bad URL. MetricsError: connection failure or a non-2xx answer.
-    """
-    url = push_url(base, job, grouping or {})
-    req = urllib.request.Request(url, data=text.encode("utf-8"), method="PUT",
-                                 headers={"Content-Type": CONTENT_TYPE})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            status = int(resp.status)
-    except urllib.error.HTTPError as e:
-        body = e.read(300).decode("utf-8", "replace").strip()
-        e.close()
-        raise MetricsError(f"pushgateway {url}: HTTP {e.code} {body}") from None
-    except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        raise MetricsError(f"pushgateway {url}: {reason}") from None
-    if not 200 <= status < 300:
-        raise MetricsError(f"pushgateway {url}: HTTP {status}")
-    return url
-
-
-def export(sets: Mapping[str, MetricSet], *, file: str | None = None, pushgateway: str | None = None,
-           job: str = "node-reconciler") -> list[str]:
-    """Write every recipe's metrics to one textfile and/or push each recipe as its own group
-    (``job``, ``recipe``). Returns what was done, one line per target."""
-    done: list[str] = []
-    if file:
-        merged = MetricSet()
-        for name in sorted(sets):
-            merged.update(sets[name])
-        write_textfile(file, merged.render())
-        done.append(f"metrics written to {file}")
-    if pushgateway:
-        for name in sorted(sets):
-            url = push(pushgateway, sets[name].render(), job=job, grouping={"recipe": name})
-            done.append(f"metrics pushed to {url}")
-    return done
 
 
 def run_metrics(

@@ -35,8 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from reconciler.execute.timeline import Event, RunResult
 from reconciler.model.plan import NodePlan, Plan
+from reconciler.model.run import Event, RunResult
 from reconciler.report.gitstatus import summary_text
 
 GROUP = "reconciler.nodewright.dev"

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adapters.sim import SimFleet
-from reconciler.execute.timeline import Event
 from reconciler.model.nodestate import cordon_key, failure_key
 from reconciler.model.recipe import Recipe
+from reconciler.model.run import Event
 
 
 @dataclass

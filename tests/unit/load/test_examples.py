@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from reconciler.load import load_inputs, policy_for
+from reconciler.model.graph import topo_order
 from reconciler.model.versions import is_exact
-from reconciler.plan.graph import topo_order
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
+from reconciler.adapters.kube import KubeCluster
 from reconciler.adapters.kubeconfigmaps import MERGE_PATCH, KubeConfigMaps
 from reconciler.errors import ForbiddenError
 from reconciler.ops.controls import CONTROLS_CONFIGMAP, control_patch, held_reason, store_for
@@ -94,14 +95,6 @@ def api() -> Iterator[client.ApiClient]:
         t.join()
 
 
-class _KubeLike:
-    """What ``store_for`` looks at on a KubeCluster: its public ``api_client`` and ``namespace``."""
-
-    def __init__(self, api_client: client.ApiClient) -> None:
-        self.api_client = api_client
-        self.namespace = "node-reconciler"
-
-
 def test_store_reads_creates_and_merges(api: client.ApiClient) -> None:
     store = KubeConfigMaps(api)
     assert store.get_config_map("node-reconciler", CONTROLS_CONFIGMAP) is None
@@ -119,7 +112,7 @@ def test_store_reads_creates_and_merges(api: client.ApiClient) -> None:
 
 
 def test_controls_on_a_kube_like_cluster(api: client.ApiClient) -> None:
-    cluster = _KubeLike(api)
+    cluster = KubeCluster(api, namespace="node-reconciler")  # store_for asks it for its store
     store = store_for(cluster)
     assert isinstance(store, KubeConfigMaps)
     patch, before, after = control_patch(cluster, "r1", "pause", reason="freeze", by="me", at="t")

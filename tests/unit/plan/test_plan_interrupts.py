@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from reconciler.model.interrupts import describe, interrupt_from_record, merge_interrupts
 from reconciler.model.recipe import Interrupt
-from reconciler.plan.interrupts import describe, interrupt_from_record, merge_interrupts
 from reconciler.testing import as_interrupt
 
 MERGE_CASES = [

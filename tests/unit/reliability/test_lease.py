@@ -5,6 +5,7 @@ mid-run, and the CLI's ``--wait-for-lock``."""
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from reconciler.adapters.host import process_identity
 from reconciler.adapters.sim import SimFleet
 from reconciler.cli import clusters
 from reconciler.cli.main import main
@@ -37,8 +39,9 @@ def test_lease_name_and_holder_identity() -> None:
     long = lease_name("x" * 80)
     assert len(long) <= 63 and long.startswith("reconciler-xxx") and long != lease_name("x" * 81)
     assert lease_name("Odd_Name") != lease_name("odd-name")  # different recipes never share a lease
-    h = holder_identity("run-abc")
-    assert h.startswith("run-abc@") and h.rsplit("/", 1)[1].isdigit()
+    assert holder_identity("run-abc", "host-1/42") == "run-abc@host-1/42"
+    h = holder_identity("run-abc", process_identity())
+    assert h.startswith("run-abc@") and h.rsplit("/", 1)[1] == str(os.getpid())
 
 
 def test_second_run_is_refused_naming_the_holder() -> None:
@@ -166,17 +169,17 @@ def test_crashed_run_is_taken_over_and_resumed() -> None:
     takes the lease over once it has expired, resumes A's nodes and ends in the reference state."""
     reference = recorded_state(run_scenario().sim)
     sim = SimFleet(fleet(), CONFIG)
-    ga = LeaseGroup(sim, sim, ["tune"], holder_identity("run-a"))
+    ga = LeaseGroup(sim, sim, ["tune"], holder_identity("run-a", "host-a/1"))
     ga.acquire()
     crashing = FaultyCluster(sim, crash_after_writes=40)
     with pytest.raises(CrashInjected):
         _rollout(crashing, sim, ga, "run-a").run()
     assert sim.get_lease(NAME) is not None  # a killed process releases nothing
-    gb = LeaseGroup(sim, sim, ["tune"], holder_identity("run-b"))
+    gb = LeaseGroup(sim, sim, ["tune"], holder_identity("run-b", "host-b/2"))
     with pytest.raises(LeaseHeldError, match="run-a@"):
         gb.acquire()
     gb.acquire(wait_seconds=120)
-    assert gb.took_over_from == {"tune": holder_identity("run-a")}
+    assert gb.took_over_from == {"tune": holder_identity("run-a", "host-a/1")}
     rb = _rollout(sim, sim, gb, "run-b")
     res = rb.run()
     gb.release()
