@@ -102,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
     leases = LeaseGroup(opened.cluster, opened.clock, [r.name for r in inputs.recipes],
                         holder_identity(run_id, process_identity()), duration=args.lease_duration)
     leases.acquire(args.wait_for_lock)  # before anything is observed or changed; LeaseHeldError names the holder
+    from reconciler.execute.fence import FencedCluster
+
+    fenced = FencedCluster(opened.cluster, leases)  # every write checks the leases first (issue 12)
     stopped = ""
     results: list[RunResult] = []
     try:
@@ -126,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             if refused:
                 raise InputError("; ".join(refused))
         runtime_required = tuple(r.name for r in inputs.recipes if r.runtimeRequired)
-        tainted = auto_taint(opened.cluster, inputs.recipes, fleet)
+        tainted = auto_taint(fenced, inputs.recipes, fleet)
         if tainted and args.output == "text":
             console.print(f"tainted {len(tainted)} new node(s) NoSchedule until their runtime-required recipes "
                           f"complete (autoTaintNewNodes): {', '.join(tainted)}", soft_wrap=True)
@@ -155,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
                 recipe,
                 policies[recipe.name],
                 plan,
-                opened.cluster,
+                fenced,
                 opened.clock,
                 run_id=run_id,
                 poll_seconds=args.poll_seconds or opened.poll_seconds,

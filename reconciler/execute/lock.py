@@ -120,6 +120,7 @@ class LeaseLock:
         self.took_over_from = ""
         self._renewed_at = 0.0
         self._next = 0.0
+        self.lost = ""  # why the lease was lost (set once; every later check and tick raises it)
 
     # ------------------------------------------------------------------ acquire
     def acquire(self, wait_seconds: float = 0.0) -> LeaseInfo:
@@ -134,6 +135,7 @@ class LeaseLock:
         announced = ""
         while True:
             before = self._peek()
+            sent = self.clock.now()  # the lease runs from when the request was sent, not answered
             try:
                 rec = self.cluster.acquire_lease(self.name, self.holder, self.duration)
             except LeaseHeldError as e:
@@ -160,8 +162,9 @@ class LeaseLock:
                 self.took_over_from = before.holder
                 log.warning("recipe %s: took over lease %s from %s (it stopped renewing); resuming its nodes",
                             self.recipe, self.name, before.holder)
-            self._renewed_at = self.clock.now()
+            self._renewed_at = sent
             self._next = self._renewed_at + self.renew_every
+            self.lost = ""
             return rec
 
     def _peek(self) -> LeaseInfo | None:
@@ -183,40 +186,61 @@ class LeaseLock:
             LeaseLostError: another holder has the lease, it was deleted, or renewals failed for
                 ``duration - margin`` seconds (it may have expired).
         """
+        if self.lost:
+            raise LeaseLostError(self.lost)
         if not self.held:
             return None
+        self.check()
         if now < self._next:
             return self._next
         try:
             self.cluster.renew_lease(self.name, self.holder, self.duration)
         except LeaseHeldError as e:
-            self.held = False
-            raise LeaseLostError(
-                f"lease {self.name} of recipe {self.recipe} was taken over by {e.holder}; this run "
-                f"({self.holder}) stops, its nodes keep their records and the new holder resumes them"
-            ) from None
+            self._lose(f"lease {self.name} of recipe {self.recipe} was taken over by {e.holder}; this run "
+                       f"({self.holder}) stops writing, its nodes keep their records and the new holder resumes them")
         except NotFoundError:
-            self.held = False
-            raise LeaseLostError(
-                f"lease {self.name} of recipe {self.recipe} was deleted while this run ({self.holder}) held it; "
-                "stopping (node records are kept; the next run resumes them)"
-            ) from None
+            self._lose(f"lease {self.name} of recipe {self.recipe} was deleted while this run ({self.holder}) held "
+                       "it; stopping (node records are kept; the next run resumes them)")
         except ClusterError as e:
             silent = now - self._renewed_at
             if silent >= self.duration - self.margin:
-                self.held = False
-                raise LeaseLostError(
-                    f"could not renew lease {self.name} of recipe {self.recipe} for {silent:.0f} s (last error: {e}); "
-                    "stopping before another run may take it over (node records are kept; the next run resumes them)"
-                ) from None
+                self._lose(f"could not renew lease {self.name} of recipe {self.recipe} for {silent:.0f} s (last "
+                           f"error: {e}); stopping before another run may take it over (node records are kept; "
+                           "the next run resumes them)")
             log.warning("recipe %s: renewing lease %s failed: %s; retrying in %.0f s", self.recipe, self.name, e,
                         self.retry_every)
             self._next = now + self.retry_every
             return self._next
         self.renewals += 1
-        self._renewed_at = now
+        self._renewed_at = now  # ``now`` was read before the request was sent
         self._next = now + self.renew_every
         return self._next
+
+    def check(self) -> None:
+        """The write fence (:mod:`reconciler.execute.fence`): return when this run holds the lease
+        with margin, i.e. the monotonic clock is before ``last renewal sent + duration - margin``.
+
+        Raises:
+            LeaseLostError: the lease is not held, was lost, or could expire before another write
+                lands; from then on every check and tick raises it (the run stops writing at once).
+        """
+        if self.lost:
+            raise LeaseLostError(self.lost)
+        if not self.held:
+            raise LeaseLostError(f"lease {self.name} of recipe {self.recipe} is not held by this run ({self.holder}); "
+                                 "no write is allowed")
+        left = self._renewed_at + self.duration - self.margin - self.clock.now()
+        if left <= 0:
+            ago = self.duration - self.margin - left
+            self._lose(f"lease {self.name} of recipe {self.recipe} was last renewed {ago:.0f} s ago and may expire "
+                       f"within the {self.margin:.0f} s margin; this run ({self.holder}) stops writing (node records "
+                       "are kept; the next run resumes them)")
+
+    def _lose(self, message: str) -> None:
+        self.held = False
+        self.lost = message
+        log.error("recipe %s: %s", self.recipe, message)
+        raise LeaseLostError(message)
 
     # ------------------------------------------------------------------ release
     def release(self) -> None:
@@ -288,6 +312,12 @@ class LeaseGroup:
         Raises LeaseLostError as :meth:`LeaseLock.tick`."""
         nexts = [t for t in (lock.tick(now) for lock in self.locks) if t is not None]
         return min(nexts) if nexts else None
+
+    def check(self) -> None:
+        """The write fence for every recipe of the run: raises LeaseLostError as
+        :meth:`LeaseLock.check` when any lease is not held with margin."""
+        for lock in self.locks:
+            lock.check()
 
     def release(self) -> None:
         """Release every lease still held (errors logged)."""

@@ -30,6 +30,7 @@ from reconciler.errors import (
     TransientError,
 )
 from reconciler.execute.lifecycle import NodeRun, Outcome, RunContext
+from reconciler.execute.lock import LeaseLostError
 from reconciler.execute.retry import Fail, Retry, classify
 from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline
 from reconciler.model.nodestate import (
@@ -215,15 +216,16 @@ class Rollout:
                 try:
                     tick_at = self.on_tick(self.clock.now())
                 except ReconcilerError as e:
-                    self.stopped = str(e)
-                    log.error("run %s stopped: %s", self.run_id, e)
-                    self.timeline.add(self.clock.now(), "run", "stopped", self.stopped)
+                    self._stop(str(e))
                     break
             api_down = False
             retry_after = 0.0
             for c in comps:
                 try:
                     self._step_compartment(c)
+                except LeaseLostError as e:  # a fenced write refused (execute/fence.py): stop writing at once
+                    self.stopped = str(e)
+                    break
                 except (TransientError, TooManyRequestsError, ServerError, ConflictError) as e:
                     # the read before a batch failed; nothing was started: retry, bounded (execute/retry.py)
                     api_down = True
@@ -238,8 +240,7 @@ class Rollout:
                     retry_after = max(retry_after, decision.after if isinstance(decision, Retry) else 0.0)
                     log.warning("run %s: %s; retrying in %.0f s", self.run_id, e, retry_after)
             if self.stopped:
-                log.error("run %s stopped: %s", self.run_id, self.stopped)
-                self.timeline.add(self.clock.now(), "run", "stopped", self.stopped)
+                self._stop(self.stopped)
                 break
             if not api_down:
                 self._api_errors = 0
@@ -250,7 +251,12 @@ class Rollout:
             # (changed None: the clock cannot tell, so look at every node)
             due = [r for c in comps for r in c.active
                    if changed is None or r.name in changed or self._wake.get(r.name, 0.0) <= now]
-            for r, w in zip(due, self._advance_all(due), strict=True):
+            try:
+                wakes_due = self._advance_all(due)
+            except LeaseLostError as e:
+                self._stop(str(e))
+                break
+            for r, w in zip(due, wakes_due, strict=True):
                 self._wake[r.name] = w if w is not None else now
             for c in comps:
                 self._collect(c)
@@ -279,10 +285,18 @@ class Rollout:
         self._end_lifecycles()
         return self._result(comps, self.clock.now() - start)
 
+    def _stop(self, message: str) -> None:
+        """Stop the run: nothing more is started or advanced (node records stay on the nodes)."""
+        self.stopped = message
+        log.error("run %s stopped: %s", self.run_id, message)
+        self.timeline.add(self.clock.now(), "run", "stopped", message)
+
     def _end_lifecycles(self) -> None:
         """Release the shared objects of the lifecycles this run started, unless one of their
         nodes failed or is still running (their stage pods keep the logs and the resume point).
         Lifecycles resumed from an earlier run may still have failed nodes outside this run: left."""
+        if self.stopped:
+            return  # a stopped run writes nothing more
         mine = [r for r in self.runs.values() if r.lifecycle == self.run_id]
         if not mine or any(r.outcome in (Outcome.FAILED, Outcome.RUNNING) for r in mine):
             return

@@ -1,0 +1,159 @@
+"""Fenced writes (issue 12, finding 2): no write reaches the cluster unless this run holds its Lease.
+
+:class:`FencedCluster` is a port decorator: every write method of :class:`~reconciler.ports.Cluster`
+and :class:`~reconciler.ports.ConfigMapStore` first asks the :class:`WriteFence` (the run's
+:class:`~reconciler.execute.lock.LeaseGroup`), which raises
+:class:`~reconciler.execute.lock.LeaseLostError` when a Lease is no longer held *with margin*: the
+deadline is known locally from the last successful renewal (``renewed + duration - margin``, by
+the monotonic clock, measured from when the renewal request was *sent*), so a run whose renewals
+fail stops writing before another run could take the Lease over — as client-go's leader election
+stops at its ``renewDeadline``. Reads pass through unchecked. Lease writes are the lock's own and
+do not go through the fence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
+from reconciler.model.selector import Taint
+from reconciler.ports import Cluster, ConfigMapStore, LeaseInfo, StageSpec, StageStatus
+
+
+class WriteFence(Protocol):
+    """Something that says whether a write may happen now."""
+
+    def check(self) -> None:
+        """Return when writing is allowed; raise ``LeaseLostError`` (a ``ReconcilerError``) when not."""
+        ...
+
+
+class FencedCluster:
+    """``inner`` with every write checked by ``fence`` first (module docstring). Implements
+    :class:`~reconciler.ports.Cluster` (and ``ConfigMapStore`` when ``inner`` does). ``writes``
+    mirrors the inner adapter's count, for reports."""
+
+    def __init__(self, inner: Cluster, fence: WriteFence) -> None:
+        self.inner = inner
+        self.fence = fence
+
+    @property
+    def writes(self) -> int:
+        """Writes of the wrapped adapter (0 when it does not count them)."""
+        return int(getattr(self.inner, "writes", 0))
+
+    # reads -------------------------------------------------------------------------------
+    def list_nodes(self) -> list[NodeInfo]:
+        """See :meth:`Cluster.list_nodes`."""
+        return self.inner.list_nodes()
+
+    def list_unschedulable_nodes(self) -> list[NodeInfo]:
+        """See :meth:`Cluster.list_unschedulable_nodes`."""
+        return self.inner.list_unschedulable_nodes()
+
+    def get_node(self, name: str) -> NodeInfo:
+        """See :meth:`Cluster.get_node`."""
+        return self.inner.get_node(name)
+
+    def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
+        """See :meth:`Cluster.list_pods`."""
+        return self.inner.list_pods(node_name)
+
+    def get_pod(self, namespace: str, name: str) -> PodInfo | None:
+        """See :meth:`Cluster.get_pod`."""
+        return self.inner.get_pod(namespace, name)
+
+    def list_pdbs(self) -> list[PdbInfo]:
+        """See :meth:`Cluster.list_pdbs`."""
+        return self.inner.list_pdbs()
+
+    def daemonset_exists(self, namespace: str, name: str) -> bool:
+        """See :meth:`Cluster.daemonset_exists`."""
+        return self.inner.daemonset_exists(namespace, name)
+
+    def stage_status(self, spec: StageSpec) -> StageStatus:
+        """See :meth:`Cluster.stage_status`."""
+        return self.inner.stage_status(spec)
+
+    def get_lease(self, name: str) -> LeaseInfo | None:
+        """See :meth:`Cluster.get_lease`."""
+        return self.inner.get_lease(name)
+
+    def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        """See :meth:`ConfigMapStore.get_config_map`."""
+        return self._store().get_config_map(namespace, name)
+
+    # writes ------------------------------------------------------------------------------
+    def patch_node(
+        self,
+        name: str,
+        *,
+        annotations: Mapping[str, str | None] | None = None,
+        labels: Mapping[str, str | None] | None = None,
+        unschedulable: bool | None = None,
+        taints: tuple[Taint, ...] | None = None,
+        resource_version: str | None = None,
+    ) -> NodeInfo:
+        """Fenced :meth:`Cluster.patch_node`."""
+        self.fence.check()
+        return self.inner.patch_node(name, annotations=annotations, labels=labels, unschedulable=unschedulable,
+                                     taints=taints, resource_version=resource_version)
+
+    def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
+        """Fenced :meth:`Cluster.set_node_condition`."""
+        self.fence.check()
+        self.inner.set_node_condition(name, type_, status, reason, message)
+
+    def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
+        """Fenced :meth:`Cluster.evict_pod`."""
+        self.fence.check()
+        self.inner.evict_pod(namespace, name, uid, grace_seconds)
+
+    def start_stage(self, spec: StageSpec) -> None:
+        """Fenced :meth:`Cluster.start_stage`."""
+        self.fence.check()
+        self.inner.start_stage(spec)
+
+    def delete_stage(self, spec: StageSpec) -> None:
+        """Fenced :meth:`Cluster.delete_stage`."""
+        self.fence.check()
+        self.inner.delete_stage(spec)
+
+    def end_run(self, run_id: str) -> None:
+        """Fenced :meth:`Cluster.end_run`."""
+        self.fence.check()
+        self.inner.end_run(run_id)
+
+    def delete_stages(self, recipe: str, node: str) -> None:
+        """Fenced :meth:`Cluster.delete_stages`."""
+        self.fence.check()
+        self.inner.delete_stages(recipe, node)
+
+    def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
+        """Fenced :meth:`Cluster.emit_event`."""
+        self.fence.check()
+        self.inner.emit_event(node, reason, message, type_)
+
+    def patch_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> None:
+        """Fenced :meth:`ConfigMapStore.patch_config_map`."""
+        self.fence.check()
+        self._store().patch_config_map(namespace, name, data)
+
+    # the lock's own writes: not fenced (the fence *is* the lease) ---------------------------
+    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseInfo:
+        """See :meth:`Cluster.acquire_lease` (not fenced)."""
+        return self.inner.acquire_lease(name, holder, duration_seconds)
+
+    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseInfo:
+        """See :meth:`Cluster.renew_lease` (not fenced)."""
+        return self.inner.renew_lease(name, holder, duration_seconds)
+
+    def release_lease(self, name: str, holder: str) -> None:
+        """See :meth:`Cluster.release_lease` (not fenced)."""
+        self.inner.release_lease(name, holder)
+
+    def _store(self) -> ConfigMapStore:
+        if not isinstance(self.inner, ConfigMapStore):
+            raise TypeError(f"{type(self.inner).__name__} keeps no ConfigMaps")
+        return self.inner
