@@ -135,6 +135,7 @@ class SimFleet:
         self.leases: dict[str, SimLease] = {}  # in memory only: a saved fleet carries no lease
         for obj in objects:
             self._add(obj)
+        self._assign_resource_versions()
         self.epoch: float
         if self._saved_clock is not None:
             self.epoch = float(self._saved_clock["now"])
@@ -144,6 +145,20 @@ class SimFleet:
             self.epoch = start if start is not None else self._newest_timestamp()
         self._schedule_deadlines()
         self._restore_timers()
+
+    def _assign_resource_versions(self) -> None:
+        """Every object of a fake API server has a resourceVersion: keep the snapshot's (numeric, as
+        Kubernetes writes them), give the others new ones above the highest, so a conditional write
+        decided from a read always has a version to compare."""
+        objs = [*self.nodes.values(), *self.pods.values(), *self.pdbs.values(), *self.config_maps.values()]
+        for o in objs:
+            rv = str((o.get("metadata") or {}).get("resourceVersion") or "")
+            if rv.isdigit() and len(rv) < 20:
+                self._rv = max(self._rv, int(rv))
+        for o in objs:
+            meta = o.setdefault("metadata", {})
+            if not str(meta.get("resourceVersion") or "").isdigit():
+                self._bump(o)
 
     # ---------------------------------------------------------------- loading / saving
     @classmethod

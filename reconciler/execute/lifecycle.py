@@ -187,6 +187,7 @@ class NodeRun:
     _pending: dict[str, str | None] = field(default_factory=dict)
     _pending_labels: dict[str, str | None] = field(default_factory=dict)
     _local_start: dict[str, float] = field(default_factory=dict)
+    _fresh: bool = False  # self.node was read in the current advance
     _streak: int = 0  # consecutive API errors (execute/retry.py bounds them)
     _streak_start: float = 0.0
     _failure_args: tuple[str, str, dict[str, Any]] | None = None
@@ -231,7 +232,21 @@ class NodeRun:
     def _event(self, event: str, detail: str = "") -> None:
         self.ctx.timeline.add(self._now(), self.name, event, detail)
 
+    def _refresh(self) -> NodeInfo:
+        """The node as it is now (read again unless already read in this advance), for a decision
+        about ownership (cordon, uncordon, taints); our in-memory package state is kept."""
+        if self._fresh and self.node is not None:
+            return self.node
+        node = self.ctx.cluster.get_node(self.name)
+        if self._pending:
+            ann = {**node.annotations, **self._pending}
+            node = replace(node, annotations={k: v for k, v in ann.items() if v is not None})
+        self.node = node
+        self._fresh = True
+        return node
+
     def _read(self) -> NodeInfo:
+        self._fresh = True
         node = self.ctx.cluster.get_node(self.name)
         if self._pending:  # records not written yet are part of what we know of the node
             ann = {**node.annotations, **self._pending}
@@ -258,8 +273,10 @@ class NodeRun:
             labels = {**pending_labels, **(labels or {})}
             self._pending_labels = {}
         try:
-            # the taint list is replaced as a whole: only over the node we decided it from (409 → retried)
-            rv = self.node.resource_version if taints is not None and self.node is not None else None
+            # ownership changes (cordon, uncordon, the taint list replaced whole) are conditional on the
+            # node they were decided from: a 409 means the node changed; read again, decide again
+            decided = taints is not None or unschedulable is not None
+            rv = self.node.resource_version if decided and self.node is not None else None
             self.node = self.ctx.cluster.patch_node(
                 self.name, annotations=annotations, labels=labels, unschedulable=unschedulable, taints=taints,
                 resource_version=rv or None,
@@ -267,6 +284,7 @@ class NodeRun:
         except ClusterError:
             self._pending = {**pending, **self._pending}  # not written: keep the deferred records for the retry
             self._pending_labels = {**pending_labels, **self._pending_labels}
+            self._fresh = False  # whatever we knew of the node may be stale now
             raise
 
     def _annotation(self, key: str) -> str | None:
@@ -330,6 +348,7 @@ class NodeRun:
         ``RunContext.retry_bounds``), then a named failure; a node that disappears ends as REMOVED."""
         if self.outcome is not Outcome.RUNNING:
             return None
+        self._fresh = False  # the node is read again before any ownership decision of this advance
         try:
             handler: Callable[[], float | None] = getattr(self, f"_phase_{self.phase.replace('-', '_')}")
             wake = handler()
@@ -418,7 +437,9 @@ class NodeRun:
         return self._phase_cordon()
 
     def _phase_cordon(self) -> float | None:
-        node = self.node or self._read()
+        node = self._refresh()
+        # decided from the node as it is now: our claim there (a cordon whose answer was lost) is ours
+        self.owns_cordon = cordon_key(self.recipe.name) in node.annotations
         if not self.plan.cordon:
             # nothing disruptive happens before the first stage: its record carries these too
             self._defer({inflight_key(self.recipe.name): self._inflight("stages"),
@@ -986,6 +1007,7 @@ class NodeRun:
         if not kw["keep_cordon"]:
             ann[inflight_key(name)] = None
             if self.owns_cordon:
+                self._refresh()
                 ann[cordon_key(name)] = None
                 unsched = False
         try:
@@ -1013,6 +1035,7 @@ class NodeRun:
     def _block(self, message: str) -> float | None:
         """Protected pods outlived the wait: release what we hold; retried in a later pass (S09)."""
         name = self.recipe.name
+        self._refresh()
         ann: dict[str, str | None] = {inflight_key(name): None, status_key(name): "blocked"}
         if self.owns_cordon:
             ann[cordon_key(name)] = None

@@ -120,6 +120,7 @@ class LeaseLock:
         self.took_over_from = ""
         self._renewed_at = 0.0
         self._next = 0.0
+        self._last_error = ""
         self.lost = ""  # why the lease was lost (set once; every later check and tick raises it)
 
     # ------------------------------------------------------------------ acquire
@@ -207,11 +208,13 @@ class LeaseLock:
                 self._lose(f"could not renew lease {self.name} of recipe {self.recipe} for {silent:.0f} s (last "
                            f"error: {e}); stopping before another run may take it over (node records are kept; "
                            "the next run resumes them)")
+            self._last_error = str(e)
             log.warning("recipe %s: renewing lease %s failed: %s; retrying in %.0f s", self.recipe, self.name, e,
                         self.retry_every)
             self._next = now + self.retry_every
             return self._next
         self.renewals += 1
+        self._last_error = ""
         self._renewed_at = now  # ``now`` was read before the request was sent
         self._next = now + self.renew_every
         return self._next
@@ -232,9 +235,10 @@ class LeaseLock:
         left = self._renewed_at + self.duration - self.margin - self.clock.now()
         if left <= 0:
             ago = self.duration - self.margin - left
-            self._lose(f"lease {self.name} of recipe {self.recipe} was last renewed {ago:.0f} s ago and may expire "
-                       f"within the {self.margin:.0f} s margin; this run ({self.holder}) stops writing (node records "
-                       "are kept; the next run resumes them)")
+            why = f" (could not renew: {self._last_error})" if self._last_error else ""
+            self._lose(f"lease {self.name} of recipe {self.recipe} was last renewed {ago:.0f} s ago{why} and may "
+                       f"expire within the {self.margin:.0f} s margin; this run ({self.holder}) stops writing (node "
+                       "records are kept; the next run resumes them)")
 
     def _lose(self, message: str) -> None:
         self.held = False

@@ -32,12 +32,14 @@ from reconciler.model.vocab import FailureReason
 @dataclass(frozen=True)
 class RetryBounds:
     """How long one error streak may be retried: at most ``attempts`` tries and ``seconds`` of
-    retrying (whichever ends first); backoff ``base`` · 2^(attempt-1), capped at ``cap`` seconds."""
+    retrying (whichever ends first); backoff ``base`` · 2^(attempt-1), capped at ``cap`` seconds;
+    a 409 Conflict is retried after ``conflict`` seconds (it is cured by reading again)."""
 
     attempts: int = 12
     seconds: float = 600.0
     base: float = 5.0
     cap: float = 60.0
+    conflict: float = 1.0
 
 
 DEFAULT_BOUNDS = RetryBounds()
@@ -86,5 +88,5 @@ def classify(error: ClusterError, attempt: int, elapsed: float, bounds: RetryBou
                     f"the same API error persisted over {attempt - 1} retries in {elapsed:.0f} s: {error}")
     delay = min(bounds.cap, bounds.base * 2 ** max(0, attempt - 1))
     if isinstance(error, ConflictError):
-        delay = min(delay, bounds.base)  # a conflict is cured by reading again, not by waiting long
+        delay = min(delay, bounds.conflict)  # a conflict is cured by reading again, not by waiting long
     return Retry(max(delay, error.retry_after or 0.0))

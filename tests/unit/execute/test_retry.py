@@ -24,7 +24,7 @@ from reconciler.testing.fleetgen import make_node
 
 from .harness import pkg, policy, recipe
 
-B = RetryBounds(attempts=5, seconds=100.0, base=2.0, cap=10.0)
+B = RetryBounds(attempts=5, seconds=100.0, base=2.0, cap=10.0, conflict=0.5)
 
 CASES = [
     # error, attempt, elapsed, expected decision
@@ -38,7 +38,7 @@ CASES = [
     (TransientError("503", 503, "ServiceUnavailable", retry_after=30.0), 1, 0.0, Retry(30.0)),  # Retry-After wins
     (TooManyRequestsError("slow down", retry_after=7.0), 1, 0.0, Retry(7.0)),
     (ServerError("etcd timeout", 500, "InternalError"), 3, 6.0, Retry(8.0)),
-    (ConflictError("modified", 409, "Conflict"), 4, 6.0, Retry(2.0)),  # re-read soon, not long backoff
+    (ConflictError("modified", 409, "Conflict"), 4, 6.0, Retry(0.5)),  # re-read soon, not long backoff
     (ConflictError("modified", 409, "Conflict"), 6, 10.0, Fail(FailureReason.API_ERROR_PERSISTS, "")),  # count
     (TransientError("reset", 0, "Unavailable"), 2, 100.0, Fail(FailureReason.API_ERROR_PERSISTS, "")),  # time
     (ClusterError("odd", 418, "Teapot"), 6, 0.0, Fail(FailureReason.API_ERROR_PERSISTS, "")),
