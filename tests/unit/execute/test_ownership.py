@@ -46,7 +46,7 @@ def _run(faults: list[Fault], admin_at: float) -> tuple[SimFleet, FaultyCluster,
     ids=["refused-then-admin", "admin-between-read-and-write", "answer-lost"],
 )
 def test_an_admin_cordon_during_our_cordon_is_never_claimed_or_removed(faults: list[Fault], admin_at: float) -> None:
-    sim, fc, res = _run(faults, admin_at=admin_at)
+    sim, _, res = _run(faults, admin_at=admin_at)
     node = sim.nodes["n1"]
     n1 = next(n for n in res.nodes if n.name == "n1")  # type: ignore[attr-defined]
     assert n1.state == "complete", n1
