@@ -38,6 +38,7 @@ from reconciler.model.nodestate import (
     condition_type,
     digest,
     failure_key,
+    inflight_key,
     parse_model,
 )
 from reconciler.model.plan import NodePlan, Plan
@@ -90,6 +91,7 @@ class _Compartment:
     batches: list[BatchRecord] = field(default_factory=list)
     halted: str = ""
     retried_blocked: set[str] = field(default_factory=set)
+    in_flight: set[str] = field(default_factory=set)  # lifecycles an earlier run started: always resumed
 
     @property
     def done(self) -> bool:
@@ -201,7 +203,12 @@ class Rollout:
                 if n in self.waiting:
                     continue  # an earlier recipe (priority) is not complete on it
                 queue.append(n)
-            out.append(_Compartment(cp.name, self._strategy_of(cp.name), cp.ceiling, queue, len(queue)))
+            started = {n for n in queue if (info := nodes_now.get(n)) is not None
+                       and inflight_key(self.recipe.name) in info.annotations}
+            # lifecycles in flight go first: they already count against the budget
+            queue.sort(key=lambda n: n not in started)
+            out.append(_Compartment(cp.name, self._strategy_of(cp.name), cp.ceiling, queue, len(queue),
+                                    in_flight=started))
         return out
 
     # ------------------------------------------------------------------ loop
@@ -341,15 +348,22 @@ class Rollout:
         self._refresh_held(c)
         size = max(1, next_batch_size(c.strategy, c.ceiling, c.total, c.state))
         free = c.ceiling - self._disrupted(c)
-        picked: list[str] = []
+        # budget rule (issue 12): lifecycles already in flight always run to completion, whatever the
+        # budget (they already count); only new starts are gated by it
+        picked = [n for n in c.queue if n in c.in_flight]
+        for name in picked:
+            c.queue.remove(name)
+            c.in_flight.discard(name)
+        new = 0
         for name in list(c.queue):
-            if len(picked) >= size:
+            if new >= size:
                 break
             # a node that is not cordoned for its work, or is already unavailable, adds no disruption
             cost = 1 if self._by_name[name].cordon and name not in c.held else 0
-            if cost > free:
+            if cost and cost > free:
                 continue
             free -= cost
+            new += 1
             picked.append(name)
             c.queue.remove(name)
         if not picked:

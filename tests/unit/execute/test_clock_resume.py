@@ -94,3 +94,24 @@ def test_the_drain_timeout_counts_from_the_drains_start_across_a_restart() -> No
     # it failed 100 s after the drain started (to the poll interval), not 100 s after the resume
     assert 100 <= failed_at - drain_started < 100 + 10, failed_at - drain_started
     assert _inflight(sim, "n1") is not None  # the record stays with the failed, still cordoned node
+
+
+def test_a_resume_with_an_over_full_budget_finishes_the_nodes_already_in_flight() -> None:
+    """Issue 12, finding 6: the budget gates new starts only; nodes in flight already count."""
+    from reconciler.model.nodestate import cordon_key
+
+    r = _reboot_recipe()
+    sim = SimFleet([make_node(f"n{i}", {"pool": "gpu"}) for i in range(1, 6)])
+    pol = policy(count=2, initialBatch=2)
+    first = apply(sim, r, pol, max_seconds=100, check=False)  # stops mid-reboot
+    in_flight = [n for n in ("n1", "n2", "n3", "n4", "n5") if _inflight(sim, n) is not None]
+    assert len(in_flight) == 2 and all(cordon_key("tune") in sim.nodes[n]["metadata"]["annotations"]
+                                       for n in in_flight), first.result.nodes
+    others = [n for n in ("n1", "n2", "n3", "n4", "n5") if n not in in_flight]
+    sim.set_node(others[0], unschedulable=True)  # an admin cordons another node: 3 unavailable, ceiling 2
+    sim.mono_offset = THIRTY_DAYS
+    second = apply(sim, r, pol, check=False)
+    states = {n.name: n.state for n in second.result.nodes}
+    assert all(states[n] == "complete" for n in in_flight), states
+    # and the rest of the rollout still went on once the in-flight nodes were done
+    assert all(states[n] == "complete" for n in others[1:]), states
