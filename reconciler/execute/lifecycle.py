@@ -690,12 +690,19 @@ class NodeRun:
         return self._phase_finish()
 
     def _drive(self, runs: list[_StageRun], on_done: Callable[[], float | None]) -> float | None:
-        """Advance every runnable step (its ``after`` packages done) by its stages, in parallel."""
+        """Advance every runnable step (its ``after`` packages done) by its stages, in parallel.
+        Before any new stage starts, the node's scope is checked on a fresh read: out of scope, the
+        running stages finish and nothing new starts; then the node leaves (:meth:`_leave`)."""
         now = self._now()
+        why = None
+        if any(not r.done and not r.running for r in runs):
+            why = self._out_of_scope(self._refresh())
+            if why is not None and not any(r.running for r in runs):
+                return self._leave(why)
         done_pkgs = {r.step.package for r in runs if r.done}
         wakes: list[float] = []
         for run in runs:
-            if run.done:
+            if run.done or (why is not None and not run.running):  # out of scope: let what runs finish
                 continue
             if any(dep not in done_pkgs for dep in run.step.after if any(r.step.package == dep for r in runs)):
                 continue
@@ -708,7 +715,9 @@ class NodeRun:
             if w is not None:
                 wakes.append(w)
         if all(r.done for r in runs):
-            return on_done()
+            return self._leave(why) if why is not None else on_done()
+        if why is not None and not any(r.running for r in runs):
+            return self._leave(why)
         if any(r.done for r in runs) and not wakes:
             return now  # a dependency finished: start its dependents now
         return min(wakes) if wakes else now + self.ctx.poll_seconds
@@ -1050,17 +1059,54 @@ class NodeRun:
         self._event("blocked", message)
         return None
 
+    def _owed_interrupt(self) -> Interrupt | None:
+        """The interrupt this node still owes if it stopped now: the plan's (or the record's) merged
+        interrupt once a stage ran or may have run in this lifecycle (conservative after a restart:
+        the lifecycle reached its stages), until the interrupt is confirmed."""
+        fl = self.inflight
+        recorded = Interrupt.model_validate(fl.interrupt) if fl is not None and fl.interrupt else None
+        interrupt = self.plan.interrupt or recorded
+        if interrupt is None:
+            return None
+        if self._runs and self.phase == "stages":
+            return interrupt if any(r.running or r.done or r.index > 0 for r in self._runs) else None
+        if fl is not None and fl.phase in ("stages", "interrupt") and recorded is not None:
+            return recorded
+        return None
+
     def _leave(self, message: str) -> float | None:
-        """The node left the selector: finish safely (release our cordon), start nothing new."""
+        """The node left the recipe's scope (its selector, or the ignore label): start nothing new.
+        What it owes is never dropped: a node that owes an interrupt keeps its in-flight record and
+        our cordon (the plan and ``status`` show it; back in scope, the lifecycle resumes and runs the
+        interrupt). A node that owes nothing is released: our claim goes, and it is uncordoned when
+        ours was the last claim — decided from a fresh read, conditional on its resourceVersion."""
         name = self.recipe.name
+        owed = self._owed_interrupt()
+        if owed is not None:
+            note = (f"{message}; it owes a {owed.type} (recorded): it stays cordoned until it is back in "
+                    "scope or `reconciler node reset --force`")
+            if self.inflight is None or not self.inflight.interrupt:
+                self._patch(annotations={inflight_key(name): self._inflight(self.phase if self.phase in (
+                    "stages", "interrupt") else "stages")})
+            self.message = note
+            self.outcome = Outcome.LEFT
+            self._event("owed", note)
+            return None
+        node = self._refresh()
+        self.owns_cordon = cordon_key(name) in node.annotations
+        others = _cordon_claims(node, name)
+        uncordon = self.owns_cordon and node.unschedulable and not others
         ann: dict[str, str | None] = {inflight_key(name): None}
         if self.owns_cordon:
             ann[cordon_key(name)] = None
-        if self.inflight is not None or self.owns_cordon:
-            self._patch(annotations=ann, unschedulable=False if self.owns_cordon else None)
-        if self.owns_cordon:
-            self._event("uncordon", "released: node left the selector")
+        if self.inflight is not None or self.owns_cordon or inflight_key(name) in node.annotations:
+            self._patch(annotations=ann, unschedulable=False if uncordon else None)
+        if uncordon:
+            self._event("uncordon", "released: node left the recipe's scope")
+        elif self.owns_cordon and others:
+            self._event("uncordon", f"claim released; still cordoned for {', '.join(others)}")
         self.owns_cordon = False
+        self.inflight = None
         self.message = message
         self.outcome = Outcome.LEFT
         self._event("left", message)

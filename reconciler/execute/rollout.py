@@ -215,6 +215,13 @@ class Rollout:
     def run(self) -> RunResult:
         """Run to the end (or ``max_seconds``) and return the result document."""
         comps = self._compartments()
+        # nodes outside the selection that hold our records: released, or kept when they owe an
+        # interrupt (issue 12's scope rules); they are not part of any batch
+        extra = [NodeRun(self.ctx, NodePlan(name=o.name, compartment="", batch=0, steps=()))
+                 for o in self.plan.outOfScope]
+        for r in extra:
+            self.runs[r.name] = r
+            self._wake[r.name] = 0.0
         start = self.clock.now()
         tick_at: float | None = None
         changed: Collection[str] | None = None
@@ -251,12 +258,12 @@ class Rollout:
                 break
             if not api_down:
                 self._api_errors = 0
-            if all(c.done for c in comps):
+            if all(c.done for c in comps) and not extra:
                 break
             now = self.clock.now()
             # look at a node when its own timer is due or the clock saw it change
             # (changed None: the clock cannot tell, so look at every node)
-            due = [r for c in comps for r in c.active
+            due = [r for r in [*extra, *(r for c in comps for r in c.active)]
                    if changed is None or r.name in changed or self._wake.get(r.name, 0.0) <= now]
             try:
                 wakes_due = self._advance_all(due)
@@ -268,8 +275,9 @@ class Rollout:
             for c in comps:
                 self._collect(c)
                 self._record_budget(c)
-            wakes = [self._wake[r.name] for c in comps for r in c.active]
-            if all(c.done for c in comps):
+            extra = [r for r in extra if r.outcome is Outcome.RUNNING]
+            wakes = [self._wake[r.name] for r in [*extra, *(r for c in comps for r in c.active)]]
+            if all(c.done for c in comps) and not extra:
                 break
             now = self.clock.now()
             if now - start >= self.max_seconds:
@@ -478,6 +486,10 @@ class Rollout:
             }
             for c in comps
         ]
+        for gone in self.plan.outOfScope:
+            left = self.runs.get(gone.name)
+            why = left.message if left is not None else gone.reason
+            outcomes.append(NodeOutcome(gone.name, "left", "", message=why))
         return RunResult(
             run_id=self.run_id,
             plan_hash=self.plan.planHash,

@@ -86,8 +86,22 @@ class RecipeRef(Frozen):
     version: str
 
 
+class OutOfScopeNode(Frozen):
+    """A node the recipe no longer selects (it left the nodeSelector, or is labelled ignore) that
+    still holds records of this recipe from a lifecycle in flight. ``holdsCordon``: our cordon
+    claim is on it. ``owes``: the interrupt type it still owes ("" when none): such a node keeps
+    its cordon and its record until it is back in scope (the lifecycle then resumes and runs the
+    interrupt) or is reset with ``--force``; a node that owes nothing is released by ``apply``."""
+
+    name: str
+    reason: str
+    holdsCordon: bool = False
+    owes: str = ""
+
+
 class Plan(Frozen):
-    """A complete, deterministic plan for one recipe against one observed fleet."""
+    """A complete, deterministic plan for one recipe against one observed fleet. ``outOfScope``:
+    nodes outside the selection that still hold this recipe's records (:class:`OutOfScopeNode`)."""
 
     planHash: str
     recipe: RecipeRef
@@ -97,6 +111,7 @@ class Plan(Frozen):
     compartments: tuple[CompartmentPlan, ...]
     nodes: tuple[NodePlan, ...]
     warnings: tuple[str, ...] = ()
+    outOfScope: tuple[OutOfScopeNode, ...] = ()
 
     def node(self, name: str) -> NodePlan | None:
         """The plan of node ``name``, if it has one."""

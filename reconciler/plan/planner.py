@@ -75,15 +75,17 @@ from reconciler.model.nodestate import (
     IGNORE_LABEL,
     LEGACY_PREFIXES,
     RUNTIME_REQUIRED_TAINT_KEY,
+    InFlight,
     config_key,
     cordon_key,
     failure_key,
     inflight_key,
     is_ignored,
+    parse_model,
     state_key,
 )
 from reconciler.model.observed import NodeInfo, ObservedFleet, PodInfo
-from reconciler.model.plan import ACTIONS, CompartmentPlan, NodePlan, Plan, RecipeRef, Step
+from reconciler.model.plan import ACTIONS, CompartmentPlan, NodePlan, OutOfScopeNode, Plan, RecipeRef, Step
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy
 from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
 from reconciler.model.selector import LabelSelector
@@ -404,6 +406,15 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
     if ignored:
         warnings.append(f"{len(ignored)} node(s) are labelled {IGNORE_LABEL}=true and left alone: {_names(ignored)}")
     selected = [n for n in matching if not is_ignored(n.labels)]
+    out_of_scope = out_of_scope_nodes(recipe, fleet, {n.name for n in selected})
+    for o in out_of_scope:
+        if o.owes:
+            warnings.append(f"node {o.name} {o.reason} but owes a {o.owes} of recipe {recipe.name} from a lifecycle "
+                            "in flight: it stays cordoned with its record until it is back in scope (then the "
+                            "interrupt runs) or `reconciler node reset --force`")
+        else:
+            warnings.append(f"node {o.name} {o.reason} and still holds records of recipe {recipe.name}"
+                            f"{' (our cordon)' if o.holdsCordon else ''}: apply releases it")
     if recipe.runtimeRequired and recipe.autoTaintNewNodes:
         fresh = [n.name for n in selected if is_new_node(n)]
         if fresh:
@@ -501,8 +512,11 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         "batches": sum(len(c.batches) for c in compartments),
         "untaint": sum(1 for d in drafts if d.untaint),
     }
+    released = [{"name": o.name, "outOfScope": o.reason, "cordon": o.holdsCordon, "owes": o.owes}
+                for o in out_of_scope]
     return Plan(
-        planHash=plan_hash(recipe, policy, [d.hash_part for d in drafts]),
+        planHash=plan_hash(recipe, policy, [d.hash_part for d in drafts] + released),
+        outOfScope=tuple(out_of_scope),
         recipe=RecipeRef(name=recipe.name, version=recipe.version),
         policy=policy.name,
         revision=revision,
@@ -513,7 +527,29 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
     )
 
 
-__all__ = ["DrainView", "classify_drain", "compute_plan", "order_steps", "plan_hash"]
+def out_of_scope_nodes(recipe: Recipe, fleet: ObservedFleet, selected: set[str]) -> list[OutOfScopeNode]:
+    """Nodes not in ``selected`` that hold records of ``recipe`` (its cordon claim or in-flight
+    record), in name order, with what they still owe (issue 12's scope rules): an interrupt is owed
+    when the in-flight record carries one and the lifecycle reached its stages (conservative: the
+    drain was done and a stage may have run; a lost reboot is worse than a node held cordoned)."""
+    out: list[OutOfScopeNode] = []
+    for n in sorted(fleet.nodes.values(), key=lambda n: n.name):
+        if n.name in selected:
+            continue
+        holds = cordon_key(recipe.name) in n.annotations
+        fl = parse_model(InFlight, n.annotations.get(inflight_key(recipe.name)))
+        if not holds and fl is None:
+            continue
+        reason = (f"is labelled {IGNORE_LABEL}=true" if recipe.nodeSelector.matches(n.labels)
+                  else "no longer matches the recipe's nodeSelector")
+        owes = ""
+        if fl is not None and fl.interrupt and fl.phase in ("stages", "interrupt"):
+            owes = str(fl.interrupt.get("type") or "interrupt")
+        out.append(OutOfScopeNode(name=n.name, reason=reason, holdsCordon=holds, owes=owes))
+    return out
+
+
+__all__ = ["DrainView", "classify_drain", "compute_plan", "order_steps", "out_of_scope_nodes", "plan_hash"]
 
 
 def locked_refusals(plan: Plan, recipe: Recipe) -> list[str]:

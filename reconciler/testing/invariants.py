@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adapters.sim import SimFleet
-from reconciler.model.nodestate import cordon_key, failure_key
+from reconciler.model.nodestate import InFlight, cordon_key, failure_key, inflight_key, parse_model
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import Event
 
@@ -88,11 +88,16 @@ def check_protected(watch: Watch, recipe: Recipe) -> list[str]:
 
 
 def check_cordons(sim: SimFleet, recipe: str, failed_nodes: Iterable[str]) -> list[str]:
-    """Violations of "every node we cordoned is uncordoned or recorded failed"."""
+    """Violations of "every node we cordoned is uncordoned, recorded failed, or records the
+    interrupt it still owes" (a node that left the recipe's scope owing one keeps its cordon and
+    its in-flight record, issue 12's scope rules)."""
     failed = set(failed_nodes)
     out = []
     for n in sim.list_nodes():
         if cordon_key(recipe) in n.annotations and n.name not in failed and failure_key(recipe) not in n.annotations:
+            fl = parse_model(InFlight, n.annotations.get(inflight_key(recipe)))
+            if fl is not None and fl.interrupt:
+                continue
             out.append(f"node {n.name} is cordoned by {recipe} without a failure record")
     return out
 

@@ -11,6 +11,7 @@ from typing import Any
 from reconciler.adapters.sim import SimFleet
 from reconciler.adapters.simconfig import SimConfig, StageFailure
 from reconciler.model.nodestate import (
+    IGNORE_LABEL,
     RUNTIME_REQUIRED_TAINT_KEY,
     cordon_key,
     failure_key,
@@ -19,6 +20,8 @@ from reconciler.model.nodestate import (
     state_key,
 )
 from reconciler.model.recipe import DrainOptions, Timeouts
+from reconciler.observe.snapshot import observe
+from reconciler.plan.planner import compute_plan
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 
 from .harness import apply, pkg, policy, recipe
@@ -247,7 +250,27 @@ def test_failure_threshold_halts_and_held_failed_nodes_use_the_budget() -> None:
     assert run.watch.max_held["__default__"] <= 3
 
 
-def test_node_leaving_the_selector_mid_run_is_released_and_not_started() -> None:
+def test_node_leaving_the_selector_mid_drain_is_released_and_not_started() -> None:
+    """Issue 12, finding 5: nothing ran yet, so nothing is owed: released at once, no stage runs."""
+    sim = SimFleet(nodes(2) + [make_pod("web", "w1", "n1", owner=("ReplicaSet", "web"), grace=60)],
+                   SimConfig(stageSeconds=30))
+    orig = sim.evict_pod
+
+    def relabel(namespace: str, name: str, uid: str, grace: int | None) -> None:
+        orig(namespace, name, uid, grace)
+        sim.set_node("n1", labels={"pool": "cpu"})  # leaves the selector while its pod terminates
+
+    sim.evict_pod = relabel  # type: ignore[method-assign]
+    run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2))
+    assert run.node("n1").state == "left"
+    assert not run.sim.get_node("n1").unschedulable
+    assert not [e for e in run.events("n1") if e.event in ("stage-start", "interrupt")]
+    assert inflight_key("tune") not in run.sim.get_node("n1").annotations
+
+
+def test_node_leaving_the_selector_mid_stages_keeps_the_reboot_it_owes_and_resumes_it_when_back() -> None:
+    """Issue 12, finding 5: the running stage finishes, no new stage starts, the owed reboot is
+    recorded (the node stays cordoned by us, plan and status say so); back in scope, it reboots."""
     sim = SimFleet(nodes(2), SimConfig(stageSeconds=30))
     orig = sim.start_stage
 
@@ -258,9 +281,52 @@ def test_node_leaving_the_selector_mid_run_is_released_and_not_started() -> None
 
     sim.start_stage = relabel  # type: ignore[method-assign]
     run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2))
-    assert run.node("n1").state == "left"
-    assert not run.sim.get_node("n1").unschedulable
-    assert not run.events("n1", "interrupt")
+    assert run.node("n1").state == "left" and "owes a reboot" in run.node("n1").message
+    n1 = run.sim.get_node("n1")
+    assert n1.unschedulable and cordon_key("tune") in n1.annotations
+    assert not run.events("n1", "interrupt") and run.events("n1", "owed")
+    plan = compute_plan(recipe(REBOOT), policy(count=2, initialBatch=2), observe(sim))
+    assert [(o.name, o.owes) for o in plan.outOfScope] == [("n1", "reboot")]
+    assert any("n1" in w and "owes a reboot" in w for w in plan.warnings)
+    sim.set_node("n1", labels={"pool": "gpu"})  # back in scope
+    again = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2))
+    assert again.node("n1").state == "complete" and again.events("n1", "rebooted")
+    assert not again.sim.get_node("n1").unschedulable
+
+
+def test_an_ignored_node_keeps_the_reboot_it_owes_and_the_plan_shows_it_after_unignore() -> None:
+    sim = SimFleet(nodes(1), SimConfig(stageSeconds=30))
+    orig = sim.start_stage
+
+    def ignore(spec: Any) -> None:
+        orig(spec)
+        if spec.stage == "apply":
+            sim.set_node("n1", labels={"pool": "gpu", IGNORE_LABEL: "true"})
+
+    sim.start_stage = ignore  # type: ignore[method-assign]
+    run = apply(sim, recipe(REBOOT), policy(count=1))
+    assert run.node("n1").state == "left" and not run.events("n1", "interrupt")
+    sim.set_node("n1", labels={"pool": "gpu"})  # un-ignored
+    plan = compute_plan(recipe(REBOOT), policy(count=1), observe(sim))
+    n1 = plan.node("n1")
+    assert n1 is not None and n1.interrupt is not None and n1.interrupt.type == "reboot"
+    assert apply(sim, recipe(REBOOT), policy(count=1)).events("n1", "rebooted")
+
+
+def test_a_node_that_left_holding_our_cordon_with_nothing_owed_is_released_by_the_next_run() -> None:
+    """After a restart such a node is outside the plan's selection: the run still visits it."""
+    objs = nodes(2)
+    objs[0]["spec"]["unschedulable"] = True
+    objs[0]["metadata"]["labels"] = {"pool": "cpu"}
+    objs[0]["metadata"]["annotations"] = {cordon_key("tune"): '{"runId":"run-old"}',
+                                          inflight_key("tune"): '{"runId":"run-old","planHash":"h","phase":"drain"}'}
+    sim = SimFleet(objs)
+    plan = compute_plan(recipe(REBOOT), policy(count=2), observe(sim))
+    assert [(o.name, o.owes, o.holdsCordon) for o in plan.outOfScope] == [("n1", "", True)]
+    run = apply(sim, recipe(REBOOT), policy(count=2))
+    n1 = run.sim.get_node("n1")
+    assert not n1.unschedulable and cordon_key("tune") not in n1.annotations
+    assert inflight_key("tune") not in n1.annotations and run.node("n1").state == "left"
 
 
 def test_runtime_required_taint_is_removed_when_the_node_is_complete() -> None:
@@ -330,7 +396,7 @@ def test_upgrade_downgrade_and_uninstall_leave_exactly_the_recipe_versions() -> 
     assert ends[("tuned", "2.0.0", "uninstall")] <= starts[("tuned", "1.5.0", "apply")]
 
 
-def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_is_released() -> None:
+def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_keeps_what_it_owes() -> None:
     objs = nodes(3)
     objs[2]["metadata"]["labels"]["reconciler.nodewright.dev/ignore"] = "true"
     sim = SimFleet(objs, SimConfig(stageSeconds=30))
@@ -345,8 +411,13 @@ def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_is_released(
     run = apply(sim, recipe(REBOOT), policy(count=1))
     assert run.plan.node("n3") is None and any("n3" in w for w in run.plan.warnings)
     assert run.node("n1").state == "left" and "ignore" in run.node("n1").message
-    assert not run.sim.get_node("n1").unschedulable
-    assert run.node("n2").state == "complete"
+    # its apply ran: it owes the reboot, so it stays cordoned by us with the record (issue 12) and
+    # counts against the budget of 1: n2 waits, the compartment says why
+    assert run.sim.get_node("n1").unschedulable and "owes a reboot" in run.node("n1").message
+    assert run.node("n2").state == "untouched" and run.result.result == "halted"
+    sim.set_node("n1", labels={"pool": "gpu"})  # un-ignored: the reboot runs, then n2
+    again = apply(sim, recipe(REBOOT), policy(count=1))
+    assert again.events("n1", "rebooted") and again.node("n2").state == "complete"
 
 
 def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> None:

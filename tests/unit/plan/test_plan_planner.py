@@ -527,7 +527,8 @@ def test_json_contract_shape():
         revision="abc",
     )
     d = p.to_dict()
-    assert set(d) == {"planHash", "recipe", "policy", "revision", "summary", "compartments", "nodes", "warnings"}
+    assert set(d) == {"planHash", "recipe", "policy", "revision", "summary", "compartments", "nodes", "warnings",
+                      "outOfScope"}
     step = d["nodes"][0]["steps"][0]
     assert step["from"] == "1.0.0" and step["to"] == "1.2.0" and "from_" not in step
     assert p.to_json().endswith("\n") and Plan.model_validate_json(p.to_json()) == p
