@@ -41,6 +41,8 @@ IMAGE_NAME = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT}
 #: A full image reference: name, optional ``:tag`` (``[\w][\w.-]{0,127}``), optional ``@sha256:…``.
 IMAGE_REF = re.compile(rf"{IMAGE_NAME.pattern}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
 MAX_IMAGE_NAME = 255
+#: A recipe release (``metadata.version``): printable, no whitespace (it is recorded on nodes).
+_RELEASE = re.compile(r"[^\x00-\x20\x7f-\x9f]+")
 
 #: A systemd unit name (systemd.unit(5)): letters, digits, ``:-_.\@``, at most 255 characters.
 UNIT_NAME = re.compile(r"[A-Za-z0-9:_.\\@-]{1,255}")
@@ -387,6 +389,15 @@ class Recipe(Frozen):
     @classmethod
     def _selector_labels(cls, v: LabelSelector | None) -> LabelSelector | None:
         return check_selector(v) if v is not None else v
+
+    @field_validator("version")
+    @classmethod
+    def _release(cls, v: str) -> str:
+        if v and (len(v) > 128 or not _RELEASE.fullmatch(v)):
+            raise ValueError(
+                f"recipe version {v[:80]!r} must be at most 128 characters without whitespace or control characters"
+            )
+        return v
 
     @field_validator("additionalTolerations")
     @classmethod
