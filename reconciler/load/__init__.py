@@ -304,7 +304,8 @@ def load_inputs(
     ``deploymentPolicy`` must name one of them.
 
     Empty input is an error unless ``allow_empty`` (None: ``paths.allow_empty`` when ``paths`` is
-    an :class:`InputPaths`, else False): a file holding no document (empty, only comments, only
+    an :class:`InputPaths`, as every CLI verb passes them, else True for library callers such as
+    revision comparison, where one side may rightly hold nothing): a file holding no document (empty, only comments, only
     null documents) is reported at its ``file:1:1``, and so is a set of inputs holding no recipe
     at all (at the first file, or the first path) — "0/0 recipes succeeded" is never a success
     by accident.
@@ -318,7 +319,7 @@ def load_inputs(
     if isinstance(policy_paths, str):
         policy_paths = [policy_paths]
     if allow_empty is None:
-        allow_empty = bool(getattr(paths, "allow_empty", False))
+        allow_empty = paths.allow_empty if isinstance(paths, InputPaths) else True
     run = _Run(locked)
     recipe_files = _expand(paths, run.errors)
     discovered = not policy_paths

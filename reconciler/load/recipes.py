@@ -374,6 +374,8 @@ def build_recipe(
         head = loc[0]
         if head == "name":
             return ("metadata", "name", *loc[1:])
+        if head == "version":
+            return ("metadata", "version", *loc[1:])
         if isinstance(head, str) and head in fields:
             return (*fields[head], *loc[1:])
         if head == "packages":

@@ -27,6 +27,7 @@ nearest existing ancestor), and :func:`validation_errors` turns a pydantic ``Val
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import re
@@ -128,7 +129,7 @@ class YamlDoc:
         return InputError(message, self.pos(path), format_path(path))
 
 
-_PATH_TOKEN = re.compile(r'\.?([A-Za-z0-9_/-]+)|\[(\d+)\]|\["([^"]*)"\]')
+_PATH_TOKEN = re.compile(r'\.?([A-Za-z0-9_/-]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 
 
 def parse_path(text: str) -> PathKey:
@@ -144,14 +145,15 @@ def parse_path(text: str) -> PathKey:
         if m is None or (m.group(0).startswith(".") and not out):
             raise ValueError(f"{text!r} is not a field path")
         name, index, quoted = m.groups()
-        out.append(int(index) if index is not None else name if name is not None else quoted)
+        out.append(int(index) if index is not None else name if name is not None else json.loads(quoted))
         i = m.end()
     return tuple(out)
 
 
 def format_path(path: Sequence[str | int]) -> str:
     """Dotted field path: ``spec.packages.tuning.version``; indices as ``[0]``; keys with dots or
-    other punctuation quoted: ``configMap["intent.conf"]``."""
+    other punctuation quoted as JSON strings, so a newline or quote in a key stays visible and on
+    one line: ``configMap["intent.conf"]``, ``configMap["a\\n"]``."""
     out = ""
     for k in path:
         if isinstance(k, int):
@@ -159,7 +161,7 @@ def format_path(path: Sequence[str | int]) -> str:
         elif _SIMPLE_KEY.fullmatch(k):
             out += f".{k}" if out else k
         else:
-            out += f'["{k}"]'
+            out += f"[{json.dumps(k)}]"
     return out
 
 
@@ -511,5 +513,29 @@ def validation_errors(
             named = [k for k in inp if isinstance(k, str) and re.search(rf"\b{re.escape(k)}\b", msg)]
             if len(named) == 1:
                 path = (*path, named[0])
+            else:
+                path = (*path, *_quoted_in(inp, msg))
+        elif isinstance(inp, list | tuple) and typ == "value_error":
+            path = (*path, *_quoted_in(inp, msg))
         out.append(doc.error(path, msg))
     return out
+
+
+def _quoted_in(value: Any, msg: str, depth: int = 0) -> PathKey:
+    """The path (inside ``value``) of the first key or string value whose ``repr`` the message
+    quotes (``'pool\\n' is not a valid label key``), so the error points at it; ``()`` if none."""
+    if depth > 8:
+        return ()
+    items: list[tuple[str | int, Any]] = (
+        list(value.items()) if isinstance(value, dict) else list(enumerate(value)) if isinstance(value, list | tuple) else []
+    )
+    for k, v in items:
+        if isinstance(k, str) and (repr(k[:100])[:-1] in msg if k else "'' " in msg):
+            return (k,)
+        if isinstance(v, str) and v and repr(v[:80])[:-1] in msg:
+            return (k,)
+        if isinstance(v, dict | list | tuple):
+            sub = _quoted_in(v, msg, depth + 1)
+            if sub:
+                return (k, *sub)
+    return ()

@@ -139,7 +139,7 @@ def _parse_state(text: str | None, *, node: str = "", key: str = "") -> dict[str
     try:
         raw = parse_json(text, "annotation")
     except InputError as e:
-        raise NodeStateError(f"node {node}: annotation {key} is not usable JSON ({e.message} at {_where(e)})") from None
+        raise NodeStateError(f"node {node}: annotation {key} is not JSON ({e.message} at {_where(e)})") from None
     if not isinstance(raw, dict):
         raise NodeStateError(f"node {node}: annotation {key} must be a JSON object")
     out: dict[str, PackageState] = {}
@@ -271,7 +271,7 @@ def check_model(model: type[Frozen], text: str, *, node: str, key: str) -> Any:
     try:
         return model.model_validate(parse_json(text, "annotation"))
     except InputError as e:
-        raise NodeStateError(f"node {node}: annotation {key} is not usable JSON ({e.message} at {_where(e)})") from None
+        raise NodeStateError(f"node {node}: annotation {key} is not JSON ({e.message} at {_where(e)})") from None
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(record)"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from reconciler.model.base import Frozen
 from reconciler.model.policy import Budget
@@ -41,8 +41,8 @@ IMAGE_NAME = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT}
 #: A full image reference: name, optional ``:tag`` (``[\w][\w.-]{0,127}``), optional ``@sha256:…``.
 IMAGE_REF = re.compile(rf"{IMAGE_NAME.pattern}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
 MAX_IMAGE_NAME = 255
-#: A recipe release (``metadata.version``): printable, no whitespace (it is recorded on nodes).
-_RELEASE = re.compile(r"[^\x00-\x20\x7f-\x9f]+")
+#: A recipe release (``metadata.version``): no control characters (it is recorded and printed).
+_RELEASE = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
 
 #: A systemd unit name (systemd.unit(5)): letters, digits, ``:-_.\@``, at most 255 characters.
 UNIT_NAME = re.compile(r"[A-Za-z0-9:_.\\@-]{1,255}")
@@ -60,7 +60,7 @@ MAX_CONFIG_MAP_BYTES = 1024 * 1024
 def configmap_key_problem(key: str) -> str | None:
     """Why ``key`` is not a Kubernetes ConfigMap key (``IsConfigMapKey``), or None when it is one."""
     if len(key) > MAX_CONFIG_MAP_KEY:
-        return f"ConfigMap key {key[:40]!r}… is longer than {MAX_CONFIG_MAP_KEY} characters"
+        return f"ConfigMap key {key[:100]!r}… is longer than {MAX_CONFIG_MAP_KEY} characters"
     if not CONFIG_MAP_KEY.fullmatch(key):
         return f"{key[:100]!r} is not a valid ConfigMap key (only [-._a-zA-Z0-9], no '/'): it becomes a file name"
     if key in (".", "..") or key.startswith(".."):
@@ -130,7 +130,7 @@ def parse_quantity(text: str) -> Decimal:
         raise ValueError(f"{text[:80]!r} is not a Kubernetes quantity (e.g. 500m, 2, 256Mi, 1Gi)")
     number, suffix = m.group(1), m.group(3) or ""
     sign = -1 if text.startswith("-") else 1
-    if suffix[:1] in ("e", "E"):
+    if suffix not in _SUFFIX and suffix[:1] in ("e", "E"):
         exp = int(suffix[1:])
         if abs(exp) > 30:
             raise ValueError(f"quantity {text!r} has an exponent beyond ±30")
@@ -380,7 +380,9 @@ class Recipe(Frozen):
     autoTaintNewNodes: bool = False
     priority: int = Field(default=200, ge=1, le=MAX_PRIORITY)
     sequencing: Literal["node", "all"] = "node"
-    additionalTolerations: tuple[Toleration, ...] = Field(default=(), max_length=64)
+    additionalTolerations: tuple[Annotated[Toleration, AfterValidator(check_toleration)], ...] = Field(
+        default=(), max_length=64
+    )
     drain: DrainOptions = Field(default_factory=DrainOptions)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     packages: dict[str, Package] = Field(default_factory=dict)
@@ -393,17 +395,11 @@ class Recipe(Frozen):
     @field_validator("version")
     @classmethod
     def _release(cls, v: str) -> str:
-        if v and (len(v) > 128 or not _RELEASE.fullmatch(v)):
+        if v and (len(v) > 128 or v != v.strip() or not _RELEASE.fullmatch(v)):
             raise ValueError(
-                f"recipe version {v[:80]!r} must be at most 128 characters without whitespace or control characters"
+                f"recipe version {v[:80]!r} must be at most 128 characters, without control characters or "
+                "surrounding whitespace"
             )
-        return v
-
-    @field_validator("additionalTolerations")
-    @classmethod
-    def _tolerations(cls, v: tuple[Toleration, ...]) -> tuple[Toleration, ...]:
-        for t in v:
-            check_toleration(t)
         return v
 
     @model_validator(mode="after")
