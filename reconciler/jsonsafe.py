@@ -238,7 +238,8 @@ def _locate(text: str, file: str, max_depth: int) -> InputError:
             if key in keys:
                 first = _line_col(text, keys[key])[0]
                 return InputError(
-                    f"duplicate key {key[:80]!r} (first defined at line {first})", SourcePos(file, *_line_col(text, off))
+                    f"duplicate key {key[:80]!r} (first defined at line {first})",
+                    SourcePos(file, *_line_col(text, off)),
                 )
             keys[key] = off
         elif event == "scalar":

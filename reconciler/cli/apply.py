@@ -16,7 +16,7 @@ from rich.console import Console
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
 from reconciler.cli.console import make_console
 from reconciler.cli.runsummary import print_summary
-from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError, SourcePos
+from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError
 from reconciler.execute.timeline import Event, RunResult
 
 EXIT_CRASHED = 137

@@ -305,10 +305,10 @@ def load_inputs(
 
     Empty input is an error unless ``allow_empty`` (None: ``paths.allow_empty`` when ``paths`` is
     an :class:`InputPaths`, as every CLI verb passes them, else True for library callers such as
-    revision comparison, where one side may rightly hold nothing): a file holding no document (empty, only comments, only
-    null documents) is reported at its ``file:1:1``, and so is a set of inputs holding no recipe
-    at all (at the first file, or the first path) — "0/0 recipes succeeded" is never a success
-    by accident.
+    revision comparison, where one side may rightly hold nothing): a file holding no document
+    (empty, only comments, only null documents) is reported at its ``file:1:1``, and so is a set
+    of inputs holding no recipe at all (at the first file, or the first path): "0/0 recipes
+    succeeded" is never a success by accident.
 
     Raises:
         InputError: exactly one problem.

@@ -526,9 +526,11 @@ def _quoted_in(value: Any, msg: str, depth: int = 0) -> PathKey:
     quotes (``'pool\\n' is not a valid label key``), so the error points at it; ``()`` if none."""
     if depth > 8:
         return ()
-    items: list[tuple[str | int, Any]] = (
-        list(value.items()) if isinstance(value, dict) else list(enumerate(value)) if isinstance(value, list | tuple) else []
-    )
+    items: list[tuple[str | int, Any]] = []
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list | tuple):
+        items = list(enumerate(value))
     for k, v in items:
         if isinstance(k, str) and (repr(k[:100])[:-1] in msg if k else "'' " in msg):
             return (k,)

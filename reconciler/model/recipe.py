@@ -36,7 +36,8 @@ SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 #: grammar, ``distribution/reference``): optional registry host[:port], then lower-case path
 #: components separated by ``/``; at most 255 characters.
 _PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_DOMAIN = r"(?:[a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_DOMAIN_PART = r"[a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?"
+_DOMAIN = rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
 IMAGE_NAME = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*")
 #: A full image reference: name, optional ``:tag`` (``[\w][\w.-]{0,127}``), optional ``@sha256:…``.
 IMAGE_REF = re.compile(rf"{IMAGE_NAME.pattern}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
@@ -161,7 +162,8 @@ class Resources(Frozen):
     @model_validator(mode="after")
     def _request_within_limit(self) -> Resources:
         # Kubernetes: "must be less than or equal to <resource> limit" (ValidateResourceRequirements)
-        for what, req, lim in (("cpu", self.cpuRequest, self.cpuLimit), ("memory", self.memoryRequest, self.memoryLimit)):
+        pairs = (("cpu", self.cpuRequest, self.cpuLimit), ("memory", self.memoryRequest, self.memoryLimit))
+        for what, req, lim in pairs:
             if parse_quantity(req) > parse_quantity(lim):
                 raise ValueError(f"{what}Request {req} is more than {what}Limit {lim} (Kubernetes refuses that)")
         return self
@@ -274,7 +276,8 @@ class Package(Frozen):
             problem = configmap_key_problem(key)
             if problem:
                 raise ValueError(problem)
-        size = sum(len(k.encode("utf-8", "surrogatepass")) + len(x.encode("utf-8", "surrogatepass")) for k, x in v.items())
+        size = sum(len(k.encode("utf-8", "surrogatepass")) + len(x.encode("utf-8", "surrogatepass"))
+                   for k, x in v.items())
         if size > MAX_CONFIG_MAP_BYTES:
             raise ValueError(
                 f"configMap holds {size} bytes; Kubernetes caps a ConfigMap at {MAX_CONFIG_MAP_BYTES} bytes (1 MiB)"

@@ -87,7 +87,8 @@ def pkg(line: str) -> str:
     return f"      {line}  #@\n"
 
 
-def res(cpu_req: str = "500m", cpu_lim: str = "1", mem_req: str = "256Mi", mem_lim: str = "1Gi", whole: bool = False) -> str:
+def res(cpu_req: str = "500m", cpu_lim: str = "1", mem_req: str = "256Mi", mem_lim: str = "1Gi",
+        whole: bool = False) -> str:
     mark = ("", "  #@") if whole else ("  #@", "")
     return (f"      resources:{mark[1]}\n        cpuRequest: {cpu_req}{mark[0]}\n        cpuLimit: {cpu_lim}\n"
             f"        memoryRequest: {mem_req}\n        memoryLimit: {mem_lim}\n")
@@ -131,7 +132,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("newline-recipe-version", "a recipe version with a trailing newline", "recipe version",
      recipe(metadata='metadata:\n  name: corpus\n  version: "2026.11.1\\n"  #@\n')),
     ("newline-image", "an image with a trailing newline", "image repository",
-     recipe(packages=BASE["packages"].replace("image: ghcr.io/example/tuned", 'image: "ghcr.io/example/tuned\\n"  #@'))),
+     recipe(packages=BASE["packages"].replace("image: ghcr.io/example/tuned",
+                                              'image: "ghcr.io/example/tuned\\n"  #@'))),
     ("newline-service", "an interrupt service name with a trailing newline", "systemd unit",
      recipe(packages=BASE["packages"].replace("        type: reboot\n",
                                               '        type: service\n        services: ["containerd\\n"]  #@=\n'))),
@@ -269,7 +271,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("image-agent-override-bad", "an agentImageOverride that is not an image reference", "image reference",
      recipe(pkgextra=pkg("agentImageOverride: 'not an image!'"))),
     ("semver-too-long", "a package version of 200 characters", "semantic version",
-     recipe(packages=BASE["packages"].replace("      version: 2.0.0\n", "      version: 2.0.0-" + "a" * 200 + "  #@\n"))),
+     recipe(packages=BASE["packages"].replace("      version: 2.0.0\n",
+                                              "      version: 2.0.0-" + "a" * 200 + "  #@\n"))),
     ("name-recipe-version-space", "a recipe version with a leading space", "recipe version",
      recipe(metadata="metadata:\n  name: corpus\n  version: ' 2026.11'  #@\n")),
     ("policy-compartment-name-control", "a compartment name holding a tab", "compartment name",

@@ -154,8 +154,14 @@ def test_scan_finds_each_kind_of_violation(tmp_path: Path, source: str, expected
 
 def _validators() -> list[tuple[str, object, str]]:
     from reconciler.load.recipes import OBJECT_NAME
-    from reconciler.model.recipe import ENV_NAME, PACKAGE_NAME, SHA256, configmap_key_problem, parse_duration, \
-        parse_quantity
+    from reconciler.model.recipe import (
+        ENV_NAME,
+        PACKAGE_NAME,
+        SHA256,
+        configmap_key_problem,
+        parse_duration,
+        parse_quantity,
+    )
     from reconciler.model.selector import check_label_key, check_label_value
     from reconciler.model.versions import parse_version
 

@@ -192,7 +192,8 @@ def test_one_empty_file_among_valid_ones_is_named(
     assert main(["validate", str(d / "a-good.yaml"), "--locked"]) == 0
     capsys.readouterr()
     described = tmp_path / "described.yaml"
-    described.write_text("# checks: an empty file next to a valid recipe\n# expect: b-empty.yaml:1:1: the file holds no\n")
+    described.write_text("# checks: an empty file next to a valid recipe\n"
+                         "# expect: b-empty.yaml:1:1: the file holds no\n")
     check_rejected(Case("empty-among-valid", d, described), cluster_files, tmp_path, capsys)
 
 
