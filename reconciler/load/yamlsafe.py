@@ -375,7 +375,7 @@ class _Builder:
                 raise self._err(knode, "mapping keys must be plain scalars, not mappings or sequences")
             if knode.tag not in _SCALAR_TAGS:
                 raise self._err(knode, _tag_problem(knode.tag, "a scalar"))
-            key = str(knode.value)
+            key = self._text(knode, str(knode.value), path)
             if key in explicit:
                 first = explicit[key]
                 raise self._err(knode, f"duplicate key {key!r} (first defined at line {first[0]})")
@@ -409,7 +409,7 @@ class _Builder:
     def _scalar(self, node: ScalarNode, path: PathKey = ()) -> Any:
         tag, text = node.tag, str(node.value)
         if tag in (_STR, _TIMESTAMP):
-            return text
+            return self._text(node, text, path)
         if tag == _NULL:
             if text not in ("", "~", "null", "Null", "NULL"):
                 raise self._err(node, f"{text[:40]!r} is not null")
@@ -422,6 +422,17 @@ class _Builder:
         if tag == _INT:
             return self._int(node, text, path)
         return self._float(node, text)
+
+    def _text(self, node: Node, text: str, path: PathKey) -> str:
+        """``text``, unless it holds a lone UTF-16 surrogate (``"\\ud800"``), which no UTF-8
+        output (terminal, annotation, file) can carry."""
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise self._err(node, "a string holds a lone UTF-16 surrogate (\\ud800-\\udfff), "
+                                      "which cannot be written as UTF-8", path) from None
+        return text
 
     def _int(self, node: ScalarNode, text: str, path: PathKey = ()) -> int:
         s = text.replace("_", "")

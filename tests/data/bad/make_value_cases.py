@@ -148,6 +148,8 @@ CASES: list[tuple[str, str, str, str]] = [
      recipe(metadata=meta(more='  labels:\n    team: "infra\\n"  #@\n'))),
     ("newline-agent-image", "an agentImageOverride with a trailing newline", "image reference",
      recipe(pkgextra=pkg('agentImageOverride: "ghcr.io/nvidia/agent:1.0\\n"'))),
+    ("encoding-lone-surrogate", "an env value holding a lone UTF-16 surrogate escape", "surrogate",
+     recipe(packages=BASE["packages"].replace("value: s3cr3t-do-not-print", 'value: "x\\ud800"  #@='))),
     # -- tolerations (Kubernetes ValidateTolerations) ------------------------------------------
     ("toleration-exists-with-value", "a toleration Exists with a value", "takes no value",
      recipe(extra=tol("key: dedicated\noperator: Exists\nvalue: gpu", 2))),
