@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 from typing import Any
 
 from reconciler.errors import InputError, SourcePos
@@ -82,11 +83,15 @@ _LONE_SURROGATE = re.compile(
 )
 
 
-def parse_json(text: str, file: str, *, max_depth: int = MAX_DEPTH, what: str = "JSON") -> Any:
+def parse_json(
+    text: str, file: str, *, max_depth: int = MAX_DEPTH, what: str = "JSON", allow_duplicates: bool = False
+) -> Any:
     """Parse ``text`` (the content of ``file``) as one JSON value, with the guards of the module docstring.
 
     ``file`` names the source in errors (a path, or e.g. ``node n1 annotation A``); ``what`` names
-    the format in syntax errors (``"plan file"``).
+    the format in syntax errors (``"plan file"``). ``allow_duplicates=True`` lets duplicate keys pass
+    (the last one wins, as in Go): for JSON this program or NodeWright wrote, read on every node,
+    where the check would triple the parse time.
 
     Returns:
         The value: ``dict[str, Any]``, ``list``, ``str``, ``int``, ``float``, ``bool`` or ``None``.
@@ -100,33 +105,28 @@ def parse_json(text: str, file: str, *, max_depth: int = MAX_DEPTH, what: str = 
             parse_int=_parse_int,
             parse_float=_parse_float,
             parse_constant=_parse_constant,
-            object_pairs_hook=_pairs,
+            object_pairs_hook=None if allow_duplicates else _pairs,
         )
     except json.JSONDecodeError as e:
         raise InputError(f"{what} syntax error: {e.msg}", SourcePos(file, e.lineno, e.colno)) from None
     except (_Refused, RecursionError, ValueError):
-        raise _locate(text, file, max_depth) from None
-    if _depth(value) > max_depth or ("\\u" in text and _LONE_SURROGATE.search(text)):
-        raise _locate(text, file, max_depth)
+        raise _locate(text, file, max_depth, allow_duplicates) from None
+    if _too_deep(text, max_depth) or ("\\u" in text and _LONE_SURROGATE.search(text)):
+        raise _locate(text, file, max_depth, allow_duplicates)
     return value
 
 
-def _depth(value: Any) -> int:
-    """Deepest nesting of ``value`` (a scalar is 0, ``[]`` is 1), without recursion."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, d = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        d += 1
-        deepest = max(deepest, d)
-        stack.extend((c, d) for c in children if isinstance(c, dict | list))
-    return deepest
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _too_deep(text: str, max_depth: int) -> bool:
+    """Whether the (valid) JSON ``text`` nests deeper than ``max_depth``: counted over its
+    brackets with the strings taken out, at C speed; free when there are few brackets at all."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text) if '"' in text else text)
+    return max(accumulate(1 if c in "[{" else -1 for c in brackets), default=0) > max_depth
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def _events(text: str) -> Iterator[tuple[str, PathKey, int, str]]:
             yield "scalar", (*top[3], top[1]), off, tok
 
 
-def _locate(text: str, file: str, max_depth: int) -> InputError:
+def _locate(text: str, file: str, max_depth: int, allow_duplicates: bool = False) -> InputError:
     """The first refused value of ``text`` as a positioned :class:`InputError`."""
     seen: dict[PathKey, dict[str, int]] = {}
     for event, path, off, tok in _events(text):
@@ -232,7 +232,7 @@ def _locate(text: str, file: str, max_depth: int) -> InputError:
                 return InputError(
                     f"JSON nesting is deeper than {max_depth} levels", SourcePos(file, *_line_col(text, off))
                 )
-        elif event == "key":
+        elif event == "key" and not allow_duplicates:
             keys = seen.setdefault(path[:-1], {})
             key = str(path[-1])
             if key in keys:

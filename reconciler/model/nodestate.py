@@ -137,7 +137,7 @@ def _parse_state(text: str | None, *, node: str = "", key: str = "") -> dict[str
     if not text:
         return {}
     try:
-        raw = parse_json(text, "annotation")
+        raw = parse_json(text, "annotation", allow_duplicates=True)
     except InputError as e:
         raise NodeStateError(f"node {node}: annotation {key} is not JSON ({e.message} at {_where(e)})") from None
     if not isinstance(raw, dict):
@@ -185,7 +185,7 @@ def parse_config_digests(text: str | None) -> dict[str, ConfigDigest]:
     if not text:
         return {}
     try:
-        raw = parse_json(text, "annotation")
+        raw = parse_json(text, "annotation", allow_duplicates=True)
         return {k: ConfigDigest.model_validate(v) for k, v in raw.items()}
     except (InputError, ValidationError, AttributeError):
         return {}
@@ -256,7 +256,7 @@ def parse_model(model: type[Frozen], text: str | None) -> Any:
     if not text:
         return None
     try:
-        return model.model_validate(parse_json(text, "annotation"))
+        return model.model_validate(parse_json(text, "annotation", allow_duplicates=True))
     except (InputError, ValidationError):
         return None
 
@@ -269,7 +269,7 @@ def check_model(model: type[Frozen], text: str, *, node: str, key: str) -> Any:
             annotation and the first bad field.
     """
     try:
-        return model.model_validate(parse_json(text, "annotation"))
+        return model.model_validate(parse_json(text, "annotation", allow_duplicates=True))
     except InputError as e:
         raise NodeStateError(f"node {node}: annotation {key} is not JSON ({e.message} at {_where(e)})") from None
     except ValidationError as e:

@@ -250,6 +250,9 @@ def test_counts_and_names_are_bounded(model: Any, data: dict[str, Any], ok: bool
         ('{"a": 1,\n "a": 2}', "duplicate key 'a' (first defined at line 1)", "2:2"),
         ("[" * 65 + "]" * 65, "deeper than 64", "1:65"),
         ("[" * 64 + "]" * 64, None, ""),
+        # brackets in strings neither hide depth nor add to it
+        ('["]]]]]]]]]]", ' + "[" * 64 + "]" * 64 + "]", "deeper than 64", "1:79"),
+        ('["' + "[" * 100 + '"]', None, ""),
         ("[" * 100_000, "deeper than 64", "1:65"),
         ('"\\udc00"', "surrogate", "1:2"),
         ('"\\ud83d\\ude00"', None, ""),
@@ -283,3 +286,9 @@ def test_a_hostile_inflight_annotation_is_ignored_or_explained(text: str) -> Non
     assert parse_model(InFlight, text) is None
     with pytest.raises(NodeStateError, match=r"node n1: annotation reconciler\.nodewright\.dev/inflight_r"):
         check_model(InFlight, text, node="n1", key="reconciler.nodewright.dev/inflight_r")
+
+
+def test_duplicate_keys_may_be_let_through_for_json_we_wrote() -> None:
+    assert parse_json('{"a": 1, "a": 2}', "ann", allow_duplicates=True) == {"a": 2}
+    with pytest.raises(InputError, match="deeper than 64"):
+        parse_json('{"a": 1, "a": ' + "[" * 70 + "]" * 70 + "}", "ann", allow_duplicates=True)
