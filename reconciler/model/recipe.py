@@ -42,6 +42,8 @@ IMAGE_NAME = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT}
 #: A full image reference: name, optional ``:tag`` (``[\w][\w.-]{0,127}``), optional ``@sha256:…``.
 IMAGE_REF = re.compile(rf"{IMAGE_NAME.pattern}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
 MAX_IMAGE_NAME = 255
+#: What a policy's ``metadata.name`` may be (``load.recipes.OBJECT_NAME``), so a reference can match one.
+_POLICY_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
 #: A recipe release (``metadata.version``): no control characters (it is recorded and printed).
 _RELEASE = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
 
@@ -394,6 +396,16 @@ class Recipe(Frozen):
     @classmethod
     def _selector_labels(cls, v: LabelSelector | None) -> LabelSelector | None:
         return check_selector(v) if v is not None else v
+
+    @field_validator("deploymentPolicy")
+    @classmethod
+    def _policy_name(cls, v: str | None) -> str | None:
+        if v is not None and not _POLICY_NAME.fullmatch(v):
+            raise ValueError(
+                f"deploymentPolicy {v[:80]!r} is not a policy name (lower-case letters, digits, '-' or '.', "
+                "at most 63 characters)"
+            )
+        return v
 
     @field_validator("version")
     @classmethod

@@ -140,6 +140,8 @@ CASES: list[tuple[str, str, str, str]] = [
     ("newline-expression-value", "a matchExpressions value with a trailing newline", "label value",
      recipe(selector='spec:\n  nodeSelector:\n    matchExpressions:\n      - key: pool\n        operator: In\n'
                      '        values: ["gpu\\n"]  #@=\n')),
+    ("newline-policy-reference", "a deploymentPolicy reference with a trailing newline", "not a policy name",
+     recipe(budget='  deploymentPolicy: "corpus-policy\\n"  #@\n')),
     ("newline-policy-name", "a policy name with a trailing newline", "policy name",
      with_policy().replace("  name: corpus-policy\n", '  name: "corpus-policy\\n"  #@\n')),
     ("newline-compartment-name", "a compartment name with a trailing newline", "compartment name",
