@@ -11,10 +11,12 @@ repeatable (``.ci/run`` runs them with the unit tier).
 
 from __future__ import annotations
 
+import atexit
 import copy
 import itertools
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +36,7 @@ FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
 SHA = "sha256:" + "ab" * 32
 _COUNTER = itertools.count()
 _DIR = Path(tempfile.mkdtemp(prefix="reconciler-fuzz-"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)
 
 RECIPE: dict[str, Any] = {
     "apiVersion": "reconciler.nodewright.dev/v1alpha1",
