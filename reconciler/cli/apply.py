@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -17,7 +16,7 @@ from rich.console import Console
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
 from reconciler.cli.console import make_console
 from reconciler.cli.runsummary import print_summary
-from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError, SourcePos
+from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError
 from reconciler.execute.timeline import Event, RunResult
 
 EXIT_CRASHED = 137
@@ -58,19 +57,51 @@ def add_parser(sub: Any) -> None:
 
 
 def _read_plan_hashes(path: str) -> dict[str, str]:
-    """``{recipe name: planHash}`` of a ``reconciler plan -o json`` file (one plan or ``{"plans": [...]}``)."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise InputError(f"cannot read plan: {e}", SourcePos(path)) from None
-    docs = doc.get("plans", [doc]) if isinstance(doc, dict) else []
-    hashes = {
-        str((d.get("recipe") or {}).get("name")): str(d["planHash"])
-        for d in docs
-        if isinstance(d, dict) and d.get("planHash") and isinstance(d.get("recipe"), dict)
-    }
-    if not hashes:
-        raise InputError("no planHash in plan file (expected the JSON of `reconciler plan -o json`)", SourcePos(path))
+    """``{recipe name: planHash}`` of a ``reconciler plan -o json`` file (one plan or ``{"plans": [...]}``).
+
+    Read with the guarded readers (size limit, UTF-8, :func:`reconciler.jsonsafe.parse_json`:
+    bounded depth, no NaN/huge numbers/duplicate keys), then checked for that shape: each plan an
+    object with ``planHash`` (64 lower-case hex digits) and ``recipe.name`` (a string), no recipe
+    twice.
+
+    Raises:
+        InputError: unreadable, not JSON, or not that shape; positioned ``file:line:column`` with the field.
+    """
+    import re
+
+    from reconciler.jsonsafe import parse_json, path_pos
+    from reconciler.load.yamlsafe import format_path, read_text
+
+    max_bytes = 512 * 1024 * 1024  # a 100,000-node plan is about 130 MB of JSON
+    text = read_text(path, max_bytes=max_bytes)
+    doc = parse_json(text, path, what="plan file")
+
+    def bad(where: tuple[str | int, ...], message: str) -> InputError:
+        return InputError(message, path_pos(text, path, where), format_path(where))
+
+    shape = "expected the JSON of `reconciler plan -o json`: a plan object or {\"plans\": [plan, ...]}"
+    if not isinstance(doc, dict):
+        raise bad((), f"a plan file holds an object, not {type(doc).__name__}; {shape}")
+    if "plans" in doc:
+        plans = doc["plans"]
+        if not isinstance(plans, list) or not plans:
+            raise bad(("plans",), f"plans must be a non-empty list of plan objects; {shape}")
+        docs: list[tuple[tuple[str | int, ...], object]] = [(("plans", i), d) for i, d in enumerate(plans)]
+    else:
+        docs = [((), doc)]
+    hashes: dict[str, str] = {}
+    for where, d in docs:
+        if not isinstance(d, dict):
+            raise bad(where, f"a plan must be an object; {shape}")
+        h, rec = d.get("planHash"), d.get("recipe")
+        if not isinstance(h, str) or not re.fullmatch(r"[0-9a-f]{64}", h):
+            raise bad((*where, "planHash"), "planHash must be 64 lower-case hex digits (the sha256 `plan` printed)")
+        name = rec.get("name") if isinstance(rec, dict) else None
+        if not isinstance(name, str) or not name:
+            raise bad((*where, "recipe", "name"), "recipe.name must be the planned recipe's name")
+        if name in hashes:
+            raise bad((*where, "recipe", "name"), f"recipe {name!r} is planned twice in this file")
+        hashes[name] = h
     return hashes
 
 

@@ -3,11 +3,47 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from reconciler.load import InputPaths
+
+
+class _RecipePaths(argparse.Action):
+    """Stores the RECIPE paths as an :class:`InputPaths` carrying ``--allow-empty``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        paths = InputPaths(values if isinstance(values, Sequence) and not isinstance(values, str) else [values])
+        paths.allow_empty = bool(getattr(namespace, "allow_empty", False))
+        setattr(namespace, self.dest, paths)
+
+
+class _AllowEmpty(argparse.Action):
+    """``--allow-empty``: sets ``allow_empty`` and marks the RECIPE paths, whichever came first."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, True)
+        paths = getattr(namespace, "recipes", None)
+        if isinstance(paths, InputPaths):
+            paths.allow_empty = True
 
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
-    """RECIPE... positional files/directories plus ``--policy`` and ``--locked``."""
-    p.add_argument("recipes", nargs="+", metavar="RECIPE", help="recipe files or directories")
+    """RECIPE... positional files/directories plus ``--policy`` and ``--allow-empty``.
+
+    ``args.recipes`` is an :class:`~reconciler.load.InputPaths`, so :func:`reconciler.load.load_inputs`
+    sees ``--allow-empty`` without each verb passing it (``args.allow_empty`` holds it too).
+    """
+    p.add_argument("recipes", nargs="+", metavar="RECIPE", action=_RecipePaths, help="recipe files or directories")
+    p.add_argument(
+        "--allow-empty",
+        nargs=0,
+        action=_AllowEmpty,
+        default=False,
+        help="accept inputs holding no recipe, and empty files, as an intended empty set (default: exit 2)",
+    )
     p.add_argument(
         "--policy",
         action="append",

@@ -12,7 +12,8 @@ Output:
   size budget is shared so the whole body stays under GitHub's comment limit.
 
 Exit codes: 0 ok; with ``--detailed-exitcode`` 3 when any recipe has pending changes (a node
-with work, or a runtime-required taint to remove); 2 bad input; 4 cluster error.
+with work, or a runtime-required taint to remove); 2 bad input (no recipe at all, or an empty file,
+unless ``--allow-empty``); 4 cluster error.
 """
 
 from __future__ import annotations
@@ -86,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.observe.snapshot import observe
     from reconciler.plan.planner import compute_plan
 
-    inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True))
+    inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True),
+                         allow_empty=bool(getattr(args, "allow_empty", False)))
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
     opened = open_cluster(args)
     fleet = observe(opened.cluster)

@@ -7,7 +7,8 @@ Loads recipes and policies (:func:`reconciler.load.load_inputs`) and reports:
 * json (stdout): ``{"ok": bool, "recipes": [names], "policies": [names], "errors": [{"file",
   "line", "column", "field", "message"}]}`` (``line``/``column`` 0 when unknown).
 
-Exit code 0 when everything loads, 2 (bad input) otherwise.
+Exit code 0 when everything loads, 2 (bad input) otherwise; inputs holding no recipe, or an empty
+file, are bad input unless ``--allow-empty`` says an empty set is intended.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     recipe_names: list[str] = []
     policy_names: list[str] = []
     try:
-        inputs = load_inputs(args.recipes, args.policy, locked=bool(getattr(args, "locked", False)))
+        inputs = load_inputs(args.recipes, args.policy, locked=bool(getattr(args, "locked", False)),
+                             allow_empty=bool(getattr(args, "allow_empty", False)))
     except InputErrors as many:
         errors = list(many.errors)
     except InputError as one:

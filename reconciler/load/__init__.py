@@ -38,13 +38,24 @@ from reconciler.load.yamlsafe import YamlDoc, load_file
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import Recipe
 
-__all__ = ["Inputs", "load_inputs", "policy_for"]
+__all__ = ["InputPaths", "Inputs", "load_inputs", "policy_for"]
 
 #: Directory next to a recipes directory searched for policies when none are given.
 POLICY_DIR = "policies"
 
 LEGACY_POLICY = "legacy"
 """Name of the synthetic policy of a recipe without ``deploymentPolicy`` (NodeWright's metric label)."""
+
+
+class InputPaths(list[str]):
+    """Recipe paths as the command line gave them, carrying whether an empty set of recipes is
+    intended (``--allow-empty``), so every verb that passes its paths to :func:`load_inputs`
+    honours the flag. A plain list means "not intended"."""
+
+    allow_empty: bool = False
+
+
+EMPTY_HINT = "pass --allow-empty if an empty set is intended"
 
 
 @dataclass(frozen=True)
@@ -276,7 +287,9 @@ class _Run:
         return (idx, pos.line, pos.column)
 
 
-def load_inputs(paths: Sequence[str], policy_paths: Sequence[str] = (), *, locked: bool = False) -> Inputs:
+def load_inputs(
+    paths: Sequence[str], policy_paths: Sequence[str] = (), *, locked: bool = False, allow_empty: bool | None = None
+) -> Inputs:
     """Load recipes and policies from files and directories.
 
     ``paths``: files or directories (directories: every ``*.yaml``/``*.yml`` below, recursively,
@@ -290,6 +303,13 @@ def load_inputs(paths: Sequence[str], policy_paths: Sequence[str] = (), *, locke
     When any policy was loaded (or policy paths were given or found), every recipe's
     ``deploymentPolicy`` must name one of them.
 
+    Empty input is an error unless ``allow_empty`` (None: ``paths.allow_empty`` when ``paths`` is
+    an :class:`InputPaths`, as every CLI verb passes them, else True for library callers such as
+    revision comparison, where one side may rightly hold nothing): a file holding no document
+    (empty, only comments, only null documents) is reported at its ``file:1:1``, and so is a set
+    of inputs holding no recipe at all (at the first file, or the first path): "0/0 recipes
+    succeeded" is never a success by accident.
+
     Raises:
         InputError: exactly one problem.
         InputErrors: several problems (``errors`` holds each, sorted by file and line).
@@ -298,6 +318,8 @@ def load_inputs(paths: Sequence[str], policy_paths: Sequence[str] = (), *, locke
         paths = [paths]
     if isinstance(policy_paths, str):
         policy_paths = [policy_paths]
+    if allow_empty is None:
+        allow_empty = paths.allow_empty if isinstance(paths, InputPaths) else True
     run = _Run(locked)
     recipe_files = _expand(paths, run.errors)
     discovered = not policy_paths
@@ -313,9 +335,16 @@ def load_inputs(paths: Sequence[str], policy_paths: Sequence[str] = (), *, locke
         seen.add(real)
         run.add_file(f)
         try:
-            parsed.extend((doc, policy_only) for doc in load_file(f))
+            docs = load_file(f)
         except InputError as e:
             run.errors.append(e)
+            continue
+        if not docs and not allow_empty:
+            run.errors.append(InputError(
+                f"the file holds no document (it is empty, or only comments or null documents); {EMPTY_HINT}",
+                SourcePos(f, 1, 1),
+            ))
+        parsed.extend((doc, policy_only) for doc in docs)
 
     # RecipeResults first: the manifest files they claim are then not loaded a second time.
     def is_aicr(doc: YamlDoc, policy_only: bool) -> bool:
@@ -349,6 +378,11 @@ def load_inputs(paths: Sequence[str], policy_paths: Sequence[str] = (), *, locke
         for r in run.recipes:
             if r.recipe.deploymentPolicy is not None and r.recipe.deploymentPolicy not in policy_map:
                 run.errors.append(_missing_policy(r.recipe, inputs))
+
+    if not run.recipes and not run.errors and not allow_empty:
+        where = SourcePos(recipe_files[0], 1, 1) if recipe_files else SourcePos(paths[0] if paths else "<none>")
+        found = f" (only {len(run.policies)} policies)" if run.policies else ""
+        run.errors.append(InputError(f"no recipe found in {', '.join(paths)}{found}; {EMPTY_HINT}", where))
 
     if run.errors:
         unique: dict[str, InputError] = {}

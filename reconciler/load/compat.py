@@ -40,6 +40,7 @@ from reconciler.load.recipes import (
     Origin,
     build_recipe,
     check_keys,
+    check_metadata,
     object_name,
     require_mapping,
 )
@@ -104,6 +105,7 @@ def load_custom_resource(
     origin: Origin = "Skyhook" if kind == "Skyhook" else "NodeWright"
     check_keys(doc, (), _TOP_KEYS, errors, f"a {origin}")
     name = object_name(doc, errors, origin)
+    check_metadata(doc, errors)
     version = default_version
     annotations = doc.get(("metadata", "annotations"))
     if annotations is not None and not isinstance(annotations, dict):
@@ -225,6 +227,11 @@ def load_recipe_result(doc: YamlDoc, errors: list[InputError], *, locked: bool) 
     return out
 
 
+def _drive_letter(rel: str) -> bool:
+    """``C:…``: a Windows drive prefix (absolute there)."""
+    return rel[1:2] == ":" and rel[:1].isascii() and rel[:1].isalpha()
+
+
 def _manifest_path(
     doc: YamlDoc, path: tuple[str | int, ...], rel: Any, base: str, errors: list[InputError]
 ) -> str | None:
@@ -232,7 +239,7 @@ def _manifest_path(
     if not isinstance(rel, str) or not rel.strip() or "\x00" in rel:
         errors.append(doc.error(path, "a manifestFiles entry must be a non-empty relative path"))
         return None
-    if os.path.isabs(rel) or rel.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", rel):
+    if os.path.isabs(rel) or rel.startswith(("/", "\\")) or _drive_letter(rel):
         errors.append(
             doc.error(
                 path, f"manifest path {rel!r} is absolute; paths are relative to the RecipeResult's directory"

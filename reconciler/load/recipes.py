@@ -24,6 +24,7 @@ from reconciler.errors import InputError
 from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
 from reconciler.model.graph import find_cycle
 from reconciler.model.recipe import Package, Recipe
+from reconciler.model.selector import check_label_key, check_label_value
 from reconciler.model.versions import is_exact
 
 API_VERSION = "reconciler.nodewright.dev/v1alpha1"
@@ -31,7 +32,7 @@ KIND = "NodeRecipe"
 
 #: Names of recipes and policies: a DNS-1123 label (dots allowed), because the name becomes part
 #: of annotation keys, Lease and object names (at most 63 characters).
-OBJECT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
 
 #: ``spec`` fields of a NodeRecipe (= :class:`Recipe` fields, less name/version/origin/source).
 SPEC_FIELDS = (
@@ -125,7 +126,7 @@ def object_name(doc: YamlDoc, errors: list[InputError], what: str) -> str | None
     if name is None:
         errors.append(doc.error(path, f"a {what} needs metadata.name"))
         return None
-    if not isinstance(name, str) or not OBJECT_NAME.match(name):
+    if not isinstance(name, str) or not OBJECT_NAME.fullmatch(name):
         errors.append(
             doc.error(
                 path,
@@ -135,6 +136,40 @@ def object_name(doc: YamlDoc, errors: list[InputError], what: str) -> str | None
         )
         return None
     return name
+
+
+#: Kubernetes' cap on all annotations of one object (``TotalAnnotationSizeLimitB``), in bytes.
+MAX_ANNOTATION_BYTES = 256 * 1024
+
+
+def check_metadata(doc: YamlDoc, errors: list[InputError]) -> None:
+    """``metadata.labels`` and ``metadata.annotations`` as the Kubernetes API validates them
+    (``ValidateLabels``, ``ValidateAnnotations``): mappings of strings; label keys and annotation
+    keys are qualified names (:func:`~reconciler.model.selector.check_label_key`), label values
+    valid label values, all annotations together at most :data:`MAX_ANNOTATION_BYTES`."""
+    for field in ("labels", "annotations"):
+        path = ("metadata", field)
+        value = doc.get(path)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            errors.append(doc.error(path, f"metadata.{field} must be a mapping of strings, found a {_kind_of(value)}"))
+            continue
+        size = 0
+        for k, v in value.items():
+            where = (*path, k)
+            if not isinstance(v, str):
+                errors.append(doc.error(where, f"{field} values must be strings, found a {_kind_of(v)} (quote it)"))
+                continue
+            try:
+                check_label_key(k)
+                if field == "labels":
+                    check_label_value(v)
+            except ValueError as e:
+                errors.append(doc.error(where, str(e)))
+            size += len(k.encode("utf-8", "surrogatepass")) + len(v.encode("utf-8", "surrogatepass"))
+        if field == "annotations" and size > MAX_ANNOTATION_BYTES:
+            errors.append(doc.error(path, f"annotations hold {size} bytes; Kubernetes allows {MAX_ANNOTATION_BYTES}"))
 
 
 def split_image(image: str, version: Any) -> tuple[str, str | None]:
@@ -339,6 +374,8 @@ def build_recipe(
         head = loc[0]
         if head == "name":
             return ("metadata", "name", *loc[1:])
+        if head == "version":
+            return ("metadata", "version", *loc[1:])
         if isinstance(head, str) and head in fields:
             return (*fields[head], *loc[1:])
         if head == "packages":
@@ -364,6 +401,7 @@ def load_node_recipe(doc: YamlDoc, errors: list[InputError], *, locked: bool) ->
     check_keys(doc, (), _TOP_KEYS, errors, "a NodeRecipe")
     name = object_name(doc, errors, "recipe")
     check_keys(doc, ("metadata",), _META_KEYS, errors, "metadata")
+    check_metadata(doc, errors)
     version = doc.get(("metadata", "version"), "")
     if not isinstance(version, str):
         hint = f" (YAML read {version!r} as a number: quote it)" if isinstance(version, int | float) else ""

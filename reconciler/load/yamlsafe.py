@@ -15,7 +15,9 @@ ourselves instead of running ruamel's constructor, because that is where the gua
   ``<<`` merge key); ``!!python/object``, ``!!binary``, ``!custom`` … are errors;
 * duplicate mapping keys are errors naming both lines; keys must be scalars and become strings
   (their source text, as Kubernetes' YAML→JSON conversion does);
-* timestamps are kept as their source text (``2026-11-30`` stays a string).
+* timestamps are kept as their source text (``2026-11-30`` stays a string);
+* integers outside the signed 64-bit range (:data:`INT_MAX`) are refused at their position, long
+  ones before they are converted.
 
 Every ``(line, column)`` is 1-based. :meth:`YamlDoc.pos` finds the position of a path (or of the
 nearest existing ancestor), and :func:`validation_errors` turns a pydantic ``ValidationError`` into
@@ -25,6 +27,7 @@ nearest existing ancestor), and :func:`validation_errors` turns a pydantic ``Val
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import re
@@ -52,6 +55,11 @@ MAX_NODES = 100_000
 #: Deepest nesting of mappings/sequences accepted (recipes need about 8).
 MAX_DEPTH = 64
 
+#: Integers outside the signed 64-bit range are refused where they are read, with their position:
+#: Kubernetes (and Go, NodeWright) read YAML/JSON integers as int64, and a 20,000-digit number must
+#: not reach code that prints it (Python's int/str conversion limit) or computes with it.
+INT_MAX = 2**63 - 1
+
 PathKey = tuple[str | int, ...]
 """A path into a document: mapping keys (str) and sequence indices (int)."""
 
@@ -59,7 +67,7 @@ _STD = "tag:yaml.org,2002:"
 _STR, _INT, _FLOAT, _BOOL, _NULL = (_STD + t for t in ("str", "int", "float", "bool", "null"))
 _MAP, _SEQ, _TIMESTAMP, _MERGE = (_STD + t for t in ("map", "seq", "timestamp", "merge"))
 _SCALAR_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP})
-_SIMPLE_KEY = re.compile(r"^[A-Za-z0-9_/-]+$")
+_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_/-]+")
 _TRUE = frozenset({"true", "yes", "on", "y"})  # YAML 1.1 spellings appear only with %YAML 1.1
 _FALSE = frozenset({"false", "no", "off", "n"})
 
@@ -121,7 +129,7 @@ class YamlDoc:
         return InputError(message, self.pos(path), format_path(path))
 
 
-_PATH_TOKEN = re.compile(r'\.?([A-Za-z0-9_/-]+)|\[(\d+)\]|\["([^"]*)"\]')
+_PATH_TOKEN = re.compile(r'\.?([A-Za-z0-9_/-]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
 
 
 def parse_path(text: str) -> PathKey:
@@ -137,22 +145,23 @@ def parse_path(text: str) -> PathKey:
         if m is None or (m.group(0).startswith(".") and not out):
             raise ValueError(f"{text!r} is not a field path")
         name, index, quoted = m.groups()
-        out.append(int(index) if index is not None else name if name is not None else quoted)
+        out.append(int(index) if index is not None else name if name is not None else json.loads(quoted))
         i = m.end()
     return tuple(out)
 
 
 def format_path(path: Sequence[str | int]) -> str:
     """Dotted field path: ``spec.packages.tuning.version``; indices as ``[0]``; keys with dots or
-    other punctuation quoted: ``configMap["intent.conf"]``."""
+    other punctuation quoted as JSON strings, so a newline or quote in a key stays visible and on
+    one line: ``configMap["intent.conf"]``, ``configMap["a\\n"]``."""
     out = ""
     for k in path:
         if isinstance(k, int):
             out += f"[{k}]"
-        elif _SIMPLE_KEY.match(k):
+        elif _SIMPLE_KEY.fullmatch(k):
             out += f".{k}" if out else k
         else:
-            out += f'["{k}"]'
+            out += f"[{json.dumps(k)}]"
     return out
 
 
@@ -331,15 +340,15 @@ class _Builder:
         self.file = file
         self.positions: dict[PathKey, tuple[int, int]] = {}
 
-    def _err(self, node: Node, message: str) -> InputError:
-        return InputError(message, SourcePos(self.file, *_mark(node)))
+    def _err(self, node: Node, message: str, path: PathKey = ()) -> InputError:
+        return InputError(message, SourcePos(self.file, *_mark(node)), format_path(path))
 
     def build(self, node: Node, path: PathKey, depth: int) -> Any:
         tag = node.tag
         if isinstance(node, ScalarNode):
             if tag not in _SCALAR_TAGS:
                 raise self._err(node, _tag_problem(tag, "a scalar"))
-            return self._scalar(node)
+            return self._scalar(node, path)
         if isinstance(node, SequenceNode):
             if tag != _SEQ:
                 raise self._err(node, _tag_problem(tag, "a sequence"))
@@ -366,7 +375,7 @@ class _Builder:
                 raise self._err(knode, "mapping keys must be plain scalars, not mappings or sequences")
             if knode.tag not in _SCALAR_TAGS:
                 raise self._err(knode, _tag_problem(knode.tag, "a scalar"))
-            key = str(knode.value)
+            key = self._text(knode, str(knode.value), path)
             if key in explicit:
                 first = explicit[key]
                 raise self._err(knode, f"duplicate key {key!r} (first defined at line {first[0]})")
@@ -397,10 +406,10 @@ class _Builder:
             result[key] = self.build(vnode, sub, depth + 1)
         return result
 
-    def _scalar(self, node: ScalarNode) -> Any:
+    def _scalar(self, node: ScalarNode, path: PathKey = ()) -> Any:
         tag, text = node.tag, str(node.value)
         if tag in (_STR, _TIMESTAMP):
-            return text
+            return self._text(node, text, path)
         if tag == _NULL:
             if text not in ("", "~", "null", "Null", "NULL"):
                 raise self._err(node, f"{text[:40]!r} is not null")
@@ -411,26 +420,43 @@ class _Builder:
                 raise self._err(node, f"{text[:40]!r} is not a boolean (true or false)")
             return low in _TRUE
         if tag == _INT:
-            return self._int(node, text)
+            return self._int(node, text, path)
         return self._float(node, text)
 
-    def _int(self, node: ScalarNode, text: str) -> int:
+    def _text(self, node: Node, text: str, path: PathKey) -> str:
+        """``text``, unless it holds a lone UTF-16 surrogate (``"\\ud800"``), which no UTF-8
+        output (terminal, annotation, file) can carry."""
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise self._err(node, "a string holds a lone UTF-16 surrogate (\\ud800-\\udfff), "
+                                      "which cannot be written as UTF-8", path) from None
+        return text
+
+    def _int(self, node: ScalarNode, text: str, path: PathKey = ()) -> int:
         s = text.replace("_", "")
         sign = -1 if s.startswith("-") else 1
         s = s.lstrip("+-")
+        if len(s) > 70:  # longer than any int64 in any base (64 binary digits + prefix): refuse unconverted
+            raise self._err(node, f"an integer with {len(s)} digits is too large (at most 64-bit: ±{INT_MAX})", path)
         try:
             if s[:2].lower() in ("0x", "0o", "0b"):
-                return sign * int(s, 0)
+                return self._bounded(node, sign * int(s, 0), path)
             if ":" in s:  # YAML 1.1 sexagesimal, e.g. 1:30
                 n = 0
                 for part in s.split(":"):
                     n = n * 60 + int(part, 10)
-                return sign * n
-            return sign * int(s, 10)
+                return self._bounded(node, sign * n, path)
+            value = sign * int(s, 10)
         except ValueError:
-            too_long = len(s) > 1000 and s.isdigit()
-            what = f"an integer with {len(s)} digits is too large" if too_long else f"{text[:40]!r} is not an integer"
-            raise self._err(node, what) from None
+            raise self._err(node, f"{text[:40]!r} is not an integer") from None
+        return self._bounded(node, value, path)
+
+    def _bounded(self, node: ScalarNode, value: int, path: PathKey) -> int:
+        if not -INT_MAX - 1 <= value <= INT_MAX:
+            raise self._err(node, f"integer {str(value)[:30]}… is too large (at most 64-bit: ±{INT_MAX})", path)
+        return value
 
     def _float(self, node: ScalarNode, text: str) -> float:
         s = text.replace("_", "").lower()
@@ -498,5 +524,31 @@ def validation_errors(
             named = [k for k in inp if isinstance(k, str) and re.search(rf"\b{re.escape(k)}\b", msg)]
             if len(named) == 1:
                 path = (*path, named[0])
+            else:
+                path = (*path, *_quoted_in(inp, msg))
+        elif isinstance(inp, list | tuple) and typ == "value_error":
+            path = (*path, *_quoted_in(inp, msg))
         out.append(doc.error(path, msg))
     return out
+
+
+def _quoted_in(value: Any, msg: str, depth: int = 0) -> PathKey:
+    """The path (inside ``value``) of the first key or string value whose ``repr`` the message
+    quotes (``'pool\\n' is not a valid label key``), so the error points at it; ``()`` if none."""
+    if depth > 8:
+        return ()
+    items: list[tuple[str | int, Any]] = []
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list | tuple):
+        items = list(enumerate(value))
+    for k, v in items:
+        if isinstance(k, str) and (repr(k[:100])[:-1] in msg if k else "'' " in msg):
+            return (k,)
+        if isinstance(v, str) and v and repr(v[:80])[:-1] in msg:
+            return (k,)
+        if isinstance(v, dict | list | tuple):
+            sub = _quoted_in(v, msg, depth + 1)
+            if sub:
+                return (k, *sub)
+    return ()

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
+from reconciler.errors import InputError
+from reconciler.jsonsafe import parse_json
 from reconciler.model.base import Frozen
 from reconciler.model.utctime import to_rfc3339
 
@@ -85,7 +87,7 @@ class PackageState(Frozen):
     containerSHA: str | None = None
     stage: Stage
     state: State
-    restarts: int = Field(default=0, ge=0)
+    restarts: int = Field(default=0, ge=0, le=1_000_000)  # cluster data: bounded so it prints and sums safely
 
     @property
     def key(self) -> str:
@@ -136,9 +138,9 @@ def _parse_state(text: str | None, *, node: str = "", key: str = "") -> dict[str
     if not text:
         return {}
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise NodeStateError(f"node {node}: annotation {key} is not JSON ({e.msg} at char {e.pos})") from None
+        raw = parse_json(text, "annotation", allow_duplicates=True)
+    except InputError as e:
+        raise NodeStateError(f"node {node}: annotation {key} is not JSON ({e.message} at {_where(e)})") from None
     if not isinstance(raw, dict):
         raise NodeStateError(f"node {node}: annotation {key} must be a JSON object")
     out: dict[str, PackageState] = {}
@@ -146,9 +148,9 @@ def _parse_state(text: str | None, *, node: str = "", key: str = "") -> dict[str
         try:
             entry = PackageState.model_validate(v)
         except ValidationError as e:
-            first = e.errors()[0]
+            first = e.errors(include_url=False)[0]
             loc = ".".join(str(p) for p in first["loc"])
-            raise NodeStateError(f"node {node}: annotation {key} entry {k!r}: {loc}: {first['msg']}") from None
+            raise NodeStateError(f"node {node}: annotation {key} entry {k[:80]!r}: {loc}: {first['msg']}") from None
         out[entry.key] = entry
     return out
 
@@ -184,9 +186,9 @@ def parse_config_digests(text: str | None) -> dict[str, ConfigDigest]:
     if not text:
         return {}
     try:
-        raw = json.loads(text)
+        raw = parse_json(text, "annotation", allow_duplicates=True)
         return {k: ConfigDigest.model_validate(v) for k, v in raw.items()}
-    except (json.JSONDecodeError, ValidationError, AttributeError):
+    except (InputError, ValidationError, AttributeError):
         return {}
 
 
@@ -273,13 +275,38 @@ class FailureRecord(Frozen):
 
 
 def parse_model(model: type[Frozen], text: str | None) -> Any:
-    """Parse a JSON annotation into ``model``; None when absent or malformed."""
+    """Parse a JSON annotation into ``model``; None when absent or malformed (callers report a
+    malformed record by its annotation key, e.g. the planner's "annotation … is malformed and was
+    ignored"). Read through :func:`reconciler.jsonsafe.parse_json`: bounded depth, no
+    NaN/Infinity, no integer beyond 64 bits, no duplicate keys; never raises."""
     if not text:
         return None
     try:
-        return model.model_validate_json(text)
-    except ValidationError:
+        return model.model_validate(parse_json(text, "annotation", allow_duplicates=True))
+    except (InputError, ValidationError):
         return None
+
+
+def check_model(model: type[Frozen], text: str, *, node: str, key: str) -> Any:
+    """Parse the JSON annotation ``key`` of ``node`` into ``model``, or say why not.
+
+    Raises:
+        NodeStateError: not usable JSON or not the record's shape; the message names node,
+            annotation and the first bad field.
+    """
+    try:
+        return model.model_validate(parse_json(text, "annotation", allow_duplicates=True))
+    except InputError as e:
+        raise NodeStateError(f"node {node}: annotation {key} is not JSON ({e.message} at {_where(e)})") from None
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(record)"
+        raise NodeStateError(f"node {node}: annotation {key}: {loc}: {first['msg']}") from None
+
+
+def _where(e: InputError) -> str:
+    pos = e.pos
+    return f"line {pos.line} column {pos.column}" if pos is not None and pos.line else "its start"
 
 
 def dump_model(value: Frozen) -> str:

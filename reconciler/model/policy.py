@@ -6,6 +6,7 @@ concurrency; a zero budget is rejected; a positive percent that rounds to 0 give
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -14,6 +15,12 @@ from reconciler.model.base import Frozen
 from reconciler.model.selector import LabelSelector, check_selector
 
 DEFAULT_COMPARTMENT = "__default__"
+_PRINTABLE = re.compile(r"[^\x00-\x20\x7f-\x9f]+")
+
+#: Upper bound of every node count in a policy (budget counts, batch sizes, deltas): ten times the
+#: largest Kubernetes clusters that exist (~65,000 nodes), so a typo or a 20-digit number is an
+#: error at load instead of a number that overflows something later.
+MAX_NODE_COUNT = 1_000_000
 
 
 class Budget(Frozen):
@@ -21,7 +28,7 @@ class Budget(Frozen):
     or ``count`` (≥1 nodes)."""
 
     percent: int | None = None
-    count: int | None = None
+    count: int | None = Field(default=None, le=MAX_NODE_COUNT)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Budget:
@@ -65,9 +72,9 @@ class StrategyParams(Frozen):
     progress percent below which failures shrink batches and count toward the halt.
     """
 
-    initialBatch: int = Field(default=1, ge=1)
+    initialBatch: int = Field(default=1, ge=1, le=MAX_NODE_COUNT)
     batchThreshold: int = Field(default=100, ge=1, le=100)
-    failureThreshold: int | None = Field(default=None, ge=1)
+    failureThreshold: int | None = Field(default=None, ge=1, le=MAX_NODE_COUNT)
     safetyLimit: int = Field(default=50, ge=1, le=100)
 
 
@@ -78,13 +85,13 @@ class FixedParams(StrategyParams):
 class LinearParams(StrategyParams):
     """Batches grow by ``delta`` after a good batch, shrink by it after a failed one."""
 
-    delta: int = Field(default=1, ge=1)
+    delta: int = Field(default=1, ge=1, le=MAX_NODE_COUNT)
 
 
 class ExponentialParams(StrategyParams):
     """Batches multiply by ``growthFactor`` after a good batch, divide after a failed one."""
 
-    growthFactor: int = Field(default=2, ge=2)
+    growthFactor: int = Field(default=2, ge=2, le=1000)  # ×1000 per batch already reaches any fleet in 2
 
 
 class Strategy(Frozen):
@@ -130,9 +137,12 @@ class DefaultCompartment(Frozen):
 
 
 class Compartment(Frozen):
-    """A named group of nodes (by ``selector``) with its own budget and optional strategy."""
+    """A named group of nodes (by ``selector``) with its own budget and optional strategy.
 
-    name: str = Field(min_length=1)
+    ``name``: 1-253 characters, no whitespace or control characters (it is printed, recorded in
+    batch state and used as a metric label)."""
+
+    name: str = Field(min_length=1, max_length=253)
     selector: LabelSelector
     budget: Budget
     strategy: Strategy | None = None
@@ -141,6 +151,13 @@ class Compartment(Frozen):
     @classmethod
     def _selector_labels(cls, v: LabelSelector) -> LabelSelector:
         return check_selector(v)
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, v: str) -> str:
+        if not _PRINTABLE.fullmatch(v):
+            raise ValueError(f"compartment name {v[:80]!r} may not hold whitespace or control characters")
+        return v
 
     @model_validator(mode="after")
     def _not_reserved(self) -> Compartment:

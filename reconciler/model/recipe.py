@@ -8,13 +8,14 @@ both converted into :class:`Recipe`. Field names follow NodeWright's ``Skyhook``
 from __future__ import annotations
 
 import re
-from typing import Literal
+from decimal import Decimal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from reconciler.model.base import Frozen
 from reconciler.model.policy import Budget
-from reconciler.model.selector import LabelSelector, Toleration, check_selector
+from reconciler.model.selector import LabelSelector, Toleration, check_selector, check_toleration
 from reconciler.model.versions import parse_version
 
 InterruptType = Literal["reboot", "restartAllServices", "service", "noop"]
@@ -22,8 +23,64 @@ InterruptType = Literal["reboot", "restartAllServices", "service", "noop"]
 #: Merge priority of interrupt types, highest first (NodeWright ``fudgeInterruptWithPriority``).
 INTERRUPT_PRIORITY: dict[str, int] = {"reboot": 3, "restartAllServices": 2, "service": 1, "noop": 0}
 
-PACKAGE_NAME = re.compile(r"^[a-z][-a-z0-9]{0,41}[a-z]$")
-SHA256 = re.compile(r"^sha256:[0-9a-f]{64}$")
+#: Highest recipe ``priority`` (int32, as NodeWright's CRD field; far more levels than needed).
+MAX_PRIORITY = 2**31 - 1
+
+# Every pattern here is matched with ``fullmatch``: Python's ``$`` also matches before a final
+# newline, so ``^…$`` with ``match`` would accept "sha256:…\n" (tests/unit/load/test_patterns.py
+# scans the code for that).
+PACKAGE_NAME = re.compile(r"[a-z][-a-z0-9]{0,41}[a-z]")
+SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
+
+#: An image repository without tag or digest (the ``name`` of the OCI distribution reference
+#: grammar, ``distribution/reference``): optional registry host[:port], then lower-case path
+#: components separated by ``/``; at most 255 characters.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN_PART = r"[a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?"
+_DOMAIN = rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+IMAGE_NAME = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*")
+#: A full image reference: name, optional ``:tag`` (``[\w][\w.-]{0,127}``), optional ``@sha256:…``.
+IMAGE_REF = re.compile(rf"{IMAGE_NAME.pattern}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
+MAX_IMAGE_NAME = 255
+#: What a policy's ``metadata.name`` may be (``load.recipes.OBJECT_NAME``), so a reference can match one.
+_POLICY_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
+#: A recipe release (``metadata.version``): no control characters (it is recorded and printed).
+_RELEASE = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
+
+#: A systemd unit name (systemd.unit(5)): letters, digits, ``:-_.\@``, at most 255 characters.
+UNIT_NAME = re.compile(r"[A-Za-z0-9:_.\\@-]{1,255}")
+
+#: ConfigMap keys (Kubernetes ``IsConfigMapKey``): ``[-._a-zA-Z0-9]+``, at most 253 characters,
+#: not ``.`` or ``..`` and not starting with ``..`` (the key becomes a file name in the mounted
+#: volume: ``../../etc/cron.d/x`` must never be one).
+CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+MAX_CONFIG_MAP_KEY = 253
+#: Total size of a ConfigMap's keys and values, in UTF-8 bytes (Kubernetes ``MaxSecretSize``,
+#: also applied to ConfigMaps: 1 MiB); the package's configMap becomes one ConfigMap.
+MAX_CONFIG_MAP_BYTES = 1024 * 1024
+
+
+def configmap_key_problem(key: str) -> str | None:
+    """Why ``key`` is not a Kubernetes ConfigMap key (``IsConfigMapKey``), or None when it is one."""
+    if len(key) > MAX_CONFIG_MAP_KEY:
+        return f"ConfigMap key {key[:100]!r}… is longer than {MAX_CONFIG_MAP_KEY} characters"
+    if not CONFIG_MAP_KEY.fullmatch(key):
+        return f"{key[:100]!r} is not a valid ConfigMap key (only [-._a-zA-Z0-9], no '/'): it becomes a file name"
+    if key in (".", "..") or key.startswith(".."):
+        return f"{key[:100]!r} is not a valid ConfigMap key (may not be '.' or '..' or start with '..')"
+    return None
+
+
+def check_image(image: str, *, full: bool = False) -> str:
+    """An image repository (``full``: a whole reference with optional tag and digest) in the OCI
+    distribution grammar, at most :data:`MAX_IMAGE_NAME` characters. Raises ValueError otherwise."""
+    pattern = IMAGE_REF if full else IMAGE_NAME
+    if len(image) > MAX_IMAGE_NAME + (200 if full else 0) or not pattern.fullmatch(image):
+        what = "image reference" if full else "image repository"
+        raise ValueError(
+            f"{image[:120]!r} is not a valid {what} (registry/path in lower case, e.g. ghcr.io/org/package)"
+        )
+    return image
 
 
 class Interrupt(Frozen):
@@ -32,7 +89,15 @@ class Interrupt(Frozen):
     happen, nothing is executed)."""
 
     type: InterruptType
-    services: tuple[str, ...] = ()
+    services: tuple[str, ...] = Field(default=(), max_length=64)
+
+    @field_validator("services")
+    @classmethod
+    def _unit_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not UNIT_NAME.fullmatch(name):
+                raise ValueError(f"service {name[:80]!r} is not a systemd unit name ([A-Za-z0-9:_.\\@-], at most 255)")
+        return v
 
     @model_validator(mode="after")
     def _services_only_for_service(self) -> Interrupt:
@@ -43,8 +108,42 @@ class Interrupt(Frozen):
         return self
 
 
-QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
-ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?")
+ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+_SUFFIX = {
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: Decimal(10) ** e for s, e in (("n", -9), ("u", -6), ("m", -3), ("k", 3), ("M", 6), ("G", 9),
+                                       ("T", 12), ("P", 15), ("E", 18))},
+}
+#: Largest quantity accepted, in base units (cores or bytes): what fits Kubernetes' int64 fields.
+MAX_QUANTITY = Decimal(2**63 - 1)
+
+
+def parse_quantity(text: str) -> Decimal:
+    """A Kubernetes quantity (``500m``, ``2``, ``1.5Gi``, ``1e3``) in base units, as a Decimal.
+
+    Bounds (ours, so every consumer can hold it): at most 64 characters, 0 to :data:`MAX_QUANTITY`
+    base units (Kubernetes refuses negative requests and limits), exponent at most ±30.
+
+    Raises:
+        ValueError: not a quantity, or out of those bounds.
+    """
+    m = QUANTITY.fullmatch(text) if len(text) <= 64 else None
+    if m is None:
+        raise ValueError(f"{text[:80]!r} is not a Kubernetes quantity (e.g. 500m, 2, 256Mi, 1Gi)")
+    number, suffix = m.group(1), m.group(3) or ""
+    sign = -1 if text.startswith("-") else 1
+    if suffix not in _SUFFIX and suffix[:1] in ("e", "E"):
+        exp = int(suffix[1:])
+        if abs(exp) > 30:
+            raise ValueError(f"quantity {text!r} has an exponent beyond ±30")
+        value = Decimal(number).scaleb(exp)
+    else:
+        value = Decimal(number) * _SUFFIX.get(suffix, Decimal(1))
+    value *= sign
+    if not 0 <= value <= MAX_QUANTITY:
+        raise ValueError(f"quantity {text!r} must be between 0 and {MAX_QUANTITY} (cores or bytes)")
+    return value
 
 
 class Resources(Frozen):
@@ -59,9 +158,17 @@ class Resources(Frozen):
     @field_validator("cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit")
     @classmethod
     def _quantity(cls, v: str) -> str:
-        if not QUANTITY.match(v):
-            raise ValueError(f"{v!r} is not a Kubernetes quantity (e.g. 500m, 2, 256Mi, 1Gi)")
+        parse_quantity(v)
         return v
+
+    @model_validator(mode="after")
+    def _request_within_limit(self) -> Resources:
+        # Kubernetes: "must be less than or equal to <resource> limit" (ValidateResourceRequirements)
+        pairs = (("cpu", self.cpuRequest, self.cpuLimit), ("memory", self.memoryRequest, self.memoryLimit))
+        for what, req, lim in pairs:
+            if parse_quantity(req) > parse_quantity(lim):
+                raise ValueError(f"{what}Request {req} is more than {what}Limit {lim} (Kubernetes refuses that)")
+        return self
 
 
 class EnvVar(Frozen):
@@ -74,9 +181,28 @@ class EnvVar(Frozen):
     @field_validator("name")
     @classmethod
     def _env_name(cls, v: str) -> str:
-        if not ENV_NAME.match(v):
-            raise ValueError(f"environment variable name {v!r} must match {ENV_NAME.pattern}")
+        if not ENV_NAME.fullmatch(v) or len(v) > 253:
+            raise ValueError(f"environment variable name {v[:80]!r} must match {ENV_NAME.pattern} (at most 253)")
         return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> EnvVar:
+        # Kubernetes validateEnvVarValueFrom: value and valueFrom exclude each other, and
+        # valueFrom names exactly one source
+        if self.valueFrom is not None:
+            if self.value:
+                raise ValueError(f"env {self.name}: value and valueFrom may not both be set")
+            unknown = sorted(set(self.valueFrom) - set(ENV_SOURCES))
+            if unknown or len(self.valueFrom) != 1:
+                raise ValueError(
+                    f"env {self.name}: valueFrom needs exactly one of {', '.join(ENV_SOURCES)}"
+                    + (f" (found {', '.join(repr(u[:40]) for u in unknown)})" if unknown else "")
+                )
+        return self
+
+
+#: The sources of ``env[].valueFrom`` Kubernetes knows.
+ENV_SOURCES = ("configMapKeyRef", "secretKeyRef", "fieldRef", "resourceFieldRef")
 
 
 class Uninstall(Frozen):
@@ -99,7 +225,10 @@ class Package(Frozen):
     ``image`` is the repository without tag; a tag, if present, must equal ``version`` (the loader
     strips it; only a tag after the last ``/`` counts, so registry ports survive, NodeWright PR #280).
     ``dependsOn`` maps package name → exact version of another package in the same recipe.
-    ``gracefulShutdown`` is a Go duration (e.g. ``30s``).
+    ``gracefulShutdown`` is a Go duration (e.g. ``30s``), at most :data:`MAX_GRACEFUL_SHUTDOWN`
+    (it becomes the stage pod's ``terminationGracePeriodSeconds``). ``configMap`` follows
+    Kubernetes' ConfigMap rules (:func:`configmap_key_problem`, :data:`MAX_CONFIG_MAP_BYTES`).
+    ``image`` is a repository (:data:`IMAGE_NAME`), ``agentImageOverride`` a full reference.
     """
 
     name: str
@@ -119,7 +248,7 @@ class Package(Frozen):
     @field_validator("name")
     @classmethod
     def _name_shape(cls, v: str) -> str:
-        if not PACKAGE_NAME.match(v):
+        if not PACKAGE_NAME.fullmatch(v):
             raise ValueError(
                 f"package name {v!r} must match {PACKAGE_NAME.pattern} (2-43 chars, lower case, "
                 "start and end with a letter)"
@@ -132,10 +261,35 @@ class Package(Frozen):
         parse_version(v)
         return v
 
+    @field_validator("image")
+    @classmethod
+    def _image_name(cls, v: str) -> str:
+        return check_image(v)
+
+    @field_validator("agentImageOverride")
+    @classmethod
+    def _agent_image(cls, v: str | None) -> str | None:
+        return check_image(v, full=True) if v is not None else v
+
+    @field_validator("configMap")
+    @classmethod
+    def _configmap(cls, v: dict[str, str]) -> dict[str, str]:
+        for key in v:
+            problem = configmap_key_problem(key)
+            if problem:
+                raise ValueError(problem)
+        size = sum(len(k.encode("utf-8", "surrogatepass")) + len(x.encode("utf-8", "surrogatepass"))
+                   for k, x in v.items())
+        if size > MAX_CONFIG_MAP_BYTES:
+            raise ValueError(
+                f"configMap holds {size} bytes; Kubernetes caps a ConfigMap at {MAX_CONFIG_MAP_BYTES} bytes (1 MiB)"
+            )
+        return v
+
     @field_validator("containerSHA")
     @classmethod
     def _sha_shape(cls, v: str | None) -> str | None:
-        if v is not None and not SHA256.match(v):
+        if v is not None and not SHA256.fullmatch(v):
             raise ValueError(f"containerSHA {v!r} must be sha256:<64 lower-case hex digits>")
         return v
 
@@ -152,7 +306,7 @@ class Package(Frozen):
     @classmethod
     def _duration(cls, v: str | None) -> str | None:
         if v is not None:
-            parse_duration(v)
+            parse_duration(v, maximum=MAX_GRACEFUL_SHUTDOWN)
         return v
 
     @property
@@ -186,6 +340,11 @@ class DrainOptions(Frozen):
     skipWaitForDeleteTimeoutSeconds: int = Field(default=0, ge=0, le=24 * 3600)
     evictionRetrySeconds: float = Field(default=5.0, ge=1.0, le=600.0)
     podSelector: LabelSelector | None = None
+
+    @field_validator("podSelector")
+    @classmethod
+    def _selector_labels(cls, v: LabelSelector | None) -> LabelSelector | None:
+        return check_selector(v) if v is not None else v
 
 
 class Timeouts(Frozen):
@@ -224,9 +383,11 @@ class Recipe(Frozen):
     interruptionBudget: Budget | None = None
     runtimeRequired: bool = False
     autoTaintNewNodes: bool = False
-    priority: int = Field(default=200, ge=1)
+    priority: int = Field(default=200, ge=1, le=MAX_PRIORITY)
     sequencing: Literal["node", "all"] = "node"
-    additionalTolerations: tuple[Toleration, ...] = ()
+    additionalTolerations: tuple[Annotated[Toleration, AfterValidator(check_toleration)], ...] = Field(
+        default=(), max_length=64
+    )
     drain: DrainOptions = Field(default_factory=DrainOptions)
     timeouts: Timeouts = Field(default_factory=Timeouts)
     packages: dict[str, Package] = Field(default_factory=dict)
@@ -236,6 +397,26 @@ class Recipe(Frozen):
     def _selector_labels(cls, v: LabelSelector | None) -> LabelSelector | None:
         return check_selector(v) if v is not None else v
 
+    @field_validator("deploymentPolicy")
+    @classmethod
+    def _policy_name(cls, v: str | None) -> str | None:
+        if v is not None and not _POLICY_NAME.fullmatch(v):
+            raise ValueError(
+                f"deploymentPolicy {v[:80]!r} is not a policy name (lower-case letters, digits, '-' or '.', "
+                "at most 63 characters)"
+            )
+        return v
+
+    @field_validator("version")
+    @classmethod
+    def _release(cls, v: str) -> str:
+        if v and (len(v) > 128 or v != v.strip() or not _RELEASE.fullmatch(v)):
+            raise ValueError(
+                f"recipe version {v[:80]!r} must be at most 128 characters, without control characters or "
+                "surrounding whitespace"
+            )
+        return v
+
     @model_validator(mode="after")
     def _policy_xor_budget(self) -> Recipe:
         if self.deploymentPolicy and self.interruptionBudget:
@@ -243,17 +424,34 @@ class Recipe(Frozen):
         return self
 
 
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns))+$")
+_DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns))+")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)")
 _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
-
-def parse_duration(text: str) -> float:
-    """Parse a Go duration (``30s``, ``1m30s``, ``500ms``) into seconds.
+#: Longest Go duration (``time.Duration`` is int64 nanoseconds: about 292 years); Go's
+#: ``ParseDuration`` refuses anything longer, so NodeWright would too.
+MAX_GO_DURATION = (2**63 - 1) / 1e9
+#: Longest ``gracefulShutdown``: one day (the stage pod's termination grace period; as
+#: ``drain.gracePeriodSeconds``, a longer one only hides a stuck package).
+MAX_GRACEFUL_SHUTDOWN = 24 * 3600.0
+def parse_duration(text: str, *, maximum: float = MAX_GO_DURATION) -> float:
+    """Parse a Go duration (``30s``, ``1m30s``, ``500ms``) into seconds, at most ``maximum``
+    (default :data:`MAX_GO_DURATION`) and at most 64 characters.
 
     Raises:
-        ValueError: not a Go duration.
+        ValueError: not a Go duration, or longer than ``maximum``.
     """
-    if not _DURATION.match(text):
-        raise ValueError(f"{text!r} is not a duration like 30s, 2m or 1h30m")
-    return sum(float(n) * _UNIT[u] for n, u in _DURATION_PART.findall(text))
+    if len(text) > 64 or not _DURATION.fullmatch(text):
+        raise ValueError(f"{text[:80]!r} is not a duration like 30s, 2m or 1h30m")
+    seconds = sum(float(n) * _UNIT[u] for n, u in _DURATION_PART.findall(text))
+    if not seconds <= maximum:  # also catches an overflow to inf
+        raise ValueError(f"duration {text!r} is longer than the {_human(maximum)} allowed here")
+    return seconds
+
+
+def _human(seconds: float) -> str:
+    if seconds >= 365 * 24 * 3600:
+        return f"{seconds / (365 * 24 * 3600):.0f} years"
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} h"
+    return f"{seconds:g} s"

@@ -15,18 +15,26 @@ from pydantic import Field, model_validator
 
 from reconciler.model.base import Frozen
 
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+#: Kubernetes' qualified-name part (``apimachinery/pkg/util/validation`` ``qualifiedNameFmt``);
+#: always matched with ``fullmatch`` (Python's ``$`` would accept a trailing newline).
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+#: A DNS-1123 subdomain (``dns1123SubdomainFmt``), at most 253 characters.
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def check_label_key(key: str) -> str:
-    """A Kubernetes label key: optional DNS-subdomain prefix (≤ 253) + ``/`` + name (≤ 63,
-    alphanumerics, ``-_.``, alphanumeric at both ends). Raises ValueError otherwise."""
-    prefix, _, name = key.rpartition("/")
-    if (prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))) or len(name) > 63 or not (
-        _LABEL_NAME.match(name)
-    ):
-        raise ValueError(f"{key!r} is not a valid label key ([prefix/]name, name ≤ 63 chars of [-A-Za-z0-9_.])")
+    """A Kubernetes label key (``IsQualifiedName``): an optional prefix, a DNS-1123 subdomain of at
+    most 253 characters, then ``/``, then a name of 1-63 alphanumerics, ``-``, ``_`` or ``.``
+    starting and ending alphanumeric; at most one ``/``. Raises ValueError otherwise."""
+    prefix, slash, name = key.partition("/")
+    if not slash:
+        prefix, name = "", key
+    bad_prefix = bool(slash) and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix))
+    if bad_prefix or "/" in name or len(name) > 63 or not _LABEL_NAME.fullmatch(name):
+        raise ValueError(
+            f"{key[:300]!r} is not a valid label key ([prefix/]name: prefix a DNS subdomain of at most 253 "
+            "characters, name at most 63 characters of [-A-Za-z0-9_.] starting and ending alphanumeric)"
+        )
     return key
 
 
@@ -44,10 +52,50 @@ def check_selector(selector: LabelSelector) -> LabelSelector:
 
 
 def check_label_value(value: str) -> str:
-    """A Kubernetes label value: empty, or ≤ 63 chars as a label name. Raises ValueError otherwise."""
-    if value and (len(value) > 63 or not _LABEL_NAME.match(value)):
-        raise ValueError(f"{value!r} is not a valid label value (≤ 63 chars of [-A-Za-z0-9_.])")
+    """A Kubernetes label value (``IsValidLabelValue``): empty, or at most 63 characters of
+    ``[-A-Za-z0-9_.]`` starting and ending alphanumeric. Raises ValueError otherwise."""
+    if value and (len(value) > 63 or not _LABEL_NAME.fullmatch(value)):
+        raise ValueError(
+            f"{value[:100]!r} is not a valid label value (at most 63 characters of [-A-Za-z0-9_.], "
+            "starting and ending alphanumeric)"
+        )
     return value
+
+
+#: Longest ``tolerationSeconds`` accepted: ten years. Kubernetes takes any int64, but a NoExecute
+#: toleration longer than that is "forever" in practice; leave ``tolerationSeconds`` out for that.
+MAX_TOLERATION_SECONDS = 10 * 365 * 24 * 3600
+
+
+def check_toleration(t: Toleration) -> Toleration:
+    """Kubernetes' own validation of a toleration (``pkg/apis/core/validation``
+    ``ValidateTolerations``), for tolerations we send to the API (inputs only):
+
+    * a non-empty ``key`` is a label key (:func:`check_label_key`);
+    * an empty ``key`` needs ``operator: Exists`` (match every taint);
+    * ``operator: Exists`` takes no ``value``; ``Equal`` needs a label value;
+    * ``tolerationSeconds`` only with ``effect: NoExecute``, and 0 to :data:`MAX_TOLERATION_SECONDS`
+      (ours: bounded so it is a sane duration).
+
+    ``effect`` and ``operator`` are closed by the model. Raises ValueError naming the rule.
+    """
+    if t.key:
+        check_label_key(t.key)
+    elif t.operator != "Exists":
+        raise ValueError("a toleration with an empty key must use operator Exists (it then matches every taint)")
+    if t.operator == "Exists" and t.value:
+        raise ValueError(f"a toleration with operator Exists takes no value (found {t.value[:80]!r})")
+    if t.operator == "Equal":
+        check_label_value(t.value)
+    if t.tolerationSeconds is not None:
+        if t.effect != "NoExecute":
+            raise ValueError("tolerationSeconds is only allowed with effect NoExecute")
+        if not 0 <= t.tolerationSeconds <= MAX_TOLERATION_SECONDS:
+            raise ValueError(
+                f"tolerationSeconds {t.tolerationSeconds} must be 0 to {MAX_TOLERATION_SECONDS} (ten years); "
+                "leave it out to tolerate forever"
+            )
+    return t
 
 
 class Requirement(Frozen):

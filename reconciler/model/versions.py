@@ -8,7 +8,9 @@ from functools import lru_cache
 
 import semver
 
-_SHORT = re.compile(r"^v?(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?$")
+_SHORT = re.compile(r"v?(0|[1-9]\d*)(?:\.(0|[1-9]\d*))?")
+#: Longest version accepted (a version becomes part of annotation values and image tags).
+MAX_VERSION = 128
 
 
 @lru_cache(maxsize=4096)
@@ -18,11 +20,16 @@ def parse_version(text: str) -> semver.Version:
     Accepts ``1.2.3``, ``v1.2.3``, ``1.2.3-rc.1+build.5`` and the shorthands ``1`` / ``1.2``
     (completed with zeros, as Go's ``x/mod/semver`` does).
 
+    No surrounding whitespace is accepted (``"1.2.3\n"`` is not a version: it would become part
+    of node-state keys and image tags); at most :data:`MAX_VERSION` characters.
+
     Raises:
         ValueError: not a semantic version.
     """
-    raw = text.strip()
-    m = _SHORT.match(raw)
+    raw = text
+    if len(raw) > MAX_VERSION or raw != raw.strip():
+        raise ValueError(f"{text[:80]!r} is not a semantic version (e.g. 1.2.3 or v1.2.3-rc.1)")
+    m = _SHORT.fullmatch(raw)
     if m:
         return semver.Version(int(m.group(1)), int(m.group(2) or 0), 0)
     core = raw[1:] if raw.startswith("v") else raw

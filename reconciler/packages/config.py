@@ -26,24 +26,33 @@ Rules (the agent's JSON schema plus its cross-mode checks, §3.3–3.4):
   steps through a wrapper that turns any failure into exit 1, so they can never match),
   duplicate ``expected_config_files`` entries, empty modes.
 
+Package directories may hold symlinks, but none may lead outside the package: ``config.json``,
+``skyhook-package/`` and ``skyhook_dir/`` must resolve inside the directory given, and every step
+file inside ``skyhook_dir/`` (resolved and compared, not just the written path); a step file must
+be a regular file, at most :data:`MAX_STEP_DEPTH` directories deep.
+
 Every problem is an :class:`~reconciler.errors.InputError` positioned at ``config.json:line:col``
-with the dotted field (``modes.apply[0].path``); positions come from parsing the JSON text with the
-guarded YAML composer (JSON is YAML), and JSON syntax errors keep the decoder's line and column.
+with the dotted field (``modes.apply[0].path``). ``config.json`` is read with
+:func:`reconciler.jsonsafe.parse_json` (bounded nesting, no NaN/Infinity, no integer beyond 64 bits,
+no duplicate keys; errors keep line and column) and positions come from
+:func:`reconciler.jsonsafe.json_positions`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from reconciler.errors import InputError, InputErrors, SourcePos
-from reconciler.load.yamlsafe import YamlDoc, format_path, parse_documents, read_text
+from reconciler.jsonsafe import json_positions, parse_json
+from reconciler.load.yamlsafe import YamlDoc, format_path, read_text
+from reconciler.model.recipe import ENV_NAME, configmap_key_problem
 
 #: Non-check step mode → its check mode.
 CHECK_OF: dict[str, str] = {
@@ -61,13 +70,15 @@ STEP_REQUIRED = ("name", "path", "arguments", "returncodes", "on_host", "idempot
 STEP_KEYS = (*STEP_REQUIRED, "env")
 TOP_REQUIRED = ("schema_version", "package_name", "package_version", "expected_config_files", "modes")
 TOP_KEYS = (*TOP_REQUIRED, "root_dir")
-STEP_NAME = re.compile(r"^[a-zA-Z0-9_\-.]+$")
-CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+STEP_NAME = re.compile(r"[a-zA-Z0-9_\-.]{1,253}")
+#: A step path has at most this many directories (``a/b/c.sh`` has 2) and characters.
+MAX_STEP_DEPTH = 16
+MAX_STEP_PATH = 1024
 _NUM = r"(?:0|[1-9][0-9]*)"
 _PRE_ID = r"(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)"
 #: The agent's ``package_version``: strict semver 2.0 ``X.Y.Z[-pre][+build]``.
 STRICT_SEMVER = re.compile(
-    rf"^{_NUM}\.{_NUM}\.{_NUM}(?:-{_PRE_ID}(?:\.{_PRE_ID})*)?(?:\+[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*)?$"
+    rf"{_NUM}\.{_NUM}\.{_NUM}(?:-{_PRE_ID}(?:\.{_PRE_ID})*)?(?:\+[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*)?"
 )
 IMAGE_DIR = "skyhook-package"
 STEPS_DIR = "skyhook_dir"
@@ -165,6 +176,13 @@ def find_package(path: str) -> tuple[str, str]:
         return str(p.parent), str(p)
     for root in (p, p / IMAGE_DIR):
         if (root / "config.json").is_file():
+            for inner in (root, root / "config.json"):
+                if not _inside(str(p), str(inner)):
+                    raise InputError(
+                        f"{inner.name} is a symlink to {os.path.realpath(inner)}, outside the package directory "
+                        f"{path}; a package must not refer outside itself",
+                        SourcePos(str(inner)),
+                    )
             return str(root), str(root / "config.json")
     if not p.exists():
         raise InputError("no such file or directory", SourcePos(path))
@@ -217,6 +235,13 @@ def _type_name(v: Any) -> str:
     return "null"
 
 
+def _inside(base: str, target: str) -> bool:
+    """Whether ``target`` resolves (symlinks followed) to ``base`` or below it (resolved too)."""
+    real_base = os.path.realpath(base)
+    real = os.path.realpath(target)
+    return real == real_base or os.path.commonpath([real_base, real]) == real_base
+
+
 def _is_local(rel: str) -> bool:
     if not rel or rel.startswith("/") or "\\" in rel:
         return False
@@ -248,18 +273,28 @@ def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Ste
         return True
 
     name: Any = raw.get("name")
-    if typed("name", str, "a string") and not STEP_NAME.match(name):
+    if typed("name", str, "a string") and not STEP_NAME.fullmatch(name):
         c.error((*at, "name"), f"step name {name!r} must match {STEP_NAME.pattern}")
         ok = False
     elif "name" in raw and not isinstance(name, str):
         ok = False
     rel: Any = raw.get("path")
     if typed("path", str, "a string"):
-        if not _is_local(rel):
+        target = os.path.join(steps_dir, rel)
+        if not _is_local(rel) or "\x00" in rel:
             c.error((*at, "path"), f"step path {rel!r} must be relative to {STEPS_DIR}/ and stay inside it")
             ok = False
-        elif not os.path.exists(os.path.join(steps_dir, rel)):
-            c.error((*at, "path"), f"step file {STEPS_DIR}/{rel} does not exist")
+        elif len(rel) > MAX_STEP_PATH or rel.count("/") >= MAX_STEP_DEPTH:
+            c.error((*at, "path"), f"step path is nested too deep or too long (at most {MAX_STEP_DEPTH} "
+                                   f"directories and {MAX_STEP_PATH} characters)")
+            ok = False
+        elif os.path.isdir(steps_dir) and not _inside(steps_dir, target):
+            c.error((*at, "path"), f"step file {STEPS_DIR}/{rel} is a symlink resolving outside {STEPS_DIR}/ "
+                                   f"({os.path.realpath(target)}); steps must be files of the package")
+            ok = False
+        elif not os.path.isfile(target):
+            what = "is not a regular file" if os.path.lexists(target) else "does not exist"
+            c.error((*at, "path"), f"step file {STEPS_DIR}/{rel} {what}")
             ok = False
     elif "path" in raw:
         ok = False
@@ -279,6 +314,9 @@ def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Ste
         for j, rc in enumerate(codes):
             if not isinstance(rc, int) or isinstance(rc, bool):
                 c.error((*at, "returncodes", j), f"returncodes must be integers, not {_type_name(rc)}")
+                ok = False
+            elif not 0 <= rc <= 255:  # a process exit status is 8 bits: anything else can never match
+                c.error((*at, "returncodes", j), f"return code {rc} can never occur (exit codes are 0-255)")
                 ok = False
         odd = sorted({rc for rc in codes if isinstance(rc, int) and not isinstance(rc, bool) and rc not in (0, 1)})
         if odd:
@@ -300,6 +338,9 @@ def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Ste
             ok = False
         else:
             for k, v in env.items():
+                if not ENV_NAME.fullmatch(k):
+                    c.error((*at, "env", k), f"environment variable name {k[:80]!r} must match {ENV_NAME.pattern}")
+                    ok = False
                 if not isinstance(v, str):
                     c.error((*at, "env", k), f"env values must be strings, not {_type_name(v)}")
                     ok = False
@@ -347,7 +388,7 @@ def check_config(data: Any, *, file: str, root: str, doc: YamlDoc | None = None)
     if "package_name" in data and (not isinstance(name, str) or not name.strip()):
         c.error(("package_name",), "package_name must be a non-empty string")
     ver: Any = data.get("package_version")
-    if "package_version" in data and (not isinstance(ver, str) or not STRICT_SEMVER.match(ver)):
+    if "package_version" in data and (not isinstance(ver, str) or not STRICT_SEMVER.fullmatch(ver)):
         hint = " (no 'v' prefix)" if isinstance(ver, str) and ver.startswith("v") else ""
         c.error(("package_version",),
                 f"package_version {ver!r} must be a full semantic version X.Y.Z[-pre][+build]{hint}")
@@ -360,8 +401,8 @@ def check_config(data: Any, *, file: str, root: str, doc: YamlDoc | None = None)
             for j, f in enumerate(files):
                 if not isinstance(f, str):
                     c.error(("expected_config_files", j), f"must be a string, not {_type_name(f)}")
-                elif not CONFIG_KEY.match(f):
-                    c.error(("expected_config_files", j), f"{f!r} is not a valid ConfigMap key ([-._a-zA-Z0-9]+)")
+                elif (problem := configmap_key_problem(f)) is not None:
+                    c.error(("expected_config_files", j), problem)
                 elif f in expected:
                     c.warn(("expected_config_files", j), f"{f!r} is listed twice")
                 else:
@@ -372,7 +413,11 @@ def check_config(data: Any, *, file: str, root: str, doc: YamlDoc | None = None)
     if "modes" in data and not isinstance(modes_raw, dict):
         c.error(("modes",), f"modes must be an object of mode → steps, not {_type_name(modes_raw)}")
     elif isinstance(modes_raw, dict):
-        if not os.path.isdir(steps_dir):
+        if os.path.isdir(steps_dir) and not _inside(root, steps_dir):
+            c.error(("modes",), f"{STEPS_DIR}/ is a symlink to {os.path.realpath(steps_dir)}, outside the package "
+                                "directory; a package must not refer outside itself")
+            steps_dir = os.path.join(root, "\x00refused")  # no step is looked up through it
+        elif not os.path.isdir(steps_dir):
             c.error(("modes",), f"the package has no {STEPS_DIR}/ directory next to config.json")
         for mode, raw_steps in modes_raw.items():
             if mode not in MODES:
@@ -429,25 +474,11 @@ def _cross_mode(c: _Checker, modes_raw: Mapping[str, Any]) -> None:
                            f"step {s['path']!r} has no check {want!r} in {check!r} (checks confirm the step's work)")
 
 
-def _duplicates(pairs: Sequence[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in seen:
-            raise _DuplicateKey(k)
-        seen[k] = v
-    return seen
-
-
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
 def validate_package(path: str) -> PackageReport:
     """Find and validate the package at ``path`` (see the module docstring). Never raises for a
     bad package: every problem is in the report; a path that holds no package at all, an
-    unreadable file or a JSON syntax error is the report's only error."""
+    unreadable file, a JSON syntax error or a refused JSON value (too deep, NaN, an integer beyond
+    64 bits, a duplicate key; :func:`reconciler.jsonsafe.parse_json`) is the report's only error."""
     try:
         root, file = find_package(path)
     except InputError as e:
@@ -455,27 +486,11 @@ def validate_package(path: str) -> PackageReport:
     report = PackageReport(root, file)
     try:
         text = read_text(file)
+        data = parse_json(text, file)
     except InputError as e:
         report.errors = [e]
         return report
-    try:
-        data = json.loads(text, object_pairs_hook=_duplicates)
-    except _DuplicateKey as d:
-        try:
-            parse_documents(text, file)  # the composer names both lines of a duplicate key
-        except InputError as e:
-            report.errors = [e]
-            return report
-        report.errors = [InputError(f"duplicate key {d.key!r}", SourcePos(file))]  # pragma: no cover
-        return report
-    except json.JSONDecodeError as e:
-        report.errors = [InputError(f"JSON syntax error: {e.msg}", SourcePos(file, e.lineno, e.colno))]
-        return report
-    try:
-        docs = parse_documents(text, file)
-        doc: YamlDoc | None = docs[0] if docs else None
-    except InputError:
-        doc = None  # valid JSON the YAML composer cannot read (e.g. tab indentation): no positions
+    doc = YamlDoc(file, 0, data, MappingProxyType(json_positions(text)))
     return check_config(data, file=file, root=root, doc=doc)
 
 

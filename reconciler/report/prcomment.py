@@ -229,7 +229,7 @@ def render_comment(
 
 def _url(url: str) -> str:
     """A link target that cannot break out of the Markdown link (only http(s), no spaces/parens)."""
-    if not re.match(r"^https?://[^\s()<>\"']+$", url):
+    if not re.fullmatch(r"https?://[^\s()<>\"']+", url):
         return "#"
     return url
 

@@ -178,7 +178,7 @@ def render_json(plan: Plan) -> str:
 #: Inline Markdown metacharacters: emphasis, code, links/images, tables, strikethrough, headings.
 _MD_INLINE = re.compile(r"([\\`*_\[\]|~!#])")
 #: Block markers that only matter where the text starts a line or a list item's content.
-_MD_BLOCK_START = re.compile(r"^(\d{1,9})([.)])(?=\s|$)|^([-+])(?=\s|$)")
+_MD_BLOCK_START = re.compile(r"^(\d{1,9})([.)])(?=\s|\Z)|^([-+])(?=\s|\Z)")
 
 
 def md_escape(text: object) -> str:

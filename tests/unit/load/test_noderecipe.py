@@ -316,7 +316,7 @@ REJECTIONS = [
     (
         "drain-timeout-absurd",
         "drain:\n  timeoutSeconds: 99999999999999999999  # <-\n" + PKG,
-        "less than or equal to",
+        "too large",
         "spec.drain.timeoutSeconds",
     ),
     (

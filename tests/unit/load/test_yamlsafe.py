@@ -251,3 +251,28 @@ def test_absurd_integer_is_reported_not_raised():
     err = parse_error("priority: " + "9" * 5000 + "\n")
     assert "an integer with 5000 digits is too large" in err.message
     assert err.pos is not None and err.pos.line == 1
+
+
+@pytest.mark.parametrize(
+    "path",
+    [("spec", "configMap", "intent.conf\n"), ("a", 'b"c', 0, "x.y"), ("k", "\x1b[31m"), ("é", "\\")],
+)
+def test_field_paths_quote_odd_keys_visibly_and_round_trip(path: tuple[str | int, ...]) -> None:
+    """A key holding a newline, quote or escape sequence is written as a JSON string: the error
+    line stays one line and shows the character instead of interpreting it (issue #14)."""
+    text = format_path(path)
+    assert "\n" not in text and "\x1b" not in text
+    assert parse_path(text) == path
+
+
+def test_yaml_string_with_a_lone_surrogate_is_refused_at_its_position() -> None:
+    with pytest.raises(InputError) as info:
+        parse_documents('a:\n  b: "x\\ud800"\n', "f.yaml")
+    assert str(info.value).startswith("f.yaml:2:6: a.b: ") and "surrogate" in info.value.message
+
+
+@pytest.mark.parametrize("text", ["9223372036854775808", "-9223372036854775809", "0x" + "f" * 17, "1" * 71])
+def test_yaml_integers_beyond_64_bits_are_refused_with_their_field(text: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse_documents(f"spec:\n  priority: {text}\n", "f.yaml")
+    assert str(info.value).startswith("f.yaml:2:13: spec.priority: ") and "too large" in info.value.message

@@ -25,6 +25,8 @@ from reconciler.testing.fleetgen import make_node
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "bad"
 CORPUS_FIGURES: dict[str, int] = {"inputs_tried": 0, "inputs_rejected": 0}
 FIFTY_MB = 50 * 1024 * 1024
+#: An env value some corpus files carry (make_value_cases.py); no error may print it.
+SECRET = "s3cr3t-do-not-print"
 _POS = re.compile(r"^(?:error: )?(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): ")
 
 
@@ -50,7 +52,8 @@ def corpus() -> list[Case]:
     out = []
     for p in sorted(CORPUS.iterdir()):
         if p.is_dir():
-            out.append(Case(p.name, p, p / "recipe-result.yaml"))
+            if (p / "recipe-result.yaml").is_file():  # other directories hold other input kinds
+                out.append(Case(p.name, p, p / "recipe-result.yaml"))
         elif p.suffix == ".yaml":
             out.append(Case(p.stem, p, p))
     return out
@@ -60,11 +63,12 @@ CASES = corpus()
 
 
 def test_corpus_is_big_and_every_entry_says_what_it_checks() -> None:
-    assert len(CASES) >= 60
+    assert len(CASES) >= 160
     for c in CASES:
         assert c.header("checks") and c.header("expect"), f"{c.name}: missing '# checks:'/'# expect:' header"
     kinds = {c.name.split("-")[0] for c in CASES}
     assert {"yaml", "encoding", "kind", "field", "type", "semver", "deps", "policy", "aicr", "number"} <= kinds
+    assert {"newline", "toleration", "configmap", "label", "duration", "integer", "quantity", "empty"} <= kinds
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +103,7 @@ def check_rejected(case: Case, cluster_files: tuple[Path, str, Path], tmp_path: 
     assert rc == 2, f"{case.name}: validate exit {rc}\n{out.out}{out.err}"
     lines = [x for x in out.err.splitlines() if x.strip()]
     assert lines and "Traceback" not in out.err + out.out
+    assert SECRET not in out.err + out.out, f"{case.name}: printed the env secret"
     for line in lines:
         m = _POS.match(line)
         assert m, f"{case.name}: validate line without file:line:column: {line!r}"
@@ -119,6 +124,7 @@ def check_rejected(case: Case, cluster_files: tuple[Path, str, Path], tmp_path: 
     assert _POS.match(err[0]) and err[0].startswith("error: "), err[0]
     assert err[0][len("error: "):] in [*lines, *(x.split(" (and ")[0] for x in lines)] or err[0].endswith("more)")
     assert "Traceback" not in out.err + out.out and not out.out.strip()
+    assert SECRET not in out.err + out.out, f"{case.name}: apply printed the env secret"
     # zero writes: the cluster file, the save target and the git repository are untouched
     assert hashlib.sha256(fleet.read_bytes()).hexdigest() == digest
     assert not saved.exists()
@@ -164,3 +170,45 @@ def test_manifest_symlink_leaving_the_bundle_is_refused(
         "  - name: nodewright-customizations\n    type: Helm\n    namespace: nodewright\n"
         "    manifestFiles: [components/tuning.yaml]\n")
     check_rejected(Case("symlink-escape", bundle, bundle / "recipe-result.yaml"), cluster_files, tmp_path, capsys)
+
+
+def test_an_empty_recipe_file_is_rejected(
+        cluster_files: tuple[Path, str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 0-byte file cannot carry a header; it is made here (issue #14: "0/0 recipes succeeded")."""
+    empty = tmp_path / "empty.yaml"
+    empty.write_bytes(b"")
+    described = tmp_path / "described.yaml"
+    described.write_text("# checks: an empty recipe file\n# expect: no document\n# at: 1:1\n")
+    check_rejected(Case("empty-file", empty, described), cluster_files, tmp_path, capsys)
+
+
+def test_one_empty_file_among_valid_ones_is_named(
+        cluster_files: tuple[Path, str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "recipes"
+    d.mkdir()
+    good = (CORPUS / "newline-sha.yaml").read_text().replace('"' + "sha256:" + "a" * 64 + '\\n"', "sha256:" + "a" * 64)
+    (d / "a-good.yaml").write_text(good)
+    (d / "b-empty.yaml").write_text("# nothing here yet\n")
+    assert main(["validate", str(d / "a-good.yaml"), "--locked"]) == 0
+    capsys.readouterr()
+    described = tmp_path / "described.yaml"
+    described.write_text("# checks: an empty file next to a valid recipe\n"
+                         "# expect: b-empty.yaml:1:1: the file holds no\n")
+    check_rejected(Case("empty-among-valid", d, described), cluster_files, tmp_path, capsys)
+
+
+def test_allow_empty_says_an_empty_set_is_intended(
+        cluster_files: tuple[Path, str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fleet, digest, _ = cluster_files
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# no recipes on purpose\n")
+    for argv in (["validate", str(empty), "--allow-empty"], ["validate", "--allow-empty", str(empty)],
+                 ["plan", str(empty), "--allow-empty", "--cluster", f"sim:{fleet}"],
+                 ["apply", "--allow-empty", str(empty), "--cluster", f"sim:{fleet}"]):
+        assert main(argv) == 0, argv
+        out = capsys.readouterr()
+        assert "Traceback" not in out.err
+    assert hashlib.sha256(fleet.read_bytes()).hexdigest() == digest
+    for verb in (["validate"], ["plan", "--cluster", f"sim:{fleet}"], ["apply", "--cluster", f"sim:{fleet}"]):
+        assert main([*verb, str(empty)]) == 2, verb
+        assert f"{empty}:1:1: " in capsys.readouterr().err
