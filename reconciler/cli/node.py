@@ -40,6 +40,8 @@ def add_parser(sub: Any) -> None:
     r = nsub.add_parser("reset", help="forget a recipe's records on these nodes (and release our cordon)")
     r.add_argument("nodes", nargs="+", metavar="NODE", help="node name or regular expression")
     r.add_argument("--recipe", required=True, help="recipe whose records are removed")
+    r.add_argument("--force", action="store_true",
+                   help="even when a node still owes an interrupt (a pending reboot is then dropped)")
     add_write_args(r)
     r.set_defaults(func=run)
     s = nsub.add_parser("status", help="per node: recipes, status, cordon, in-flight step, packages")
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         op = partial(ignore_patch, ignore=args.node_cmd == "ignore")
         question = f"{args.node_cmd} {len(chosen)} node(s)?"
     else:
-        op = partial(reset_patch, recipe=args.recipe)
+        op = partial(reset_patch, recipe=args.recipe, force=args.force)
         question = f"reset recipe {args.recipe} on {len(chosen)} node(s)?"
     patches = plan_node_patches(chosen, op)
     untouched = [n.name for n in chosen if n.name not in {p.node for p in patches}]

@@ -25,6 +25,8 @@ def add_parser(sub: Any) -> None:
         "reset", help="remove a recipe's records from every node and release the cordons it holds",
         description=__doc__)
     p.add_argument("recipe", metavar="RECIPE", help="recipe name (metadata.name)")
+    p.add_argument("--force", action="store_true",
+                   help="even when a node still owes an interrupt (a pending reboot is then dropped)")
     add_write_args(p)
     p.set_defaults(func=run)
 
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    op = partial(reset_patch, recipe=args.recipe)
+    op = partial(reset_patch, recipe=args.recipe, force=args.force)
     patches = plan_node_patches(opened.cluster.list_nodes(), op)
     uncordon = sum(1 for p in patches if p.unschedulable is False)
     notes = [f"{uncordon} node(s) to uncordon (cordon held by {args.recipe})"] if uncordon else []

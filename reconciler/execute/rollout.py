@@ -214,6 +214,7 @@ class Rollout:
     # ------------------------------------------------------------------ loop
     def run(self) -> RunResult:
         """Run to the end (or ``max_seconds``) and return the result document."""
+        self.timeline.own()  # observers are called on this (the loop's) thread only
         comps = self._compartments()
         # nodes outside the selection that hold our records: released, or kept when they owe an
         # interrupt (issue 12's scope rules); they are not part of any batch
@@ -270,6 +271,8 @@ class Rollout:
             except LeaseLostError as e:
                 self._stop(str(e))
                 break
+            finally:
+                self.timeline.flush()  # events the workers added, announced here on the loop thread
             for r, w in zip(due, wakes_due, strict=True):
                 self._wake[r.name] = w if w is not None else now
             for c in comps:

@@ -8,6 +8,7 @@ re-exported here for existing callers.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,18 +19,47 @@ __all__ = ["EVENTS", "BatchRecord", "Event", "NodeOutcome", "NodeResult", "RunRe
 
 @dataclass
 class Timeline:
-    """Ordered run events; ``listeners`` are called for each (the live progress display)."""
+    """Ordered run events; ``listeners`` (observers: the terminal, the status object, metrics) are
+    called for each, always on the thread that owns the timeline — the rollout loop's (issue 12:
+    decisions and observers on one thread). An event added from a worker thread is recorded at
+    once and announced when the loop calls :meth:`flush` (after each round of node advances), in
+    the order the events were added."""
 
     start: float
     events: list[Event] = field(default_factory=list)
     listeners: list[Any] = field(default_factory=list)
+    _owner: int = field(default_factory=threading.get_ident, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _unannounced: list[Event] = field(default_factory=list, repr=False)
+
+    def own(self) -> None:
+        """Make the calling thread the one that announces events (the rollout loop calls this
+        when its run starts)."""
+        self._owner = threading.get_ident()
 
     def add(self, now: float, node: str, event: str, detail: str = "") -> None:
-        """Append an event at clock time ``now``."""
+        """Append an event at clock time ``now``; announced now on the owner thread, else at the
+        next :meth:`flush`."""
         ev = Event(now - self.start, node, event, detail)
-        self.events.append(ev)
-        for fn in self.listeners:
-            fn(ev)
+        with self._lock:
+            self.events.append(ev)
+            self._unannounced.append(ev)
+        if threading.get_ident() == self._owner:
+            self.flush()
+
+    def flush(self) -> None:
+        """Announce the events not announced yet to every listener (owner thread only).
+
+        Raises:
+            RuntimeError: called from another thread than the owner.
+        """
+        if threading.get_ident() != self._owner:
+            raise RuntimeError("Timeline.flush called off the rollout loop's thread")
+        with self._lock:
+            pending, self._unannounced = self._unannounced, []
+        for ev in pending:
+            for fn in self.listeners:
+                fn(ev)
 
     def for_node(self, node: str) -> list[Event]:
         """Events of one node, in order."""

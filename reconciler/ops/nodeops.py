@@ -89,9 +89,33 @@ def ignore_patch(node: NodeInfo, ignore: bool) -> NodePatch | None:
     )
 
 
-def reset_patch(node: NodeInfo, recipe: str) -> NodePatch | None:
+def owed_interrupt(node: NodeInfo, recipe: str) -> str:
+    """The interrupt type a lifecycle of ``recipe`` in flight on ``node`` still owes ("" when none):
+    its in-flight record carries one and the lifecycle reached its stages or its interrupt (a
+    reboot requested but not yet confirmed is owed too)."""
+    rec = parse_model(InFlight, node.annotations.get(inflight_key(recipe)))
+    if rec is None or not rec.interrupt or rec.phase not in ("stages", "interrupt"):
+        return ""
+    return str(rec.interrupt.get("type") or "interrupt")
+
+
+def reset_patch(node: NodeInfo, recipe: str, *, force: bool = False) -> NodePatch | None:
     """Remove every record of ``recipe`` from the node and release our cordon (see module doc);
-    None when the node holds nothing of ``recipe``."""
+    None when the node holds nothing of ``recipe``.
+
+    Raises:
+        InputError: the node still owes an interrupt (a pending reboot or service restart) and
+            ``force`` is not set: resetting it would lose the interrupt (issue 12's scope rules).
+    """
+    owed = owed_interrupt(node, recipe)
+    if owed and not force:
+        rec = parse_model(InFlight, node.annotations.get(inflight_key(recipe)))
+        when = f", requested at {rec.requestedAt}" if rec is not None and rec.requestedAt else ""
+        raise InputError(
+            f"node {node.name}: recipe {recipe} still owes a {owed} (phase {rec.phase if rec else '?'}{when}); "
+            "resetting now would lose it and release a node whose change is not complete: let the lifecycle "
+            "finish (`reconciler apply`), or pass --force"
+        )
     ann: dict[str, str | None] = {k: None for k in recipe_annotation_keys(recipe) if k in node.annotations}
     legacy = [f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES if f"{p}/nodeState_{recipe}" in node.annotations]
     if legacy and node.annotations.get(state_key(recipe)) == "{}":
@@ -117,7 +141,8 @@ def reset_patch(node: NodeInfo, recipe: str) -> NodePatch | None:
         unschedulable=False if uncordon else None,
         resource_version=node.resource_version,
         summary="; ".join(parts),
-        warnings=_inflight_warning(node, recipe),
+        warnings=_inflight_warning(node, recipe) + (
+            (f"node {node.name}: the {owed} it owes is dropped (--force)",) if owed else ()),
     )
 
 

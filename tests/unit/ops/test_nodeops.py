@@ -80,6 +80,25 @@ def test_reset_blocks_reimport_of_old_state_and_warns_about_inflight() -> None:
     assert reset_patch(node(**old, **{state_key(R): "{}"}), R) is None  # idempotent
 
 
+@pytest.mark.parametrize(("phase", "requested"), [("stages", None), ("interrupt", "2026-12-01T10:00:00.000000Z")])
+def test_reset_refuses_a_node_that_owes_an_interrupt_unless_forced(phase: str, requested: str | None) -> None:
+    """Issue 12: reset released a node whose reboot was still pending."""
+    owed = dump_model(InFlight(runId="run-9", planHash="h", phase=phase, interrupt={"type": "reboot"},  # type: ignore[arg-type]
+                               requestedAt=requested))
+    pending = node(unschedulable=True, **ours(**{inflight_key(R): owed, cordon_key(R): CORDON}))
+    with pytest.raises(InputError, match=r"still owes a reboot .*pass --force"):
+        reset_patch(pending, R)
+    with pytest.raises(InputError, match="owes a reboot"):
+        plan_node_patches([pending], lambda n: reset_patch(n, R))
+    forced = reset_patch(pending, R, force=True)
+    assert forced is not None and forced.unschedulable is False
+    assert any("reboot it owes is dropped" in w for w in forced.warnings)
+    # nothing owed yet (before the stages) or owed nothing (no interrupt): no refusal
+    for fl in (InFlight(runId="r", planHash="h", phase="drain", interrupt={"type": "reboot"}),
+               InFlight(runId="r", planHash="h", phase="stages")):
+        assert reset_patch(node(**ours(**{inflight_key(R): dump_model(fl)})), R) is not None
+
+
 def test_rerun_rewrites_the_entry_and_drops_the_failure() -> None:
     p = rerun_patch(node(**ours()), R, "tune", "config")
     assert p is not None
