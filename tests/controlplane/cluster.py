@@ -55,6 +55,17 @@ from typing import Any
 
 K8S_VERSION = "v1.36.3"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+#: Audit policy of the test control plane: writes only, request metadata only, once per request.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+"""
 HERE = Path(__file__).resolve().parent
 STAGES_FILE = HERE / "kwok-stages.yaml"
 
@@ -269,6 +280,23 @@ class ControlPlane:
         """Directory holding ``<component>.log``."""
         return self.workdir / "logs"
 
+    @property
+    def audit_log(self) -> Path:
+        """kube-apiserver's audit log (JSON lines, one per write request; :data:`AUDIT_POLICY`)."""
+        return self.workdir / "logs" / "audit.jsonl"
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """Every audit event written so far (a line cut short at the end of the file is skipped)."""
+        out: list[dict[str, Any]] = []
+        if not self.audit_log.exists():
+            return out
+        for line in self.audit_log.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
     def cpu_seconds(self) -> dict[str, float]:
         """CPU seconds (user + system) each running component has used so far, by name (from
         ``/proc/<pid>/stat``; empty where /proc is unavailable)."""
@@ -355,6 +383,10 @@ class ControlPlane:
 
         # kube-apiserver (controlplane.md §1.6 step 3)
         tls = [f"--tls-cert-file={cert}", f"--tls-private-key-file={key}"] if cert and key else []
+        # an audit log of every write (Metadata level): the server's own witness of who wrote what
+        # when, for tests that count writes after a lost Lease (tests/e2e/test_fence_e2e.py)
+        audit_policy = w / "audit-policy.yaml"
+        audit_policy.write_text(AUDIT_POLICY)
         self._spawn(
             "kube-apiserver",
             [
@@ -373,6 +405,10 @@ class ControlPlane:
                 "--endpoint-reconciler-type=none",
                 "--allow-privileged=true",
                 "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                f"--audit-policy-file={audit_policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-maxsize=0",
                 # /debug/pprof for looking into the apiserver's CPU (bench/controlplane.py BENCH_PPROF)
                 f"--profiling={'true' if os.environ.get('CONTROLPLANE_PROFILING') else 'false'}",
                 "--v=1",
