@@ -8,4 +8,4 @@ action) → ``plan`` (dependency order, merged interrupt, compartments and batch
 Only ``reconciler.adapters`` talks to the outside world.
 """
 
-__version__ = "0.1.0"
+from reconciler.version import __version__ as __version__
