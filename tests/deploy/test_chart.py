@@ -414,3 +414,17 @@ def test_noderecipe_schema_rejects_what_the_loader_rejects(noderecipe_validator:
     node[path[-1]] = value
     messages = [e.message for e in noderecipe_validator.iter_errors(doc)]
     assert any(wanted in m for m in messages), messages
+
+
+def test_the_flux_example_values_render(tmp_path: Path) -> None:
+    """examples/flux/helmrelease.yaml installs this chart: its values are accepted."""
+    docs = [d for d in yaml.safe_load_all((ROOT / "examples" / "flux" / "helmrelease.yaml").read_text()) if d]
+    (release,) = [d for d in docs if d["kind"] == "HelmRelease"]
+    assert release["spec"]["chart"]["spec"]["chart"] == "./charts/node-reconciler"
+    assert release["metadata"]["namespace"] == NS
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(release["spec"]["values"]))
+    objs = render("-f", str(values))
+    cron = one(objs, "CronJob")
+    (c,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert c["image"] == IMAGE
