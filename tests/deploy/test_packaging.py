@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
