@@ -27,6 +27,7 @@ import pytest
 
 from tests.deploy.conftest import IMAGE_CACHE, ROOT, VERSION, unavailable
 
+pytestmark = pytest.mark.deploy
 UID = 65532
 
 
