@@ -9,4 +9,4 @@ Only ``reconciler.adapters`` talks to the outside world. The layer order is an i
 (``lint-imports``, docs/architecture-layers.md).
 """
 
-__version__ = "0.1.0"
+from reconciler.version import __version__ as __version__

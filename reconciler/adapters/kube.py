@@ -728,6 +728,13 @@ class KubeCluster:
 
     # -- reads ----------------------------------------------------------------------------------
 
+    def server_version(self) -> dict[str, str]:
+        """The API server's build (``GET /version``, as ``kubectl version`` shows it): the string
+        fields of its answer, e.g. ``{"gitVersion": "v1.36.3", "platform": "linux/amd64", ...}``.
+        Needs no RBAC rule (``system:public-info-viewer`` allows it). Raises ClusterError."""
+        obj = self._json(client.VersionApi(self.api_client).get_code, "get server version")
+        return {k: v for k, v in obj.items() if isinstance(v, str)}
+
     def list_nodes(self, label_selector: str | None = None) -> list[NodeInfo]:
         """All nodes (paginated LIST), optionally filtered by a label selector string."""
         return [node_from(o) for o in self._list(self._core.list_node, "list nodes", label_selector=label_selector)]

@@ -5,7 +5,7 @@ The object's shape is built by :mod:`reconciler.report.status` (pure); this adap
 and writes it: ``spec`` with a JSON merge patch (bumps ``metadata.generation`` when it changes),
 ``status`` through the ``/status`` subresource. API errors become
 :class:`~reconciler.errors.ClusterError` subclasses (:func:`reconciler.adapters.kube.translate_api_error`).
-The CRD must be installed (``examples/crd/noderecipe-rollouts.yaml``); without it every call
+The CRD must be installed (``charts/node-reconciler/crds/nodereciperollouts.yaml``); without it every call
 raises NotFoundError naming the missing resource.
 """
 

@@ -20,7 +20,7 @@ from reconciler.errors import EXIT_BAD_INPUT, ReconcilerError
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
 VERBS = ("validate", "plan", "apply", "simulate", "status",
-         "switch", "node", "package", "reset", "migrate", "metrics")
+         "switch", "node", "package", "reset", "migrate", "metrics", "version")
 
 
 def build_parser() -> argparse.ArgumentParser:

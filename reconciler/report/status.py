@@ -2,7 +2,7 @@
 
 Group/version ``reconciler.nodewright.dev/v1alpha1``, **cluster-scoped** (a recipe selects nodes
 of the whole cluster, as NodeWright's ``Skyhook`` is cluster-scoped), one object per recipe named
-after it. The CRD is ``examples/crd/noderecipe-rollouts.yaml`` (status subresource: writing
+after it. The CRD is ``charts/node-reconciler/crds/nodereciperollouts.yaml`` (status subresource: writing
 ``spec`` bumps ``metadata.generation``, writing ``status`` does not).
 
 ``spec`` (written by ``apply`` when it starts a run): ``{recipe, version, revision, planHash,

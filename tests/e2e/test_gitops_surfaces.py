@@ -21,7 +21,7 @@ from reconciler.testing import budget, fleet, node, package, recipe
 from tests.gitops.tools import kstatus
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD = ROOT / "examples" / "crd" / "noderecipe-rollouts.yaml"
+CRD = ROOT / "charts" / "node-reconciler" / "crds" / "nodereciperollouts.yaml"
 
 
 def load_all(path: Path) -> list[dict[str, Any]]:
@@ -130,7 +130,8 @@ def test_argocd_and_crd_manifests_pass_server_side_dry_run(crd: None, api: Any, 
     from kubernetes.dynamic import DynamicClient
 
     dyn = DynamicClient(api)
-    docs = load_all(ROOT / "examples" / "argocd" / "rbac.yaml") + load_all(ROOT / "examples" / "argocd" / "hooks.yaml")
+    docs = load_all(ROOT / "examples" / "rbac" / "reconciler-rbac.yaml")  # the chart's RBAC, rendered
+    docs += load_all(ROOT / "examples" / "argocd" / "hooks.yaml")
     docs += load_all(ROOT / "examples" / "argocd" / "argocd-cm-health.yaml") + load_all(CRD)
     kinds = []
     for doc in docs:

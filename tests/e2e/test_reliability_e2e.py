@@ -38,8 +38,8 @@ from reconciler.plan.planner import compute_plan
 from reconciler.testing.faults import Fault, FaultyCluster
 
 ROOT = Path(__file__).resolve().parents[2]
-RBAC = ROOT / "examples" / "rbac" / "reconciler-rbac.yaml"
-CRD = ROOT / "examples" / "crd" / "noderecipe-rollouts.yaml"
+RBAC = ROOT / "examples" / "rbac" / "reconciler-rbac.yaml"  # rendered from the chart (scripts/render-rbac)
+CRD = ROOT / "charts" / "node-reconciler" / "crds" / "nodereciperollouts.yaml"
 SHA = "sha256:" + "f" * 64
 NS = "node-reconciler"
 

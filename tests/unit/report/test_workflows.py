@@ -35,7 +35,7 @@ def test_workflow_commands_parse(path: Path) -> None:
     assert cmds, f"no reconciler command in {path}"
     for argv in cmds:
         args = build_parser().parse_args(argv[1:])
-        assert args.verb in ("plan", "apply")
+        assert args.verb in ("plan", "apply", "version")
 
 
 def test_pr_plan_runs_on_recipe_and_policy_changes() -> None:

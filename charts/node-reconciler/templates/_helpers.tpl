@@ -1,0 +1,115 @@
+{{/* Common labels, names and checks of the node-reconciler chart. */}}
+
+{{- define "node-reconciler.labels" -}}
+app.kubernetes.io/name: node-reconciler
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "node-reconciler.selector" -}}
+app.kubernetes.io/name: node-reconciler
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "node-reconciler.serviceAccountName" -}}
+{{- .Values.serviceAccount.name | default "node-reconciler" -}}
+{{- end -}}
+
+{{/* The image reference: repository@digest when a digest is given, else repository:tag (default appVersion). */}}
+{{- define "node-reconciler.image" -}}
+{{- if .Values.image.digest -}}
+{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" .Values.image.digest) -}}
+{{- fail (printf "image.digest must be sha256:<64 hex digits>, got %q" .Values.image.digest) -}}
+{{- end -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The reconciler keeps stage pods, ConfigMaps and Leases in the namespace node-reconciler
+     (reconciler/adapters/kube.py DEFAULT_NAMESPACE); the chart's namespaced RBAC must be there. */}}
+{{- define "node-reconciler.checkNamespace" -}}
+{{- if ne .Release.Namespace "node-reconciler" -}}
+{{- fail (printf "install node-reconciler into the namespace node-reconciler (helm install -n node-reconciler --create-namespace), not %q: the reconciler keeps its stage pods, ConfigMaps and Leases there" .Release.Namespace) -}}
+{{- end -}}
+{{- $t := .Values.recipeSource.type -}}
+{{- if not (has $t (list "crd" "git" "directory")) -}}
+{{- fail (printf "recipeSource.type must be crd, git or directory, got %q" $t) -}}
+{{- end -}}
+{{- if and (eq $t "git") (not .Values.recipeSource.git.url) -}}
+{{- fail "recipeSource.type=git needs recipeSource.git.url" -}}
+{{- end -}}
+{{- if not (has .Values.pipeline.mode (list "none" "job" "cronjob")) -}}
+{{- fail (printf "pipeline.mode must be none, job or cronjob, got %q" .Values.pipeline.mode) -}}
+{{- end -}}
+{{- if and (ne .Values.pipeline.mode "none") (eq $t "crd") -}}
+{{- fail "the pipeline Job/CronJob runs `reconciler apply` on files: set recipeSource.type to git or directory" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod-level settings shared by the controller and the pipeline pods. */}}
+{{- define "node-reconciler.podCommon" -}}
+serviceAccountName: {{ include "node-reconciler.serviceAccountName" . }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- end -}}
+
+{{/* Volumes of the recipe source (directory: the given volume sources; git: a work dir). */}}
+{{- define "node-reconciler.sourceVolumes" -}}
+- name: tmp
+  emptyDir: {}
+{{- if eq .Values.recipeSource.type "directory" }}
+- name: recipes
+  {{- toYaml .Values.recipeSource.directory.volume | nindent 2 }}
+{{- with .Values.recipeSource.directory.policyVolume }}
+- name: policies
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- else if eq .Values.recipeSource.type "git" }}
+- name: source
+  emptyDir: {}
+{{- end }}
+{{- end -}}
+
+{{- define "node-reconciler.sourceMounts" -}}
+- {name: tmp, mountPath: /tmp}
+{{- if eq .Values.recipeSource.type "directory" }}
+- {name: recipes, mountPath: /inputs/recipes, readOnly: true}
+{{- if .Values.recipeSource.directory.policyVolume }}
+- {name: policies, mountPath: /inputs/policies, readOnly: true}
+{{- end }}
+{{- else if eq .Values.recipeSource.type "git" }}
+- {name: source, mountPath: /source}
+{{- end }}
+{{- end -}}
+
+{{/* RECONCILER_GIT_TOKEN from recipeSource.git.secretName (key token), when given. */}}
+{{- define "node-reconciler.gitTokenEnv" -}}
+{{- if and (eq .Values.recipeSource.type "git") .Values.recipeSource.git.secretName }}
+- name: RECONCILER_GIT_TOKEN
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.recipeSource.git.secretName | quote }}, key: token}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,444 @@
+"""The Helm chart charts/node-reconciler: ``helm lint``, ``helm template`` with default and
+non-default values (kinds, controller Deployment, pipeline Job/CronJob, refusals), RBAC least
+privilege checked against the API calls the code makes, the CRDs (the NodeRecipe schema,
+generated from the model, accepts every file in recipes/) and the rendered example RBAC.
+
+Helm comes from tests/deploy/build-helm.sh (skipped without it, failed in CI).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.deploy.conftest import OBJECT_META_FIELDS, ROOT, VERSION, VERSION_ANNOTATION, as_object, helm_binary
+
+pytestmark = pytest.mark.deploy
+
+CHART = ROOT / "charts" / "node-reconciler"
+NS = "node-reconciler"
+KUBE = "1.36.3"
+IMAGE = f"ghcr.io/nodewright/node-reconciler:{VERSION}"
+GIT = ["--set", "recipeSource.type=git", "--set", "recipeSource.git.url=https://git.example/fleet.git"]
+
+
+def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cp = subprocess.run([str(helm_binary()), *args], capture_output=True, text=True, timeout=120)
+    if check:
+        assert cp.returncode == 0, cp.stderr
+    return cp
+
+
+def render(*values: str, namespace: str = NS, crds: bool = False) -> list[dict[str, Any]]:
+    """``helm template`` of the chart; the objects rendered (empty documents dropped)."""
+    extra = ["--include-crds"] if crds else []
+    cp = helm("template", "node-reconciler", str(CHART), "--namespace", namespace, "--kube-version", KUBE,
+              *extra, *values)
+    return [d for d in yaml.safe_load_all(cp.stdout) if d]
+
+
+def render_error(*values: str, namespace: str = NS) -> str:
+    cp = helm("template", "node-reconciler", str(CHART), "--namespace", namespace, "--kube-version", KUBE,
+              *values, check=False)
+    assert cp.returncode != 0, "rendering was expected to fail"
+    return cp.stderr
+
+
+def one(objs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (obj,) = [o for o in objs if o["kind"] == kind]
+    return obj
+
+
+def kinds(objs: list[dict[str, Any]]) -> list[str]:
+    return sorted(o["kind"] for o in objs)
+
+
+# ------------------------------------------------------------------ lint, metadata
+@pytest.mark.parametrize("values", [
+    [],
+    ["--set", "controller.enabled=false", "--set", "pipeline.mode=job", *GIT],
+    ["--set", "controller.enabled=false", "--set", "pipeline.mode=cronjob", "--set", "recipeSource.type=directory"],
+], ids=["default", "job-git", "cronjob-directory"])
+def test_helm_lint_is_clean(values: list[str]) -> None:
+    cp = helm("lint", "--strict", str(CHART), "--namespace", NS, "--kube-version", KUBE, *values)
+    assert "0 chart(s) failed" in cp.stdout
+
+
+def test_chart_and_app_version_follow_the_package_version() -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["version"] == chart["appVersion"] == VERSION
+    assert yaml.safe_load((CHART / "values.yaml").read_text())["image"]["repository"] == IMAGE.split(":")[0]
+
+
+# ------------------------------------------------------------------ default: the controller
+def test_default_values_render_the_controller_and_its_rbac() -> None:
+    objs = render()
+    assert kinds(objs) == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "Role", "RoleBinding",
+                           "RoleBinding", "Service", "ServiceAccount"]
+    dep = one(objs, "Deployment")
+    assert dep["metadata"]["namespace"] == NS and dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "node-reconciler"
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 65532
+    (c,) = pod["containers"]
+    assert c["image"] == IMAGE
+    assert c["args"][:2] == ["controller", "--source=crd"]
+    assert "--leader-elect=true" in c["args"] and "--leader-elect-lease-duration=15s" in c["args"]
+    assert "--metrics-bind-address=:8080" in c["args"] and "--health-probe-bind-address=:8081" in c["args"]
+    ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+    assert ports == {"metrics": 8080, "probes": 8081}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    env = {e["name"] for e in c["env"]}
+    assert {"POD_NAME", "POD_NAMESPACE"} <= env
+    svc = one(objs, "Service")
+    assert svc["spec"]["ports"] == [{"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}]
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
+    assert dep["spec"]["selector"]["matchLabels"] == svc["spec"]["selector"]
+
+
+def test_controller_with_a_git_source_and_digest_pinned_image() -> None:
+    digest = "sha256:" + "ab" * 32
+    objs = render(*GIT, "--set", "recipeSource.git.ref=v2026.11", "--set", "recipeSource.git.secretName=fleet-token",
+                  "--set", f"image.digest={digest}", "--set", "clusterName=prod-a", "--set", "controller.replicas=3")
+    dep = one(objs, "Deployment")
+    assert dep["spec"]["replicas"] == 3
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    assert c["image"] == f"ghcr.io/nodewright/node-reconciler@{digest}"
+    for arg in ("--source=git", "--git-url=https://git.example/fleet.git", "--git-ref=v2026.11",
+                "--git-path=recipes", "--git-policy-path=policies", "--git-interval=5m", "--cluster-name=prod-a"):
+        assert arg in c["args"]
+    (tok,) = [e for e in c["env"] if e["name"] == "RECONCILER_GIT_TOKEN"]
+    assert tok["valueFrom"]["secretKeyRef"] == {"name": "fleet-token", "key": "token"}
+
+
+def test_controller_disabled_renders_no_deployment_and_no_service() -> None:
+    objs = render("--set", "controller.enabled=false")
+    assert "Deployment" not in kinds(objs) and "Service" not in kinds(objs)
+
+
+# ------------------------------------------------------------------ the pipeline variant
+def test_pipeline_job_clones_the_git_source_and_runs_apply() -> None:
+    objs = render("--set", "controller.enabled=false", "--set", "pipeline.mode=job", *GIT,
+                  "--set", "clusterName=prod-a", "--set", "pipeline.statusRepo=https://git.example/status.git")
+    job = one(objs, "Job")
+    assert job["metadata"]["name"] == "node-reconciler-apply-1"
+    assert job["spec"]["backoffLimit"] == 2 and job["spec"]["activeDeadlineSeconds"] == 21600
+    pod = job["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never" and pod["serviceAccountName"] == "node-reconciler"
+    (clone,) = pod["initContainers"]
+    assert clone["image"] == IMAGE and "git" in clone["args"][0] and "clone" in clone["args"][0]
+    assert {e["name"]: e.get("value") for e in clone["env"]} == {"GIT_URL": "https://git.example/fleet.git",
+                                                                  "GIT_REF": "main"}
+    (c,) = pod["containers"]
+    assert c["command"] == ["/bin/sh", "-ec"]
+    script, argv0, *args = c["args"]
+    assert script.startswith('exec reconciler apply "$@" --source-revision') and argv0 == "reconciler"
+    assert args == ["/source/repo/recipes", "--policy", "/source/repo/policies", "--cluster-name", "prod-a",
+                    "--status-object", "--status-repo", "https://git.example/status.git"]
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    assert mounts == {"tmp": "/tmp", "source": "/source"}
+
+
+def test_pipeline_cronjob_with_a_mounted_directory() -> None:
+    objs = render("--set", "controller.enabled=false", "--set", "pipeline.mode=cronjob",
+                  "--set", "recipeSource.type=directory", "--set", "pipeline.schedule=0 3 * * *",
+                  "--set", "recipeSource.directory.policyVolume.configMap.name=node-reconciler-policies")
+    cron = one(objs, "CronJob")
+    assert cron["spec"]["schedule"] == "0 3 * * *" and cron["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert "initContainers" not in pod
+    (c,) = pod["containers"]
+    assert c["args"] == ['exec reconciler apply "$@"', "reconciler", "/inputs/recipes", "--policy", "/inputs/policies",
+                         "--status-object"]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert vols["recipes"]["configMap"] == {"name": "node-reconciler-recipes"}
+    assert vols["policies"]["configMap"] == {"name": "node-reconciler-policies"}
+
+
+@pytest.mark.parametrize(("values", "namespace", "message"), [
+    ([], "kube-system", "install node-reconciler into the namespace node-reconciler"),
+    (["--set", "controller.enabled=false", "--set", "pipeline.mode=job"], NS,
+     "the pipeline Job/CronJob runs `reconciler apply` on files"),
+    (["--set", "recipeSource.type=git"], NS, "recipeSource.type=git needs recipeSource.git.url"),
+    (["--set", "recipeSource.type=s3"], NS, 'recipeSource.type must be crd, git or directory, got "s3"'),
+    (["--set", "pipeline.mode=daily"], NS, 'pipeline.mode must be none, job or cronjob, got "daily"'),
+    (["--set", "image.digest=sha256:abc"], NS, "image.digest must be sha256:<64 hex digits>"),
+], ids=["namespace", "pipeline-from-crd", "git-without-url", "bad-source", "bad-mode", "bad-digest"])
+def test_bad_values_are_refused_with_the_reason(values: list[str], namespace: str, message: str) -> None:
+    assert message in render_error(*values, namespace=namespace)
+
+
+# ------------------------------------------------------------------ RBAC: least privilege
+Grant = tuple[str, str, str, str]  # (scope: cluster | release | default, apiGroup, resource, verb)
+
+#: Every Kubernetes API method the adapters call → what it needs (None: needs no grant; the reason).
+#: A method missing here fails the test: map it (and the chart's rules) when the code gains a call.
+API_NEEDS: dict[str, list[Grant] | str] = {
+    "list_node": [("cluster", "", "nodes", "list")],
+    "read_node": [("cluster", "", "nodes", "get")],
+    "patch_node": [("cluster", "", "nodes", "patch")],
+    "read_node_status": [("cluster", "", "nodes/status", "get")],
+    "patch_node_status": [("cluster", "", "nodes/status", "patch")],
+    "list_pod_for_all_namespaces": [("cluster", "", "pods", "list")],
+    "read_namespaced_pod": [("cluster", "", "pods", "get")],
+    "create_namespaced_pod_eviction": [("cluster", "", "pods/eviction", "create")],
+    "list_pod_disruption_budget_for_all_namespaces": [("cluster", "policy", "poddisruptionbudgets", "list")],
+    "read_namespaced_daemon_set": [("cluster", "apps", "daemonsets", "get")],
+    "read_namespace": [("cluster", "", "namespaces", "get")],
+    "create_namespace": "only when the namespace is missing; the chart (or examples/rbac) creates it",
+    "create_namespaced_pod": [("release", "", "pods", "create")],
+    "delete_namespaced_pod": [("release", "", "pods", "delete")],
+    "delete_collection_namespaced_pod": [("release", "", "pods", "deletecollection")],
+    "read_namespaced_pod_log": [("release", "", "pods/log", "get")],
+    "create_namespaced_config_map": [("release", "", "configmaps", "create")],
+    "read_namespaced_config_map": [("release", "", "configmaps", "get")],
+    "patch_namespaced_config_map": [("release", "", "configmaps", "patch")],
+    "delete_namespaced_config_map": [("release", "", "configmaps", "delete")],
+    "read_namespaced_lease": [("release", "coordination.k8s.io", "leases", "get")],
+    "create_namespaced_lease": [("release", "coordination.k8s.io", "leases", "create")],
+    "replace_namespaced_lease": [("release", "coordination.k8s.io", "leases", "update")],
+    "delete_namespaced_lease": [("release", "coordination.k8s.io", "leases", "delete")],
+    "create_namespaced_event": [("default", "", "events", "create")],
+    "get_code": "GET /version: allowed to every user by system:public-info-viewer",
+    # statusobject.py (CustomObjectsApi on the NodeRecipeRollout kind)
+    "get_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "get")],
+    "create_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "create")],
+    "patch_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "patch")],
+    "patch_cluster_custom_object_status": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts/status",
+                                            "patch")],
+}
+#: lists that kubewatch.py streams (watch=True): they also need `watch`
+WATCHED = {"list_node": ("", "nodes"), "list_pod_for_all_namespaces": ("", "pods")}
+#: what the controller adds (the chart grants it with controller.enabled; the verb comes later)
+CONTROLLER: set[Grant] = {
+    ("cluster", "reconciler.nodewright.dev", "noderecipes", "get"),
+    ("cluster", "reconciler.nodewright.dev", "noderecipes", "list"),
+    ("cluster", "reconciler.nodewright.dev", "noderecipes", "watch"),
+    ("cluster", "reconciler.nodewright.dev", "noderecipes/status", "patch"),
+    ("cluster", "policy", "poddisruptionbudgets", "watch"),
+}
+_CALL = re.compile(r"(?:self\._(?:core|apps|policy|coordination)|self\.api|client\.\w+Api\([^)]*\))\.([a-z_]+)\b")
+
+
+def api_calls() -> dict[str, set[str]]:
+    """Kubernetes client methods called in reconciler/adapters/*.py → the files calling them."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "reconciler" / "adapters").glob("*.py")):
+        for name in _CALL.findall(path.read_text()):
+            found.setdefault(name, set()).add(path.name)
+    return found
+
+
+def needed() -> set[Grant]:
+    """The grants the code needs, from its API calls."""
+    calls = api_calls()
+    unmapped = sorted(set(calls) - set(API_NEEDS))
+    assert not unmapped, f"API calls without an RBAC mapping in this test (add them, and to the chart): {unmapped}"
+    out: set[Grant] = set()
+    for name in calls:
+        need = API_NEEDS[name]
+        if not isinstance(need, str):
+            out.update(need)
+    for name, (group, resource) in WATCHED.items():
+        assert "kubewatch.py" in calls[name], f"{name} is no longer watched in kubewatch.py"
+        out.add(("cluster", group, resource, "watch"))
+    return out
+
+
+def granted(objs: list[dict[str, Any]]) -> tuple[set[Grant], dict[tuple[str, str], list[str]]]:
+    """Grants of the rendered roles (bound to the chart's ServiceAccount) and the resourceNames
+    restrictions, by (resource, verb)."""
+    sa = one(objs, "ServiceAccount")["metadata"]
+    bound = {(b["roleRef"]["kind"], b["roleRef"]["name"], b["metadata"].get("namespace"))
+             for b in objs if b["kind"] in ("RoleBinding", "ClusterRoleBinding")
+             if {"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]} in b["subjects"]}
+    out: set[Grant] = set()
+    names: dict[tuple[str, str], list[str]] = {}
+    for role in objs:
+        if role["kind"] not in ("Role", "ClusterRole"):
+            continue
+        ns = role["metadata"].get("namespace")
+        assert (role["kind"], role["metadata"]["name"], ns if role["kind"] == "Role" else None) in bound, \
+            f"{role['kind']} {role['metadata']['name']} is not bound to the ServiceAccount"
+        scope = "cluster" if role["kind"] == "ClusterRole" else "release" if ns == NS else ns
+        for rule in role["rules"]:
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"], rule
+            for g in rule["apiGroups"]:
+                for r in rule["resources"]:
+                    for v in rule["verbs"]:
+                        out.add((scope, g, r, v))
+                        if rule.get("resourceNames"):
+                            names[(r, v)] = rule["resourceNames"]
+    return out, names
+
+
+def test_rbac_grants_exactly_what_the_code_calls() -> None:
+    got, names = granted(render("--set", "controller.enabled=false"))
+    need = needed()
+    assert got - need == set(), "granted but never called"
+    assert need - got == set(), "called but not granted"
+    assert names == {("namespaces", "get"): [NS]}
+
+
+def test_rbac_with_the_controller_adds_only_the_controllers_needs() -> None:
+    got, _ = granted(render())
+    assert got == needed() | CONTROLLER
+
+
+def test_nothing_dangerous_is_granted() -> None:
+    got, _ = granted(render())
+    resources = {r for _, _, r, _ in got}
+    verbs = {(r, v) for _, _, r, v in got}
+    assert not resources & {"secrets", "serviceaccounts/token", "roles", "clusterroles", "rolebindings",
+                            "clusterrolebindings", "validatingwebhookconfigurations"}
+    assert not {v for _, v in verbs} & {"escalate", "bind", "impersonate", "*"}
+    assert ("nodes", "update") not in verbs and ("nodes", "delete") not in verbs
+    assert ("pods", "delete") not in {(r, v) for s, _, r, v in got if s == "cluster"}
+
+
+def test_examples_rbac_is_the_chart_rendered(tmp_path: Path) -> None:
+    """examples/rbac/reconciler-rbac.yaml is generated from the chart (scripts/render-rbac), not a copy."""
+    out = tmp_path / "rbac.yaml"
+    cp = subprocess.run(["bash", str(ROOT / "scripts" / "render-rbac")], capture_output=True, text=True,
+                        env={**os.environ, "RBAC_OUT": str(out), "HELM": str(helm_binary())}, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    assert (ROOT / "examples" / "rbac" / "reconciler-rbac.yaml").read_text() == out.read_text(), \
+        "examples/rbac/reconciler-rbac.yaml is stale: run scripts/render-rbac"
+    assert not (ROOT / "examples" / "argocd" / "rbac.yaml").exists()
+    docs = [d for d in yaml.safe_load_all(out.read_text()) if d]
+    roles = [d for d in docs if d["kind"] in ("Role", "ClusterRole")]
+    assert len(roles) == 3  # ClusterRole, Role (release namespace), Role (events in default)
+
+
+# ------------------------------------------------------------------ CRDs
+def crds() -> dict[str, dict[str, Any]]:
+    objs = [o for o in render(crds=True) if o["kind"] == "CustomResourceDefinition"]
+    return {o["spec"]["names"]["kind"]: o for o in objs}
+
+
+def test_both_crds_are_installed_with_a_status_subresource() -> None:
+    got = crds()
+    assert set(got) == {"NodeRecipe", "NodeRecipeRollout"}
+    for crd in got.values():
+        assert crd["spec"]["group"] == "reconciler.nodewright.dev" and crd["spec"]["scope"] == "Cluster"
+        (v,) = crd["spec"]["versions"]
+        assert v["name"] == "v1alpha1" and v["subresources"] == {"status": {}}
+        status = v["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+        assert status["conditions"]["x-kubernetes-list-map-keys"] == ["type"]
+        assert "observedGeneration" in status
+
+
+def test_noderecipe_crd_is_generated_from_the_model() -> None:
+    cp = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen-crds"), "--check"], capture_output=True,
+                        text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+
+
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """The CRD schema as JSON Schema with the API server's strict field validation: OpenAPI
+    ``nullable`` → a null type, int-or-string → both types, unknown fields rejected where the
+    schema lists properties (kube-apiserver fieldValidation=Strict)."""
+    s = copy.deepcopy(schema)
+
+    def walk(n: dict[str, Any]) -> None:
+        if n.pop("x-kubernetes-int-or-string", False):
+            n["type"] = ["integer", "string"]
+        if n.pop("nullable", False) and "type" in n:
+            n["type"] = [n["type"], "null"] if isinstance(n["type"], str) else [*n["type"], "null"]
+        if "properties" in n and not n.get("x-kubernetes-preserve-unknown-fields"):
+            n["additionalProperties"] = False
+        for v in (n.get("properties") or {}).values():
+            walk(v)
+        for k in ("items", "additionalProperties"):
+            if isinstance(n.get(k), dict):
+                walk(n[k])
+
+    walk(s)
+    # the API server accepts only ObjectMeta fields in metadata (no custom schema there)
+    s["properties"]["metadata"] = {"type": "object", "additionalProperties": False,
+                                   "properties": {k: {} for k in OBJECT_META_FIELDS}}
+    return s
+
+
+@pytest.fixture(scope="module")
+def noderecipe_validator() -> Iterator[Any]:
+    schema = crds()["NodeRecipe"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    cls = jsonschema.validators.validator_for({})
+    yield cls(_strict(schema))
+
+
+def _recipe_docs() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in sorted((ROOT / "recipes").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "NodeRecipe":
+                out.append((path.name, doc))
+    return out
+
+
+def test_noderecipe_schema_accepts_every_recipe_in_recipes(noderecipe_validator: Any) -> None:
+    """Every recipe file, with its release moved from metadata.version to the annotation."""
+    docs = _recipe_docs()
+    assert len(docs) == len(list((ROOT / "recipes").glob("*.yaml")))
+    for name, doc in docs:
+        obj = as_object(doc)
+        errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in noderecipe_validator.iter_errors(obj)]
+        assert not errors, f"recipes/{name}: {errors}"
+        assert obj["spec"] == doc["spec"]
+        assert obj["metadata"]["annotations"][VERSION_ANNOTATION] == doc["metadata"]["version"]
+
+
+def test_metadata_version_cannot_be_stored(noderecipe_validator: Any) -> None:
+    """As the API server says for recipes/*.yaml as they are: metadata.version is not ObjectMeta."""
+    name, doc = _recipe_docs()[0]
+    assert "version" in doc["metadata"], name
+    messages = [e.message for e in noderecipe_validator.iter_errors(doc)]
+    assert any("'version' was unexpected" in m for m in messages), messages
+
+
+@pytest.mark.parametrize(("path", "value", "wanted"), [
+    (("spec", "packagez"), {}, "Additional properties"),
+    (("spec", "priority"), "high", "is not of type"),
+    (("spec", "priority"), 0, "less than the minimum"),
+    (("spec", "sequencing"), "cluster", "is not one of"),
+    (("spec", "packages", "x", "interrupt"), {"type": "shutdown"}, "is not one of"),
+    (("spec", "drain", "timeoutSeconds"), "30m", "is not of type"),
+], ids=["unknown-field", "priority-type", "priority-minimum", "sequencing-enum", "interrupt-enum", "timeout-type"])
+def test_noderecipe_schema_rejects_what_the_loader_rejects(noderecipe_validator: Any, path: tuple[str, ...],
+                                                            value: Any, wanted: str) -> None:
+    doc = as_object(_recipe_docs()[0][1])
+    doc["spec"].setdefault("packages", {}).setdefault("x", {"version": "1.0.0", "image": "ghcr.io/example/x"})
+    node = doc
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    messages = [e.message for e in noderecipe_validator.iter_errors(doc)]
+    assert any(wanted in m for m in messages), messages
+
+
+def test_the_flux_example_values_render(tmp_path: Path) -> None:
+    """examples/flux/helmrelease.yaml installs this chart: its values are accepted."""
+    docs = [d for d in yaml.safe_load_all((ROOT / "examples" / "flux" / "helmrelease.yaml").read_text()) if d]
+    (release,) = [d for d in docs if d["kind"] == "HelmRelease"]
+    assert release["spec"]["chart"]["spec"]["chart"] == "./charts/node-reconciler"
+    assert release["metadata"]["namespace"] == NS
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(release["spec"]["values"]))
+    objs = render("-f", str(values))
+    cron = one(objs, "CronJob")
+    (c,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert c["image"] == IMAGE
