@@ -61,12 +61,12 @@ from reconciler.model.plan import NodePlan, Step
 from reconciler.model.recipe import Interrupt, Package, Recipe, parse_duration
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
 from reconciler.model.utctime import elapsed_since, to_rfc3339
+from reconciler.model.vocab import IMAGE_PULL_REASONS, EventKind, FailureReason, Phase
 from reconciler.plan.drain import classify_pods
 from reconciler.ports import Clock, Cluster, StageSpec
 
 log = logging.getLogger(__name__)
 
-IMAGE_PULL_REASONS = ("ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull")
 MAX_RECORDONS = 3
 
 
@@ -172,7 +172,7 @@ class NodeRun:
     ctx: RunContext
     plan: NodePlan
     outcome: Outcome = Outcome.RUNNING
-    phase: str = "start"
+    phase: Phase = Phase.START
     failure: FailureRecord | None = None
     message: str = ""
     owns_cordon: bool = False
@@ -229,7 +229,7 @@ class NodeRun:
         first = self._local_start.setdefault(timer, self._now())
         return self._now() - first
 
-    def _event(self, event: str, detail: str = "") -> None:
+    def _event(self, event: EventKind, detail: str = "") -> None:
         self.ctx.timeline.add(self._now(), self.name, event, detail)
 
     def _refresh(self) -> NodeInfo:
@@ -350,7 +350,7 @@ class NodeRun:
             return None
         self._fresh = False  # the node is read again before any ownership decision of this advance
         try:
-            handler: Callable[[], float | None] = getattr(self, f"_phase_{self.phase.replace('-', '_')}")
+            handler: Callable[[], float | None] = getattr(self, f"_phase_{self.phase.value.replace('-', '_')}")
             wake = handler()
         except ClusterError as e:
             return self._on_error(e)
@@ -367,13 +367,13 @@ class NodeRun:
             if self.node is not None and self._node_gone():
                 self.outcome = Outcome.REMOVED
                 self.message = f"node {self.name} was deleted during the run"
-                self._event("removed", self.message)
+                self._event(EventKind.REMOVED, self.message)
                 return None
             # something the step needed is missing (not the node): retried within the same bounds
             decision = classify(TransientError(str(e), e.status, e.reason), self._streak, now - self._streak_start,
                                 self.ctx.retry_bounds)
         if isinstance(decision, Fail):
-            if self.phase == "failing":  # recording the failure itself keeps failing: report it, stop trying
+            if self.phase is Phase.FAILING:  # recording the failure itself keeps failing: report it, stop trying
                 self._give_up_recording = True
                 return self._phase_failing()
             self._streak, self._streak_start = 0, now  # recording the failure gets bounds of its own
@@ -417,23 +417,24 @@ class NodeRun:
                 if e.restarts:
                     self.state[k] = e.model_copy(update={"restarts": 0})
         if fl is not None:
-            self._event("resume", f"resuming at {fl.phase} (run {fl.runId})")
+            self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
             if fl.phase == "interrupt":
-                self.phase = "interrupt"
+                self.phase = Phase.INTERRUPT
                 return self._now()
             if fl.phase == "post-interrupt":
-                self.phase = "post"
+                self.phase = Phase.POST_INTERRUPT
                 return self._now()
             if fl.phase == "uncordon":
-                self.phase = "finish"
+                self.phase = Phase.UNCORDON
                 return self._now()
             if fl.phase == "stages" or not self.plan.cordon:
-                self.phase = "stages"
+                self.phase = Phase.STAGES
                 return self._now()
             # cordon/wait/drain: re-check everything; cordoned never means drained
         if node.ready is not True and not (fl and fl.phase in ("interrupt",)):
-            return self._fail("NodeNotReady", f"node {self.name} is not Ready; nothing was started", keep_cordon=True)
-        self.phase = "cordon"
+            return self._fail(FailureReason.NODE_NOT_READY,
+                f"node {self.name} is not Ready; nothing was started", keep_cordon=True)
+        self.phase = Phase.CORDON
         return self._phase_cordon()
 
     def _phase_cordon(self) -> float | None:
@@ -446,7 +447,7 @@ class NodeRun:
                          status_key(self.recipe.name): "in_progress",
                          state_key(self.recipe.name): self._state_annotation()})
             self._pending_labels[status_key(self.recipe.name)] = "in_progress"
-            self.phase = "stages"
+            self.phase = Phase.STAGES
             return self._phase_stages()
         ann: dict[str, str | None] = {
             inflight_key(self.recipe.name): self._inflight("wait"),
@@ -458,19 +459,20 @@ class NodeRun:
             ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
             self.owns_cordon = True
-            self._event("cordon", f"sharing the cordon held by {', '.join(_cordon_claims(node, self.recipe.name))}")
+            self._event(EventKind.CORDON,
+                f"sharing the cordon held by {', '.join(_cordon_claims(node, self.recipe.name))}")
         elif node.unschedulable and not self.owns_cordon:
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
-            self._event("cordon", "already cordoned by someone else; it stays cordoned after the run")
+            self._event(EventKind.CORDON, "already cordoned by someone else; it stays cordoned after the run")
         elif node.unschedulable:
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
-            self._event("cordon", "cordon already held by this recipe")
+            self._event(EventKind.CORDON, "cordon already held by this recipe")
         else:
             ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
             self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"}, unschedulable=True)
             self.owns_cordon = True
-            self._event("cordon")
-        self.phase = "wait"
+            self._event(EventKind.CORDON)
+        self.phase = Phase.WAIT
         return self._phase_wait()
 
     def _phase_wait(self) -> float | None:
@@ -479,14 +481,14 @@ class NodeRun:
         if cls.protected:
             names = ", ".join(p.ref for p in cls.protected)
             if not self._waiting_logged:
-                self._event("wait", f"blocked by {names}")
+                self._event(EventKind.WAIT, f"blocked by {names}")
                 self._waiting_logged = True
             limit = self.recipe.timeouts.waitNonInterrupt
             elapsed = self._elapsed("wait", self.inflight.timers.get("wait") if self.inflight else None)
             if elapsed >= limit:
                 return self._block(f"protected pods still running after {limit} s: {names}")
             return self._now() + min(self.ctx.poll_seconds * 6, limit - elapsed)
-        self.phase = "drain"
+        self.phase = Phase.DRAIN
         return self._phase_drain(listed=pods)  # kubectl drain, too, lists the node's pods once
 
     def _phase_drain(self, listed: list[PodInfo] | None = None) -> float | None:
@@ -504,12 +506,12 @@ class NodeRun:
                 daemonset_exists=self.ctx.cluster.daemonset_exists,
             )
             if cls.protected:  # a protected pod appeared after the wait: wait again, evict nothing
-                self.phase = "wait"
+                self.phase = Phase.WAIT
                 self._waiting_logged = False
                 return self._phase_wait()
             if cls.blockers:
                 detail = "; ".join(f"{p.ref}: {why}" for p, why in cls.blockers)
-                return self._fail("DrainRefused", f"drain refused before any eviction: {detail}",
+                return self._fail(FailureReason.DRAIN_REFUSED, f"drain refused before any eviction: {detail}",
                                   keep_cordon=False)
             for p in cls.to_remove:
                 self._evictions[f"{p.namespace}/{p.name}"] = _EvictTrack(p)
@@ -523,7 +525,7 @@ class NodeRun:
             try:
                 self.ctx.cluster.evict_pod(tr.pod.namespace, tr.pod.name, tr.pod.uid, opts.gracePeriodSeconds)
                 tr.evicted = True
-                self._event("evict", f"{ref} (finished: removed)" if tr.pod.finished else ref)
+                self._event(EventKind.EVICT, f"{ref} (finished: removed)" if tr.pod.finished else ref)
             except NotFoundError:
                 tr.gone = True
             except ConflictError as e:
@@ -547,7 +549,7 @@ class NodeRun:
                     tr.next_try = now + opts.evictionRetrySeconds
                     continue
                 return self._fail(
-                    "MultiplePDBs",
+                    FailureReason.MULTIPLE_PDBS,
                     f"eviction of {ref} refused: {e.message} PodDisruptionBudgets: {', '.join(pdbs) or 'unknown'}",
                     keep_cordon=True,
                 )
@@ -555,7 +557,8 @@ class NodeRun:
                 if e.reason == "NamespaceTerminating":
                     tr.next_try = now + opts.evictionRetrySeconds
                     continue
-                return self._fail("Forbidden", f"eviction of {ref} forbidden: {e.message}", keep_cordon=True)
+                return self._fail(FailureReason.FORBIDDEN,
+                    f"eviction of {ref} forbidden: {e.message}", keep_cordon=True)
         # drained = every evicted pod is gone (404 or a new UID), not "eviction accepted";
         # one LIST of the node's pods answers for all of them (kubectl GETs each pod)
         waiting = [tr for tr in self._evictions.values() if tr.evicted and not tr.gone]
@@ -585,7 +588,8 @@ class NodeRun:
                 why = "still terminating" if tr.evicted else (tr.last_error or "not evicted")
                 pdb_text = f"; PodDisruptionBudget {', '.join(covering)}" if covering else ""
                 parts.append(f"{tr.pod.ref}: {why}{pdb_text}")
-            return self._fail("DrainTimeout", f"drain timed out after {opts.timeoutSeconds} s: " + "; ".join(parts),
+            return self._fail(FailureReason.DRAIN_TIMEOUT,
+                f"drain timed out after {opts.timeoutSeconds} s: " + "; ".join(parts),
                               keep_cordon=True)
         nxt = [tr.next_try for tr in pending if not tr.evicted]
         wake = min([*nxt, now + self.ctx.poll_seconds])
@@ -597,15 +601,15 @@ class NodeRun:
         if self.owns_cordon and not node.unschedulable:
             self._recordons += 1
             if self._recordons > MAX_RECORDONS:
-                return self._fail("ExternallyUncordoned",
+                return self._fail(FailureReason.EXTERNALLY_UNCORDONED,
                                   f"node was uncordoned by someone else {self._recordons} times during the drain")
             self._patch(unschedulable=True)
-            self._event("cordon", "re-cordoned: the node was uncordoned by someone else during the drain")
+            self._event(EventKind.CORDON, "re-cordoned: the node was uncordoned by someone else during the drain")
             self._evictions.clear()
             return self._now()
-        self._event("drained", f"{len(self._evictions)} pods gone")
+        self._event(EventKind.DRAINED, f"{len(self._evictions)} pods gone")
         self._defer({inflight_key(self.recipe.name): self._inflight("stages")})
-        self.phase = "stages"
+        self.phase = Phase.STAGES
         return self._phase_stages()
 
     # ------------------------------------------------------------------ stages
@@ -684,10 +688,10 @@ class NodeRun:
 
     def _stages_done(self) -> float | None:
         if self.plan.interrupt is not None:
-            self.phase = "interrupt"
+            self.phase = Phase.INTERRUPT
             return self._phase_interrupt()
-        self.phase = "finish"
-        return self._phase_finish()
+        self.phase = Phase.UNCORDON
+        return self._phase_uncordon()
 
     def _drive(self, runs: list[_StageRun], on_done: Callable[[], float | None]) -> float | None:
         """Advance every runnable step (its ``after`` packages done) by its stages, in parallel.
@@ -727,7 +731,8 @@ class NodeRun:
         stage = run.stages[run.index]
         spec = self._spec(run, stage)
         if not run.running and run.attempt > self.recipe.timeouts.stageRetries + 1:
-            return self._fail("StageFailed", f"{run.step.package} {run.version} {stage} failed {run.attempt - 1} "
+            return self._fail(FailureReason.STAGE_FAILED,
+                f"{run.step.package} {run.version} {stage} failed {run.attempt - 1} "
                               "time(s); no attempts left", keep_cordon=True, stage=stage, package=run.step.package)
         if not run.running:
             self._set_entry(run.key, run.step.package, run.version, stage, "in_progress", run.step,
@@ -735,7 +740,7 @@ class NodeRun:
             self._patch(annotations={state_key(self.recipe.name): self._state_annotation()})
             self.ctx.cluster.start_stage(spec)
             run.running, run.started, run.retry_at = True, self._utc(), None
-            self._event("stage-start", f"{run.step.package} {run.version} {stage} (attempt {run.attempt})")
+            self._event(EventKind.STAGE_START, f"{run.step.package} {run.version} {stage} (attempt {run.attempt})")
             return now + self.ctx.poll_seconds
         st = self.ctx.cluster.stage_status(spec)
         utc = self._utc()
@@ -752,9 +757,9 @@ class NodeRun:
         )
         timed_out = utc - run.started >= self.recipe.timeouts.stage
         if st.phase == "failed" or pull_stuck or timed_out:
-            reason = st.reason or ("StageTimeout" if timed_out else "Error")
+            reason = st.reason or (FailureReason.STAGE_TIMEOUT if timed_out else "Error")
             if timed_out and st.phase != "failed":
-                reason = "StageTimeout" if not pull_stuck else st.reason
+                reason = FailureReason.STAGE_TIMEOUT if not pull_stuck else st.reason
             return self._stage_failed(run, spec, st.exit_code, reason, st.log_tail)
         limit = now + (run.started + self.recipe.timeouts.stage - utc)
         pull_limit = now + (run.started + self.ctx.image_pull_grace - utc) if st.phase == "pending" else limit
@@ -762,7 +767,7 @@ class NodeRun:
 
     def _stage_succeeded(self, run: _StageRun, spec: StageSpec) -> float | None:
         stage = run.stages[run.index]
-        self._event("stage-end", f"{run.step.package} {run.version} {stage} ok")
+        self._event(EventKind.STAGE_END, f"{run.step.package} {run.version} {stage} ok")
         name = self.recipe.name
         ann: dict[str, str | None] = {}
         if stage == "uninstall":
@@ -797,15 +802,15 @@ class NodeRun:
         if run.attempt <= retries:
             self._patch(annotations={state_key(self.recipe.name): self._state_annotation()})
             delay = min(300.0, self.recipe.timeouts.retryBackoff * (2 ** (run.attempt - 1)))
-            self._event(
-                "stage-retry", f"{run.step.package} {stage} failed (exit {code}, {reason}); retry in {delay:.0f} s"
-            )
+            self._event(EventKind.STAGE_RETRY,
+                        f"{run.step.package} {stage} failed (exit {code}, {reason}); retry in {delay:.0f} s")
             run.attempt += 1
             run.running = False
             run.retry_at = now + delay
             return run.retry_at
         return self._fail(
-            reason if reason in ("StageTimeout", *IMAGE_PULL_REASONS) else "StageFailed",
+            FailureReason(reason) if reason in (FailureReason.STAGE_TIMEOUT, *IMAGE_PULL_REASONS)
+            else FailureReason.STAGE_FAILED,
             f"{run.step.package} {run.version} {stage} failed after {run.attempt} attempt(s): "
             f"exit code {code}, {reason}",
             keep_cordon=True,
@@ -831,15 +836,15 @@ class NodeRun:
         if fl is None or fl.phase != "interrupt" or fl.requestedAt is None:
             interrupt = self.plan.interrupt
             if interrupt is None:
-                self.phase = "finish"
-                return self._phase_finish()
+                self.phase = Phase.UNCORDON
+                return self._phase_uncordon()
             if (why := self._out_of_scope(node)) is not None:
                 return self._leave(f"{why} (before the interrupt)")
             if self.plan.cordon and not node.unschedulable:
                 # S11: never interrupt a node that is not cordoned
                 self._patch(unschedulable=True)
-                self._event("cordon", "re-cordoned before the interrupt")
-                self.phase = "drain"
+                self._event(EventKind.CORDON, "re-cordoned before the interrupt")
+                self.phase = Phase.DRAIN
                 self._evictions.clear()
                 return self._now()
             pkgs = self._interrupt_packages()
@@ -862,16 +867,16 @@ class NodeRun:
             spec = self._interrupt_stage(interrupt)
             self.ctx.cluster.start_stage(spec)
             services = f" {','.join(interrupt.services)}" if interrupt.services else ""
-            self._event("interrupt", f"{interrupt.type}{services}")
+            self._event(EventKind.INTERRUPT, f"{interrupt.type}{services}")
             return now + self.ctx.poll_seconds
         interrupt = Interrupt.model_validate(fl.interrupt) if fl.interrupt else self.plan.interrupt
         if interrupt is None:
-            self.phase = "post"
+            self.phase = Phase.POST_INTERRUPT
             return self._now()
         spec = self._interrupt_stage(interrupt)
         if interrupt.type == "reboot":
             if node.boot_id and fl.bootID and node.boot_id != fl.bootID and node.ready is True:
-                self._event("rebooted", f"bootID {fl.bootID[:8]} -> {node.boot_id[:8]}")
+                self._event(EventKind.REBOOTED, f"bootID {fl.bootID[:8]} -> {node.boot_id[:8]}")
                 return self._interrupt_done(spec)
             st = self.ctx.cluster.stage_status(spec)
             if st.phase == "missing" and node.boot_id == fl.bootID and node.ready is True:
@@ -879,7 +884,7 @@ class NodeRun:
                 self.ctx.cluster.start_stage(spec)
             waited = self._elapsed("interrupt", fl.requestedAt)
             if waited >= self.recipe.timeouts.reboot:
-                return self._fail("RebootTimeout",
+                return self._fail(FailureReason.REBOOT_TIMEOUT,
                                   f"node did not come back from the reboot within {self.recipe.timeouts.reboot} s "
                                   f"(bootID still {node.boot_id[:8] or 'unknown'}, Ready={node.ready})",
                                   keep_cordon=True, stage="interrupt")
@@ -891,7 +896,8 @@ class NodeRun:
         if st.phase == "succeeded":
             return self._interrupt_done(spec)
         if st.phase == "failed" or self._elapsed("interrupt", fl.requestedAt) >= self.recipe.timeouts.stage:
-            return self._fail("InterruptFailed", f"{interrupt.type} interrupt failed: exit {st.exit_code} {st.reason}",
+            return self._fail(FailureReason.INTERRUPT_FAILED,
+                f"{interrupt.type} interrupt failed: exit {st.exit_code} {st.reason}",
                               keep_cordon=True, stage="interrupt", exit_code=st.exit_code, log_tail=st.log_tail)
         return now + self.ctx.poll_seconds
 
@@ -916,10 +922,10 @@ class NodeRun:
             inflight_key(self.recipe.name): self._inflight("post-interrupt"),
             state_key(self.recipe.name): self._state_annotation(),
         })
-        self.phase = "post"
+        self.phase = Phase.POST_INTERRUPT
         return self._now()
 
-    def _phase_post(self) -> float | None:
+    def _phase_post_interrupt(self) -> float | None:
         if not self._runs or self._runs[0].stages != ["post-interrupt"]:
             if self.node is None or self.inflight is None:
                 self._read()
@@ -939,14 +945,15 @@ class NodeRun:
         return self._drive(self._runs, self._post_done)
 
     def _post_done(self) -> float | None:
-        self.phase = "finish"
-        return self._phase_finish()
+        self.phase = Phase.UNCORDON
+        return self._phase_uncordon()
 
     # ------------------------------------------------------------------ endings
-    def _phase_finish(self) -> float | None:
+    def _phase_uncordon(self) -> float | None:
         node = self._read()
         if node.ready is not True:
-            return self._fail("NodeNotReady", "node is not Ready at the end of its lifecycle; it stays cordoned",
+            return self._fail(FailureReason.NODE_NOT_READY,
+                "node is not Ready at the end of its lifecycle; it stays cordoned",
                               keep_cordon=True)
         name = self.recipe.name
         ann: dict[str, str | None] = {
@@ -969,16 +976,16 @@ class NodeRun:
         self._patch(annotations=ann, labels={status_key(name): "complete"},
                     unschedulable=False if uncordon else None, taints=taints)
         if uncordon:
-            self._event("uncordon")
+            self._event(EventKind.UNCORDON)
         elif self.owns_cordon and others:
-            self._event("uncordon", f"claim released; still cordoned for {', '.join(others)}")
+            self._event(EventKind.UNCORDON, f"claim released; still cordoned for {', '.join(others)}")
         self.owns_cordon = False
         self.ctx.cluster.delete_stages(name, self.name)
         if failure_key(name) in node.annotations:  # it had failed: clear its Erroring condition
             self.ctx.cluster.set_node_condition(self.name, condition_type(name, "Erroring"), "False",
                                                 "Complete", f"recipe {name} complete")
         self.outcome = Outcome.COMPLETE
-        self._event("complete", "untainted runtime-required" if taints is not None else "")
+        self._event(EventKind.COMPLETE, "untainted runtime-required" if taints is not None else "")
         return None
 
     def _fail(
@@ -1003,6 +1010,7 @@ class NodeRun:
     def _phase_failing(self) -> float | None:
         assert self._failure_args is not None
         reason, message, kw = self._failure_args
+        reason = str(reason)  # a FailureReason's value: records and API objects carry plain strings
         name = self.recipe.name
         rec = FailureRecord(runId=self.ctx.run_id, inputs=self.ctx.inputs, reason=reason, stage=kw["stage"],
                             package=kw["package"], exitCode=kw["exit_code"], message=message[:2000],
@@ -1023,7 +1031,7 @@ class NodeRun:
             self._patch(annotations=ann, labels={status_key(name): "erroring"}, unschedulable=unsched)
             if unsched is False:
                 self.owns_cordon = False
-                self._event("uncordon", "released: nothing was disrupted")
+                self._event(EventKind.UNCORDON, "released: nothing was disrupted")
             self.ctx.cluster.set_node_condition(self.name, condition_type(name, "Erroring"), "True", reason,
                                                 message[:1000])
             self.ctx.cluster.emit_event(self.name, "Failed", f"recipe {name}: {message[:900]}", "Warning")
@@ -1031,14 +1039,14 @@ class NodeRun:
             pass
         except ClusterError as e:
             if not self._give_up_recording:
-                self.phase = "failing"  # retried (bounded) by advance()
+                self.phase = Phase.FAILING  # retried (bounded) by advance()
                 raise
             log.error("node %s: failed (%s) but the failure could not be recorded on the node: %s",
                       self.name, reason, e)
         self.failure = rec
         self.message = message
         self.outcome = Outcome.FAILED
-        self._event("failed", f"{reason}: {message}")
+        self._event(EventKind.FAILED, f"{reason}: {message}")
         return None
 
     def _block(self, message: str) -> float | None:
@@ -1051,12 +1059,12 @@ class NodeRun:
         self._patch(annotations=ann, labels={status_key(name): "blocked"},
                     unschedulable=False if self.owns_cordon else None)
         if self.owns_cordon:
-            self._event("uncordon", "released while blocked")
+            self._event(EventKind.UNCORDON, "released while blocked")
         self.owns_cordon = False
         self.inflight = None
         self.message = message
         self.outcome = Outcome.BLOCKED
-        self._event("blocked", message)
+        self._event(EventKind.BLOCKED, message)
         return None
 
     def _owed_interrupt(self) -> Interrupt | None:
@@ -1068,7 +1076,7 @@ class NodeRun:
         interrupt = self.plan.interrupt or recorded
         if interrupt is None:
             return None
-        if self._runs and self.phase == "stages":
+        if self._runs and self.phase is Phase.STAGES:
             return interrupt if any(r.running or r.done or r.index > 0 for r in self._runs) else None
         if fl is not None and fl.phase in ("stages", "interrupt") and recorded is not None:
             return recorded
@@ -1090,7 +1098,7 @@ class NodeRun:
                     "stages", "interrupt") else "stages")})
             self.message = note
             self.outcome = Outcome.LEFT
-            self._event("owed", note)
+            self._event(EventKind.OWED, note)
             return None
         node = self._refresh()
         self.owns_cordon = cordon_key(name) in node.annotations
@@ -1102,14 +1110,14 @@ class NodeRun:
         if self.inflight is not None or self.owns_cordon or inflight_key(name) in node.annotations:
             self._patch(annotations=ann, unschedulable=False if uncordon else None)
         if uncordon:
-            self._event("uncordon", "released: node left the recipe's scope")
+            self._event(EventKind.UNCORDON, "released: node left the recipe's scope")
         elif self.owns_cordon and others:
-            self._event("uncordon", f"claim released; still cordoned for {', '.join(others)}")
+            self._event(EventKind.UNCORDON, f"claim released; still cordoned for {', '.join(others)}")
         self.owns_cordon = False
         self.inflight = None
         self.message = message
         self.outcome = Outcome.LEFT
-        self._event("left", message)
+        self._event(EventKind.LEFT, message)
         return None
 
 

@@ -44,6 +44,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
 from reconciler.model.recipe import Recipe
+from reconciler.model.vocab import Phase
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
 from reconciler.ports import Clock, Cluster
 
@@ -346,7 +347,7 @@ class Rollout:
         return list(self._pool.map(NodeRun.advance, runs))
 
     def _disrupted(self, c: _Compartment) -> int:
-        active = {r.name for r in c.active if r.holds_cordon or (r.plan.cordon and r.phase not in ("start",))}
+        active = {r.name for r in c.active if r.holds_cordon or (r.plan.cordon and r.phase is not Phase.START)}
         failed_held = {r.name for r in c.failed if r.holds_cordon}
         return len(active | failed_held | c.held)
 

@@ -22,6 +22,7 @@ from reconciler.errors import InputError
 from reconciler.jsonsafe import parse_json
 from reconciler.model.base import Frozen
 from reconciler.model.utctime import to_rfc3339
+from reconciler.model.vocab import PERSISTED_PHASES, Phase
 
 PREFIX = "reconciler.nodewright.dev"
 LEGACY_PREFIXES = ("skyhook.nvidia.com", "nodewright.nvidia.com")
@@ -197,7 +198,6 @@ def dump_config_digests(d: Mapping[str, ConfigDigest]) -> str:
     return json.dumps({k: d[k].model_dump() for k in sorted(d)}, sort_keys=True, separators=(",", ":"))
 
 
-Phase = Literal["cordon", "wait", "drain", "stages", "interrupt", "post-interrupt", "uncordon"]
 
 
 class InFlight(Frozen):
@@ -233,6 +233,13 @@ class InFlight(Frozen):
     interruptPackages: tuple[str, ...] = ()
     bootID: str = ""
     requestedAt: str | None = None
+
+    @field_validator("phase")
+    @classmethod
+    def _persisted_phase(cls, v: Phase) -> Phase:
+        if v not in PERSISTED_PHASES:
+            raise ValueError(f"phase {v.value!r} is never written to a node record")
+        return v
 
     @field_validator("since", "requestedAt", mode="before")
     @classmethod

@@ -9,27 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-EVENTS = (
-    "cordon",
-    "wait",
-    "blocked",
-    "evict",
-    "drained",
-    "stage-start",
-    "stage-end",
-    "stage-retry",
-    "interrupt",
-    "rebooted",
-    "uncordon",
-    "complete",
-    "failed",
-    "left",
-    "removed",
-    "batch-start",
-    "batch-end",
-    "halted",
-    "resume",
-)
+from reconciler.model.vocab import EventKind
+
+#: Every timeline event kind, as strings (see :class:`reconciler.model.vocab.EventKind`).
+EVENTS: tuple[str, ...] = tuple(k.value for k in EventKind)
 
 NodeResult = Literal["complete", "failed", "untouched", "blocked", "removed", "left", "waiting"]
 

@@ -11,8 +11,12 @@ from enum import StrEnum
 
 
 class Phase(StrEnum):
-    """Where a node's lifecycle is, as persisted in its in-flight record (``InFlight.phase``)."""
+    """Where a node's lifecycle is: one vocabulary for the in-memory machine and the persisted
+    in-flight record (``InFlight.phase`` holds one of :data:`PERSISTED_PHASES`). ``START`` (the
+    node has not been read yet) and ``FAILING`` (recording a failure the API refused) exist only in
+    memory."""
 
+    START = "start"
     CORDON = "cordon"
     WAIT = "wait"
     DRAIN = "drain"
@@ -20,6 +24,11 @@ class Phase(StrEnum):
     INTERRUPT = "interrupt"
     POST_INTERRUPT = "post-interrupt"
     UNCORDON = "uncordon"
+    FAILING = "failing"
+
+
+#: Phases written to node records (everything but the in-memory START and FAILING).
+PERSISTED_PHASES: frozenset[Phase] = frozenset(Phase) - {Phase.START, Phase.FAILING}
 
 
 class FailureReason(StrEnum):
