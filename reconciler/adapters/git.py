@@ -36,6 +36,7 @@ from typing import Literal
 import pygit2
 
 from reconciler.errors import EXIT_CLUSTER, InputError, ReconcilerError
+from reconciler.report.redact import redact as _redact
 
 ChangeStatus = Literal["added", "deleted", "modified", "renamed"]
 
@@ -55,7 +56,6 @@ _RACE = re.compile(
     re.IGNORECASE,
 )
 _MISSING_REF = re.compile(r"couldn't find remote ref|no such ref", re.IGNORECASE)
-_URL_CREDS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
 
 
 class GitError(ReconcilerError):
@@ -65,8 +65,9 @@ class GitError(ReconcilerError):
 
 
 def redact(text: str) -> str:
-    """``text`` with credentials in URLs (``scheme://user:token@``) replaced by ``***``."""
-    return _URL_CREDS.sub(lambda m: f"{m['scheme']}***@", text)
+    """``text`` with credentials masked: :func:`reconciler.report.redact.redact` (user-info of
+    URLs up to the last ``@``, query values, fragments, auth headers, token shapes)."""
+    return _redact(text)
 
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:
@@ -290,12 +291,12 @@ class StatusPusher:
                 self.sign_command, input=payload, capture_output=True, text=True, timeout=120, check=False
             )
         except (FileNotFoundError, subprocess.TimeoutExpired) as e:
-            raise GitError(f"signing command {self.sign_command[0]!r} failed: {e}") from None
+            raise GitError(redact(f"signing command {self.sign_command[0]!r} failed: {e}")) from None
         if cp.returncode != 0 or "-----BEGIN" not in cp.stdout:
-            raise GitError(
+            raise GitError(redact(
                 f"signing command {self.sign_command[0]!r} failed (exit {cp.returncode}): "
                 f"{_last_line(cp.stderr) or 'no signature on stdout'}"
-            )
+            ))
         return cp.stdout.strip() + "\n"
 
     def _commit(

@@ -177,8 +177,7 @@ def run(args: argparse.Namespace) -> int:
         if failing is not None:
             reporter.failed(failing.name, failing.version, None, e, run_id)
         raise
-    except CrashInjected as e:
-        _save(args, opened)
+    except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
         print(f"crashed: {e}", file=sys.stderr)
         return EXIT_CRASHED
     leases.release()

@@ -44,6 +44,7 @@ def open_cluster(args: argparse.Namespace) -> Opened:
         if cfg_path:
             config = load_sim_config(cfg_path)
         fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None))
+        fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
     from reconciler.adapters.kube import DEFAULT_POOL_SIZE, KubeCluster
     from reconciler.adapters.kubecache import NODES, WatchCache
