@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,12 @@ from rich.console import Console
 
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
 from reconciler.cli.console import make_console
+from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
 from reconciler.cli.runsummary import print_summary
+from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError, SourcePos
 from reconciler.execute.timeline import Event, RunResult
+from reconciler.report.safetext import markup, visible
 
 EXIT_CRASHED = 137
 
@@ -36,17 +40,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--plan", metavar="plan.json", help="refuse to run unless the current plan has this planHash")
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
-    p.add_argument("--sim-crash-after", type=int, metavar="N", help="stop abruptly after N cluster writes (tests)")
-    p.add_argument("--run-id", help="run id recorded on nodes (default: random)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--sim-crash-after", type=count(1, 10**9), metavar="N",
+                   help="stop abruptly after N cluster writes (tests)")
+    p.add_argument("--run-id", type=run_id, help="run id recorded on nodes (default: random)")
+    p.add_argument("--workers", type=count(1, 1024), default=None, metavar="N",
                    help="nodes advanced at once on a real cluster (threads; default: the largest batch "
                         "the budget allows, 16 to 128)")
     p.add_argument("--retry-failed", action="store_true",
                    help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
-    p.add_argument("--poll-seconds", type=float, default=None, help="seconds between looks at the cluster")
-    p.add_argument("--wait-for-lock", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--poll-seconds", type=seconds(0, 3600, low_inclusive=False), default=None,
+                   help="seconds between looks at the cluster")
+    p.add_argument("--wait-for-lock", type=seconds(0, 7 * 86400), default=0.0, metavar="SECONDS",
                    help="wait this long for another run holding a recipe's Lease (default: exit 1 at once)")
-    p.add_argument("--lease-duration", type=int, default=60, metavar="SECONDS",
+    p.add_argument("--lease-duration", type=count(1, 86400), default=60, metavar="SECONDS",
                    help="Lease duration; renewed every third of it, taken over this long after a run died")
     p.set_defaults(func=run, locked=True)
     from reconciler.cli.applyreport import add_report_args  # status commit / status object (issue #5)
@@ -60,18 +66,47 @@ def add_parser(sub: Any) -> None:
 def _read_plan_hashes(path: str) -> dict[str, str]:
     """``{recipe name: planHash}`` of a ``reconciler plan -o json`` file (one plan or ``{"plans": [...]}``)."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise InputError(f"cannot read plan: {e}", SourcePos(path)) from None
+        raw = Path(path).read_bytes()
+        if len(raw) > _PLAN_LIMIT:
+            raise InputError(f"--plan: file is larger than {_PLAN_LIMIT // 2**20} MiB", SourcePos(path))
+        text = raw.decode("utf-8")
+        if _nesting(text) > _PLAN_DEPTH:
+            raise InputError(f"--plan: JSON nested deeper than {_PLAN_DEPTH} levels", SourcePos(path))
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"--plan: not JSON: {e.msg}", SourcePos(path, e.lineno, e.colno)) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"--plan: not UTF-8 text ({e.reason} at byte {e.start})", SourcePos(path)) from None
+    except (OSError, ValueError) as e:
+        raise InputError(f"--plan: cannot read plan: {getattr(e, 'strerror', None) or e}", SourcePos(path)) from None
     docs = doc.get("plans", [doc]) if isinstance(doc, dict) else []
     hashes = {
-        str((d.get("recipe") or {}).get("name")): str(d["planHash"])
-        for d in docs
-        if isinstance(d, dict) and d.get("planHash") and isinstance(d.get("recipe"), dict)
+        str(d["recipe"].get("name")): d["planHash"]
+        for d in (docs if isinstance(docs, list) else [])
+        if isinstance(d, dict) and isinstance(d.get("planHash"), str) and d["planHash"]
+        and isinstance(d.get("recipe"), dict)
     }
     if not hashes:
-        raise InputError("no planHash in plan file (expected the JSON of `reconciler plan -o json`)", SourcePos(path))
+        raise InputError("--plan: no planHash in plan file (expected the JSON of `reconciler plan -o json`)",
+                         SourcePos(path))
     return hashes
+
+
+_PLAN_LIMIT = 64 * 2**20  # bytes of a --plan file
+_PLAN_DEPTH = 64  # nesting of a plan document (its real depth is under 10)
+
+
+def _nesting(text: str) -> int:
+    """The deepest ``[``/``{`` nesting of a JSON text (brackets inside strings not counted)."""
+    depth = deepest = 0
+    for tok in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        c = tok.group()
+        if c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            depth -= 1
+    return deepest
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.ops.controls import held_reason
     from reconciler.plan.planner import compute_plan, locked_refusals
 
+    check_apply_options(args)  # output paths and option combinations, before any work
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
     expected = _read_plan_hashes(args.plan) if args.plan else None
@@ -128,13 +164,13 @@ def run(args: argparse.Namespace) -> int:
         tainted = auto_taint(opened.cluster, inputs.recipes, fleet)
         if tainted and args.output == "text":
             console.print(f"tainted {len(tainted)} new node(s) NoSchedule until their runtime-required recipes "
-                          f"complete (autoTaintNewNodes): {', '.join(tainted)}", soft_wrap=True)
+                          f"complete (autoTaintNewNodes): {markup(', '.join(tainted))}", soft_wrap=True)
         done: list[Recipe] = []
         for recipe in inputs.recipes:
             leases.tick(opened.clock.now())
             held = held_reason(opened.cluster, recipe.name)  # reconciler pause/disable (ops/controls.py)
             if held:
-                console.print(f"{recipe.name}: {held}; skipped", style="yellow", markup=False)
+                console.print(visible(f"{recipe.name}: {held}; skipped"), style="yellow", markup=False)
                 if held.startswith("paused"):  # a paused recipe still holds back later ones; a disabled one not
                     done.append(recipe)
                 continue
@@ -145,11 +181,12 @@ def run(args: argparse.Namespace) -> int:
             done.append(recipe)
             if args.output == "text":
                 console.print(
-                    f"[bold]{recipe.name}[/bold] {recipe.version}: {plan.summary['nodesChanging']} of "
-                    f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on {opened.description}"
+                    f"[bold]{markup(recipe.name)}[/bold] {markup(recipe.version)}: {plan.summary['nodesChanging']} of "
+                    f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on "
+                    f"{markup(opened.description)}"
                 )
                 for w in plan.warnings:
-                    console.print(f"  [yellow]warning:[/yellow] {w}")
+                    console.print(f"  [yellow]warning:[/yellow] {markup(w)}")
             rollout = Rollout(
                 recipe,
                 policies[recipe.name],
@@ -178,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
             reporter.failed(failing.name, failing.version, None, e, run_id)
         raise
     except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
-        print(f"crashed: {e}", file=sys.stderr)
+        print(error_line("crashed", e), file=sys.stderr)
         return EXIT_CRASHED
     leases.release()
     _save(args, opened)
@@ -192,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_summary(console, results)
     if stopped:
-        print(f"error: {stopped}", file=sys.stderr)
+        print(error_line("error", stopped), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK if all(r.result == "succeeded" for r in results) else EXIT_FAILED
 
@@ -208,10 +245,15 @@ _STYLE = {"failed": "red", "halted": "red", "complete": "green", "uncordon": "gr
 
 
 def _printer(console: Console) -> Any:
+    """The event line printer: node, event and detail come from the cluster and are printed
+    literally (:mod:`reconciler.report.safetext`), never as markup or terminal control."""
+    from rich.text import Text
+
     def show(ev: Event) -> None:
-        style = _STYLE.get(ev.event, "")
-        detail = f" {ev.detail}" if ev.detail else ""
-        ev_text = f"[{style}]{ev.event}[/{style}]" if style else ev.event
-        console.print(f"  {ev.t:9.1f}s  {ev.node:<20} {ev_text}{detail}", markup=True, soft_wrap=True)
+        line = Text(f"  {ev.t:9.1f}s  {visible(ev.node):<20} ")
+        line.append(visible(ev.event), style=_STYLE.get(ev.event, ""))
+        if ev.detail:
+            line.append(" " + visible(ev.detail))
+        console.print(line, soft_wrap=True)
 
     return show

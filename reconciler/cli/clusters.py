@@ -30,10 +30,15 @@ def open_cluster(args: argparse.Namespace) -> Opened:
     """Build the cluster adapter from parsed arguments.
 
     Raises:
-        InputError: bad ``--cluster`` value or unreadable simulation files.
+        InputError: bad ``--cluster`` value, unreadable simulation files, or a ``--sim-save``
+            path that cannot be written.
         ClusterError: the real cluster cannot be reached.
     """
     spec = getattr(args, "cluster", None)
+    if getattr(args, "sim_save", None) is not None:  # written at the end: checked before any work
+        from reconciler.cli.optcheck import output_file
+
+        output_file("--sim-save", args.sim_save)
     if spec:
         if not spec.startswith("sim:"):
             raise InputError(f"--cluster {spec!r}: expected sim:PATH (or use --kubeconfig for a real cluster)")

@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with usage errors redacted and made visible (a token given in an option value is
     never echoed); exit code 2 as argparse's own."""
 
-    def error(self, message: str) -> Any:  # noqa: D102 - argparse's signature
+    def error(self, message: str) -> Any:
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message) + "\n")
 
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     real_stdout = sys.stdout
     guard = StdoutGuard(real_stdout)
-    sys.stdout = guard  # type: ignore[assignment]
+    sys.stdout = guard
     try:
         return _run(args)
     finally:

@@ -49,7 +49,7 @@ DEFAULT_MESSAGE = (
 #: Placeholders a message template may use.
 FIELDS = ("recipe", "version", "cluster", "result", "summary", "run_id", "revision", "plan_hash", "path")
 
-_SAFE = re.compile(r"^[A-Za-z0-9._-]{1,253}$")
+_SAFE = re.compile(r"^[A-Za-z0-9._-]{1,253}\Z")
 _FAILED = ("failed", "blocked")
 
 
