@@ -48,7 +48,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from reconciler.errors import InputError, ReconcilerError, SourcePos
+from reconciler.errors import InputError, ReconcilerError
 from reconciler.execute.timeline import RunResult
 from reconciler.model.nodestate import (
     NodeStateError,
@@ -61,6 +61,8 @@ from reconciler.model.nodestate import (
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import Plan
+from reconciler.report.redact import redact
+from reconciler.report.safetext import visible
 
 PREFIX = "node_reconciler_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -299,7 +301,7 @@ def write_textfile(path: str, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     except OSError as e:
-        raise MetricsError(f"cannot write metrics file {path}: {e.strerror or e}") from None
+        raise MetricsError(f"cannot write metrics file {visible(path)}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -310,7 +312,7 @@ def write_textfile(path: str, text: str) -> None:
     except OSError as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise MetricsError(f"cannot write metrics file {path}: {e.strerror or e}") from None
+        raise MetricsError(f"cannot write metrics file {visible(path)}: {e.strerror or e}") from None
 
 
 def _segment(key: str, value: str) -> str:
@@ -322,14 +324,36 @@ def _segment(key: str, value: str) -> str:
 
 def push_url(base: str, job: str, grouping: Mapping[str, str]) -> str:
     """The Pushgateway URL of a group: ``<base>/metrics/job/<job>/<label>/<value>…`` (values
-    with ``/`` or empty use the ``@base64`` form).
+    with ``/`` or empty use the ``@base64`` form). User-info in ``base`` is kept (see :func:`push`).
 
     Raises:
-        InputError: ``base`` is not an http(s) URL.
+        InputError: ``base`` is not a well-formed http(s) URL: another scheme, no host, a port
+            that is not a number in 1..65535, a query or fragment (the Pushgateway API has
+            none), whitespace or control characters. The message names ``--pushgateway`` and
+            never shows a credential.
     """
-    parts = urllib.parse.urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise InputError(f"--pushgateway {base!r}: expected an http:// or https:// URL", SourcePos(base))
+    shown = visible(redact(base))
+
+    def bad(why: str) -> InputError:
+        return InputError(f"--pushgateway {shown!r}: {why}")
+
+    if any(c.isspace() or ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in base):
+        raise bad("whitespace or control characters in the URL")
+    try:
+        parts = urllib.parse.urlsplit(base)
+        port = parts.port
+    except ValueError as e:
+        raise bad(f"not a URL ({redact(e)})") from None
+    if parts.scheme not in ("http", "https"):
+        raise bad("expected an http:// or https:// URL")
+    if not parts.hostname:
+        raise bad("no host in the URL")
+    if port == 0:
+        raise bad("port 0 is not a port")
+    if parts.query or base.rstrip().endswith("?"):
+        raise bad("a query string is not part of a Pushgateway URL (use the path only)")
+    if parts.fragment or "#" in base:
+        raise bad("a fragment is not part of a Pushgateway URL")
     url = base.rstrip("/") + "/metrics" + _segment("job", job)
     for k in sorted(grouping):
         url += _segment(k, grouping[k])
@@ -344,21 +368,40 @@ def push(base: str, text: str, *, job: str = "node-reconciler", grouping: Mappin
         InputError: bad URL. MetricsError: connection failure or a non-2xx answer.
     """
     url = push_url(base, job, grouping or {})
+    url, headers = _credentials(url)
+    shown = redact(url)
     req = urllib.request.Request(url, data=text.encode("utf-8"), method="PUT",
-                                 headers={"Content-Type": CONTENT_TYPE})
+                                 headers={"Content-Type": CONTENT_TYPE, **headers})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             status = int(resp.status)
     except urllib.error.HTTPError as e:
         body = e.read(300).decode("utf-8", "replace").strip()
         e.close()
-        raise MetricsError(f"pushgateway {url}: HTTP {e.code} {body}") from None
-    except (urllib.error.URLError, OSError) as e:
+        raise MetricsError(redact(f"pushgateway {shown}: HTTP {e.code} {body}")) from None
+    except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
-        raise MetricsError(f"pushgateway {url}: {reason}") from None
+        raise MetricsError(redact(f"pushgateway {shown}: {reason}")) from None
     if not 200 <= status < 300:
-        raise MetricsError(f"pushgateway {url}: HTTP {status}")
-    return url
+        raise MetricsError(f"pushgateway {shown}: HTTP {status}")
+    return shown
+
+
+def _credentials(url: str) -> tuple[str, dict[str, str]]:
+    """``url`` without its user-info, and the ``Authorization: Basic`` header it stood for
+    (RFC 7617; the Pushgateway's ``--web.config.file`` basic auth). urllib would otherwise take
+    ``user:token@host`` for the host."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None:
+        return url, {}
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    user = urllib.parse.unquote(parts.username)
+    password = urllib.parse.unquote(parts.password or "")
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
 
 
 def export(sets: Mapping[str, MetricSet], *, file: str | None = None, pushgateway: str | None = None,
@@ -375,7 +418,7 @@ def export(sets: Mapping[str, MetricSet], *, file: str | None = None, pushgatewa
     if pushgateway:
         for name in sorted(sets):
             url = push(pushgateway, sets[name].render(), job=job, grouping={"recipe": name})
-            done.append(f"metrics pushed to {url}")
+            done.append(f"metrics pushed to {redact(url)}")
     return done
 
 
