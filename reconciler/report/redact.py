@@ -37,7 +37,7 @@ _BEARER = re.compile(r"(?P<key>\b(?:bearer|basic)\s+)(?P<cred>[A-Za-z0-9._~+/=-]
 _TOKEN_HEADER = re.compile(r"(?P<key>\b(?:private|job|deploy)-token\s*[:=]\s*)(?P<cred>[^\s,;\"']+)", re.IGNORECASE)
 _KEY_VALUE = re.compile(
     r"(?P<key>\b[\w.-]*(?:token|passw(?:or)?d|secret|api[_-]?key|access[_-]?key|credentials?|sig(?:nature)?)"
-    r"[\"']?\s*=\s*[\"']?)(?P<cred>[^\s&,;\"']+)",
+    r"[\"']?\s*=\s*[\"']?)(?P<cred>[^\s&,;\"'<>()]+)",
     re.IGNORECASE,
 )
 _SHAPES = re.compile(
