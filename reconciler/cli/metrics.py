@@ -64,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.plan.planner import compute_plan
     from reconciler.report.metrics import MetricSet, export, rollout_metrics
 
+    if args.metrics_file is not None:
+        from reconciler.cli.optcheck import output_file
+
+        output_file("--metrics-file", args.metrics_file)  # before any work
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     opened = open_cluster(args)
     fleet = observe(opened.cluster)
