@@ -254,7 +254,7 @@ class Reporter:
             cluster=self.cluster_name,
             revision=self.revision,
             plan_hash=plan.planHash if plan else "",
-            error=str(error),
+            error=redact(str(error)),
         )
         try:
             self._push(recipe, version, doc, run_id, doc["planHash"])

@@ -26,7 +26,7 @@ from reconciler.report.safetext import visible
 
 
 def _http_url(text: str) -> str:
-    from reconciler.report.metrics import push_url
+    from reconciler.adapters.pushgateway import push_url
 
     try:
         push_url(text, "check", {})
@@ -57,12 +57,13 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plan each recipe, build its metrics, print / write / push them."""
+    from reconciler.adapters.pushgateway import export
     from reconciler.cli.clusters import open_cluster
     from reconciler.load import load_inputs, policy_for
     from reconciler.observe.snapshot import observe
     from reconciler.ops.controls import read_controls
     from reconciler.plan.planner import compute_plan
-    from reconciler.report.metrics import MetricSet, export, rollout_metrics
+    from reconciler.report.metrics import MetricSet, rollout_metrics
 
     if args.metrics_file is not None:
         from reconciler.cli.optcheck import output_file
@@ -96,8 +97,9 @@ def export_after_apply(args: argparse.Namespace, opened: Any, results: Sequence[
                        policies: Mapping[str, str]) -> None:
     """``apply --metrics-file/--pushgateway``: the metrics of the finished runs (nodes re-read once).
     A failure to write or push is reported on stderr and does not change the run's exit code."""
+    from reconciler.adapters.pushgateway import export
     from reconciler.ops.controls import read_controls
-    from reconciler.report.metrics import MetricsError, export, run_metrics
+    from reconciler.report.metrics import MetricsError, run_metrics
 
     try:
         controls = {k: (c.paused, c.disabled) for k, c in read_controls(opened.cluster).items()}

@@ -184,6 +184,7 @@ def _render(args: argparse.Namespace) -> int:
 
         buf = io.StringIO()
         y = YAML(typ="safe", pure=True)
+        y.allow_unicode = False  # bidi and zero-width characters escaped (\uXXXX), never printed raw
         y.default_flow_style = False
         y.dump_all(objs, buf)
         sys.stdout.write(buf.getvalue())

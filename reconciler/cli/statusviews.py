@@ -80,6 +80,7 @@ def _dump(doc: Any, output: str) -> None:
 
     buf = io.StringIO()
     y = YAML(typ="safe", pure=True)
+    y.allow_unicode = False  # bidi and zero-width characters escaped (\uXXXX), never printed raw
     y.default_flow_style = False
     y.dump(doc, buf)
     sys.stdout.write(buf.getvalue())

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import pytest
 
+from reconciler.adapters.pushgateway import push, push_url
 from reconciler.errors import InputError
 from reconciler.execute.timeline import NodeOutcome, RunResult
 from reconciler.model.nodestate import (
@@ -27,14 +28,7 @@ from reconciler.model.nodestate import (
     status_key,
 )
 from reconciler.model.observed import NodeInfo
-from reconciler.report.metrics import (
-    MetricsError,
-    MetricSet,
-    push,
-    push_url,
-    rollout_metrics,
-    write_textfile,
-)
+from reconciler.report.metrics import MetricsError, MetricSet, rollout_metrics, write_textfile
 from reconciler.testing.fleetgen import make_node
 from tests.unit.ops.conftest import RunCli, write_fleet
 from tests.unit.ops.test_ops_cli import RECIPE

@@ -109,6 +109,15 @@ def test_status_views_show_hostile_names_literally(hostile: dict[str, Path], tmp
         assert_no_raw_controls(" ".join(argv[:2]), out.out + out.err)
         for name in NODES:
             assert visible(name) in out.out, (argv, name)
+    for argv in (["status", "--cluster", f"sim:{saved}", "-o", "yaml"],
+                 ["node", "status", "--cluster", f"sim:{saved}", "-o", "yaml"]):
+        assert main(argv) == 0
+        out = capsys.readouterr()
+        assert_no_raw_controls(" ".join(argv), out.out)
+        from ruamel.yaml import YAML
+
+        names = [n["name"] for n in YAML(typ="safe").load(out.out)["nodes"]]
+        assert sorted(names) == sorted(NODES)  # escaped for the terminal, still the same data
 
 
 def test_plan_text_shows_hostile_names_literally(hostile: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from reconciler.adapters.git import GitError, StatusPusher
+from reconciler.adapters.pushgateway import push
 from reconciler.cli.main import main
-from reconciler.report.metrics import MetricsError, push
+from reconciler.report.metrics import MetricsError
 from reconciler.testing.fleetgen import make_node, write_fleet
 
 TOKEN = "PLANTEDtok3n"
