@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -86,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     real_stdout = sys.stdout
-    guard = StdoutGuard(real_stdout)
+    guard = StdoutGuard(real_stdout if real_stdout is not None else open(os.devnull, "w"))  # noqa: SIM115
     sys.stdout = guard
     try:
         return _run(args)

@@ -25,26 +25,34 @@ import re
 
 MASK = "***"
 
+# Every pattern runs in linear time on hostile text (a log tail of "a-a-a-…"): each starts only
+# at the beginning of its run (a negative lookbehind) and its runs are possessive (Python 3.11).
 # a URL: scheme, then everything up to whitespace or a quote/bracket that ends it in prose
-_URL = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s\"'<>`]*)")
-_SCP = re.compile(r"(?<![\w/:@.%+-])(?P<user>[\w.%+-]+):(?P<pw>[^\s/]+)@(?P<host>[\w.-]+):")
+_URL = re.compile(r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*+://)(?P<rest>[^\s\"'<>`]*+)")
+_SCP = re.compile(r"(?<![\w/:@.%+-])(?P<user>[\w.%+-]++):(?P<pw>[^\s/]+)@(?P<host>[\w.-]++):")
 _AUTH_HEADER = re.compile(
-    r"(?P<key>\b(?:proxy-)?authorization\s*[:=]\s*)(?:(?P<scheme>bearer|basic|token|digest|negotiate)\s+)?"
-    r"(?P<cred>[^\s,;\"']+)",
+    r"(?P<key>\b(?:proxy-)?authorization\s*+[:=]\s*+)(?:(?P<scheme>bearer|basic|token|digest|negotiate)\s++)?"
+    r"(?P<cred>[^\s,;\"']++)",
     re.IGNORECASE,
 )
-_BEARER = re.compile(r"(?P<key>\b(?:bearer|basic)\s+)(?P<cred>[A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
-_TOKEN_HEADER = re.compile(r"(?P<key>\b(?:private|job|deploy)-token\s*[:=]\s*)(?P<cred>[^\s,;\"']+)", re.IGNORECASE)
-_KEY_VALUE = re.compile(
-    r"(?P<key>\b[\w.-]*(?:token|passw(?:or)?d|secret|api[_-]?key|access[_-]?key|credentials?|sig(?:nature)?)"
-    r"[\"']?\s*=\s*[\"']?)(?P<cred>[^\s&,;\"'<>()]+)",
-    re.IGNORECASE,
-)
+_BEARER = re.compile(r"(?P<key>\b(?:bearer|basic)\s++)(?P<cred>[A-Za-z0-9._~+/=-]{8,}+)", re.IGNORECASE)
+_TOKEN_HEADER = re.compile(r"(?P<key>\b(?:private|job|deploy)-token\s*+[:=]\s*+)(?P<cred>[^\s,;\"']++)",
+                           re.IGNORECASE)
+# key=value: any key, kept when its name does not end in a secret's name (checked in _key_value)
+_KEY_VALUE = re.compile(r"(?<![\w.-])(?P<key>[\w.-]++)(?P<sep>[\"']?\s*+=\s*+[\"']?)(?P<cred>[^\s&,;\"'<>()]++)")
+_SECRET_KEY = re.compile(r"(?:token|passw(?:or)?d|secret|api[_-]?key|access[_-]?key|credentials?|sig(?:nature)?)\Z",
+                         re.IGNORECASE)
 _SHAPES = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|gl(?:pat|dt|rt|cbt|ptt|oas|ft|imt|agent|soat)-"
-    r"[A-Za-z0-9_-]{8,}|xox[abprs]-[A-Za-z0-9-]{8,}|AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{6,}\.eyJ[A-Za-z0-9_-]{6,}"
-    r"(?:\.[A-Za-z0-9_-]*)?)"
+    r"(?<![A-Za-z0-9_-])(?:gh[pousr]_[A-Za-z0-9]{16,}+|github_pat_[A-Za-z0-9_]{16,}+|"
+    r"gl(?:pat|dt|rt|cbt|ptt|oas|ft|imt|agent|soat)-[A-Za-z0-9_-]{8,}+|xox[abprs]-[A-Za-z0-9-]{8,}+|"
+    r"AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{6,}+\.eyJ[A-Za-z0-9_-]{6,}+(?:\.[A-Za-z0-9_-]*+)?)"
 )
+
+
+def _key_value(m: re.Match[str]) -> str:
+    if not _SECRET_KEY.search(m["key"]):
+        return m.group(0)
+    return f"{m['key']}{m['sep']}{MASK}"
 
 
 def redact_url(url: str) -> str:
@@ -97,5 +105,6 @@ def redact(text: object) -> str:
     s = _AUTH_HEADER.sub(lambda m: f"{m['key']}{m['scheme'] + ' ' if m['scheme'] else ''}{MASK}", s)
     s = _BEARER.sub(lambda m: f"{m['key']}{MASK}", s)
     s = _TOKEN_HEADER.sub(lambda m: f"{m['key']}{MASK}", s)
-    s = _KEY_VALUE.sub(lambda m: f"{m['key']}{MASK}", s)
+    if "=" in s:
+        s = _KEY_VALUE.sub(_key_value, s)
     return _SHAPES.sub(MASK, s)

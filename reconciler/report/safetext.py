@@ -26,21 +26,20 @@ from rich.text import Text
 #: allowed), DEL, C1 controls (0x80-0x9f, which include the 8-bit CSI 0x9b), the Unicode
 #: bidirectional marks, embeddings, overrides and isolates, line/paragraph separators, zero-width
 #: characters and the BOM.
-_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+_CONTROL_RANGES = ((0x00, 0x08), (0x0B, 0x1F), (0x7F, 0x9F), (0x061C, 0x061C), (0x200B, 0x200F),
+                   (0x2028, 0x202E), (0x2060, 0x2069), (0xFEFF, 0xFEFF))
+_CONTROL = "".join(f"{chr(a)}-{chr(b)}" for a, b in _CONTROL_RANGES)
 _UNSAFE_LINE = re.compile(f"[\t\n{_CONTROL}]")
 _UNSAFE_BLOCK = re.compile(f"[{_CONTROL}]")
 
 
-def _show(m: re.Match[str]) -> str:
-    c = m.group()
-    if c == "\t":
-        return "\\t"
-    if c == "\n":
-        return "\\n"
-    if c == "\r":
-        return "\\r"
-    o = ord(c)
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+def _escape(o: int) -> str:
+    return {9: "\\t", 10: "\\n", 13: "\\r"}.get(o) or (f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}")
+
+
+# str.translate tables: C speed on hostile text of any length
+_BLOCK_TABLE = {o: _escape(o) for a, b in _CONTROL_RANGES for o in range(a, b + 1)}
+_LINE_TABLE = {**_BLOCK_TABLE, 9: "\\t", 10: "\\n"}
 
 
 def visible(value: object, *, multiline: bool = False) -> str:
@@ -58,7 +57,7 @@ def visible(value: object, *, multiline: bool = False) -> str:
     pattern = _UNSAFE_BLOCK if multiline else _UNSAFE_LINE
     if not pattern.search(s):
         return s
-    return pattern.sub(_show, s)
+    return s.translate(_BLOCK_TABLE if multiline else _LINE_TABLE)
 
 
 def markup(value: object, *, multiline: bool = False) -> str:

@@ -49,7 +49,7 @@ spec:
 
 @pytest.fixture
 def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
-    objects = [make_node(name, {"pool": "gpu"}, annotations={"note": LABEL}) for name in NODES]
+    objects = [make_node(name, {"pool": "gpu", "team": LABEL}, annotations={"note": LABEL}) for name in NODES]
     for obj in objects:
         obj["metadata"]["labels"]["kubernetes.io/hostname"] = "h"  # the loader's business, not ours
     real = SimFleet.from_file
@@ -162,3 +162,17 @@ def test_markup_renders_literally(raw: str) -> None:
     console = Console(width=200, record=True, force_terminal=False, color_system=None, emoji=False)
     console.print(f"[bold]x[/bold] [red]{markup(raw)}[/red]", soft_wrap=True)  # as the CLI embeds them
     assert console.export_text().rstrip("\n") == f"x {visible(raw)}"
+
+
+def test_package_paths_with_escape_sequences_are_shown_visibly(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    pkg = tmp_path / "pkg\x1b[31m[bold]\u202e"
+    pkg.mkdir()
+    (pkg / "config.json").write_text('{"schema_version": "v1", "package_name": "p", "package_version": "1.0.0",'
+                                     ' "modes": {"apply": [{"name": "a\\u001b[2J.sh", "path": "a\\u001b.sh"}]}}')
+    for argv in (["package", "validate", str(pkg)], ["package", "validate", str(tmp_path / "missing\x1b[0m")]):
+        rc = main(argv)
+        out = capsys.readouterr()
+        assert rc == 2 and "Traceback" not in out.err
+        assert_no_raw_controls("package validate", out.out + out.err)
+        assert "\\x1b[" in out.out + out.err
