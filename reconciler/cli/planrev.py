@@ -44,6 +44,7 @@ from typing import Any
 
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_CHANGES, EXIT_OK, InputError, InputErrors, SourcePos
+from reconciler.report.safetext import visible
 
 
 def add_revision_args(p: argparse.ArgumentParser) -> None:
@@ -209,7 +210,7 @@ def run_revisions(args: argparse.Namespace) -> int:
 
         for b in bodies:
             action = host.upsert_comment(args.pr, b.marker, b.body)
-            print(f"{action} comment for recipe {b.recipe} on {args.comment} #{args.pr}", file=sys.stderr)
+            print(visible(f"{action} comment for recipe {b.recipe} on {args.comment} #{args.pr}"), file=sys.stderr)
         state, description = commit_status(cmp)
         host.set_status(head_sha, state, description, args.status_context, args.details_url)
     if args.detailed_exitcode and cmp.pending:
