@@ -28,6 +28,7 @@ from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_output_arg
 from reconciler.cli.opsargs import add_write_args, finish
+from reconciler.cli.optcheck import count
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from reconciler.ops.nodeops import RERUN_STAGES, rerun_patch
@@ -86,7 +87,7 @@ def add_parser(sub: Any) -> None:
     lg.add_argument("--recipe", required=True)
     lg.add_argument("--node", action="append", default=[], metavar="NODE", help="node name or regex (repeatable)")
     lg.add_argument("--stage", help="stage (default: the stage recorded on the node)")
-    lg.add_argument("--attempts", type=int, default=6, help="attempts to look up per stage (default 6)")
+    lg.add_argument("--attempts", type=count(1, 1000), default=6, help="attempts to look up per stage (default 6)")
     add_cluster_args(lg)
     add_output_arg(lg, ("text", "json"))
     lg.set_defaults(func=run)

@@ -42,6 +42,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+from reconciler.cli.optcheck import count
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_CHANGES, EXIT_OK, InputError, InputErrors, SourcePos
 from reconciler.report.safetext import visible
@@ -63,7 +64,8 @@ def add_revision_args(p: argparse.ArgumentParser) -> None:
         "--recipe", dest="only", action="append", default=[], metavar="NAME", help="only these recipes (repeatable)"
     )
     g.add_argument("--comment", choices=("github", "gitlab"), help="post/update one sticky comment per recipe")
-    g.add_argument("--pr", type=int, metavar="N", help="pull request number (GitHub) or merge request IID (GitLab)")
+    g.add_argument("--pr", type=count(1, 2**31 - 1), metavar="N",
+                   help="pull request number (GitHub) or merge request IID (GitLab)")
     g.add_argument("--github-repo", metavar="OWNER/NAME", help="GitHub repository (default $GITHUB_REPOSITORY)")
     g.add_argument("--gitlab-project", metavar="ID", help="GitLab project id or path (default $CI_PROJECT_ID)")
     g.add_argument("--api-url", metavar="URL", help="API base URL (default from the CI environment)")
