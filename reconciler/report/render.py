@@ -23,7 +23,7 @@ from rich.table import Table
 
 from reconciler.model.plan import ACTIONS, NodePlan, Plan, Step
 from reconciler.plan.interrupts import describe
-from reconciler.report.safetext import text
+from reconciler.report.safetext import text, visible
 
 #: Hard cap of the Markdown body: GitHub refuses comments over 65,536 characters; the margin
 #: leaves room for a caller's own header/footer.
@@ -187,11 +187,12 @@ def md_escape(text: object) -> str:
     HTML metacharacters become entities (no tag, comment or ``<details>`` can be opened or
     closed); emphasis, code, link/image, table, strikethrough and heading characters are
     backslash-escaped; a leading list/quote marker (``-``, ``+``, ``1.``) is escaped; line breaks
-    and control characters become spaces; ``@`` is followed by a zero-width space so a name
+    and C0 control characters become spaces, DEL, C1, bidi and zero-width characters visible escapes
+    (:func:`reconciler.report.safetext.visible`); ``@`` is followed by a zero-width space so a name
     cannot mention (notify) a user or team.
     """
     s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-    s = "".join(ch if ch >= " " else " " for ch in s)
+    s = visible("".join(ch if ch >= " " else " " for ch in s))  # DEL, C1, bidi, zero-width: shown as escapes
     s = _MD_INLINE.sub(r"\\\1", s)
     s = _MD_BLOCK_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", s, count=1)
     return s.replace("@", "@&#8203;")

@@ -127,6 +127,9 @@ def test_plan_text_shows_hostile_names_literally(hostile: dict[str, Path], capsy
     assert_no_raw_controls("plan text", out.out)
     for name in NODES:
         assert visible(name) in out.out
+    for fmt in ("markdown", "json"):
+        assert main(["plan", str(hostile["recipe"]), "--cluster", "sim:HOSTILE", "-o", fmt]) == 0
+        assert_no_raw_controls(f"plan -o {fmt}", capsys.readouterr().out)
 
 
 @pytest.mark.parametrize(("raw", "shown"), [
