@@ -3,7 +3,9 @@
 Each verb lives in its own module exposing ``add_parser(subparsers)`` and ``run(args) -> int``.
 Errors derived from :class:`reconciler.errors.ReconcilerError` are printed as one line on stderr
 and mapped to their exit code (0 ok, 1 failed/halted rollout, 2 bad input, 3 changes pending,
-4 cluster error); a traceback is never shown for them.
+4 cluster error, 137 simulated crash); a traceback is never shown for them. Every line printed
+for an error, and every log record, is redacted (:mod:`reconciler.report.redact`) and shows
+control characters visibly (:mod:`reconciler.report.safetext`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message) + "\n")
+
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
 VERBS = ("validate", "plan", "apply", "simulate", "status",
