@@ -64,31 +64,46 @@ def add_parser(sub: Any) -> None:
 
 
 def _read_plan_hashes(path: str) -> dict[str, str]:
-    """``{recipe name: planHash}`` of a ``reconciler plan -o json`` file (one plan or ``{"plans": [...]}``)."""
+    """``{recipe name: planHash}`` of a ``reconciler plan -o json`` file (one plan or ``{"plans": [...]}``).
+
+    Raises:
+        InputError: unreadable, larger than 64 MiB, not UTF-8, nested deeper than 64 levels, not
+            JSON, or not that shape (a plan object, or ``plans`` a non-empty list of them, each with
+            a ``planHash`` of 64 hex digits and a ``recipe.name``).
+    """
     try:
         raw = Path(path).read_bytes()
-        if len(raw) > _PLAN_LIMIT:
-            raise InputError(f"--plan: file is larger than {_PLAN_LIMIT // 2**20} MiB", SourcePos(path))
+    except OSError as e:
+        raise InputError(f"--plan: cannot read file: {e.strerror or e}", SourcePos(path)) from None
+    if len(raw) > _PLAN_LIMIT:
+        raise InputError(f"--plan: file is larger than the {_PLAN_LIMIT} byte limit", SourcePos(path, 1, 1))
+    try:
         text = raw.decode("utf-8")
-        if _nesting(text) > _PLAN_DEPTH:
-            raise InputError(f"--plan: JSON nested deeper than {_PLAN_DEPTH} levels", SourcePos(path))
+    except UnicodeDecodeError as e:
+        raise InputError(f"--plan: byte 0x{raw[e.start]:02x} is not valid UTF-8", SourcePos(path)) from None
+    if _nesting(text) > _PLAN_DEPTH:
+        raise InputError(f"--plan: JSON nesting is deeper than {_PLAN_DEPTH} levels", SourcePos(path))
+    try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise InputError(f"--plan: not JSON: {e.msg}", SourcePos(path, e.lineno, e.colno)) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"--plan: not UTF-8 text ({e.reason} at byte {e.start})", SourcePos(path)) from None
-    except (OSError, ValueError) as e:
-        raise InputError(f"--plan: cannot read plan: {getattr(e, 'strerror', None) or e}", SourcePos(path)) from None
-    docs = doc.get("plans", [doc]) if isinstance(doc, dict) else []
-    hashes = {
-        str(d["recipe"].get("name")): d["planHash"]
-        for d in (docs if isinstance(docs, list) else [])
-        if isinstance(d, dict) and isinstance(d.get("planHash"), str) and d["planHash"]
-        and isinstance(d.get("recipe"), dict)
-    }
-    if not hashes:
-        raise InputError("--plan: no planHash in plan file (expected the JSON of `reconciler plan -o json`)",
-                         SourcePos(path))
+        raise InputError(f"--plan: plan file syntax error: {e.msg}", SourcePos(path, e.lineno, e.colno)) from None
+    shape = "expected the JSON of `reconciler plan -o json`"
+    if not isinstance(doc, dict):
+        raise InputError(f"--plan: a plan file holds an object, not {type(doc).__name__}; {shape}", SourcePos(path))
+    docs = doc.get("plans", [doc])
+    if not isinstance(docs, list) or not docs:
+        raise InputError(f"--plan: plans must be a non-empty list of plan objects; {shape}", SourcePos(path))
+    hashes: dict[str, str] = {}
+    for d in docs:
+        h = d.get("planHash") if isinstance(d, dict) else None
+        rec = d.get("recipe") if isinstance(d, dict) else None
+        if not isinstance(h, str) or not re.fullmatch(r"[0-9a-f]{64}", h):
+            raise InputError("--plan: planHash must be 64 lower-case hex digits (the sha256 `plan` printed)",
+                             SourcePos(path))
+        name = rec.get("name") if isinstance(rec, dict) else None
+        if not isinstance(name, str) or not name:
+            raise InputError("--plan: recipe.name must be the planned recipe's name", SourcePos(path))
+        hashes[name] = h
     return hashes
 
 

@@ -49,7 +49,7 @@ DEFAULT_MESSAGE = (
 #: Placeholders a message template may use.
 FIELDS = ("recipe", "version", "cluster", "result", "summary", "run_id", "revision", "plan_hash", "path")
 
-_SAFE = re.compile(r"^[A-Za-z0-9._-]{1,253}\Z")
+_SAFE = re.compile(r"[A-Za-z0-9._-]{1,253}")
 _FAILED = ("failed", "blocked")
 
 
@@ -60,7 +60,7 @@ def status_path(cluster: str, recipe: str, prefix: str = DEFAULT_PREFIX) -> str:
         InputError: a name that is not a plain path segment (``[A-Za-z0-9._-]``, not ``.``/``..``).
     """
     for what, v in (("cluster name", cluster), ("recipe name", recipe)):
-        if not _SAFE.match(v) or v in (".", ".."):
+        if not _SAFE.fullmatch(v) or v in (".", ".."):
             raise InputError(f"{what} {v!r} cannot be used in a status path (letters, digits, '.', '_', '-')")
     prefix = prefix.strip("/")
     if not prefix or ".." in prefix.split("/"):

@@ -76,6 +76,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "plan_list": "[1, 2, 3]",
         "plan_plans_scalar": '{"plans": 5}',
         "plan_hash_number": '{"planHash": 5, "recipe": {"name": "secret-free"}}',
+        "plan_hash_short": '{"planHash": "abc", "recipe": {"name": "secret-free"}}',
+        "plan_no_name": '{"planHash": "' + "a" * 64 + '", "recipe": {"version": "1"}}',
     }
     out = {"fleet": fleet, "recipe": recipe, "repo": repo, "gitrepo": gitrepo, "dir": directory, "file": regular}
     for key, text in plans.items():
