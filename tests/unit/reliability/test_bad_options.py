@@ -1,4 +1,5 @@
-"""Bad options and hostile option values (issue #14): every case of ``tests/data/bad-options/cases.yaml``
+"""Bad options and hostile option values (issue #14): every case of ``tests/data/bad/options/cases.yaml``
+(or ``tests/data/bad-options/cases.yaml``, see :data:`TABLE`)
 fails before any work — exit 2 (or the case's documented code), a message naming the option,
 no traceback, the simulated fleet file and the status repository untouched, nothing created in the
 scratch directory (no ``--sim-save``, no metrics file, no file made by an injected command), and
@@ -19,9 +20,10 @@ from ruamel.yaml import YAML
 from reconciler.cli.main import main
 from reconciler.testing.fleetgen import make_node, write_fleet
 
-# kept beside tests/data/bad, not in it: test_bad_inputs.corpus() takes every directory there for an AICR
-# bundle (move it to tests/data/bad/options/ once corpus() skips directories without recipe-result.yaml)
-TABLE = Path(__file__).resolve().parents[2] / "data" / "bad-options" / "cases.yaml"
+# The table's home is tests/data/bad/options/; on a branch whose test_bad_inputs.corpus() still takes
+# every directory there for an AICR bundle it sits beside it, in tests/data/bad-options/.
+_DATA = Path(__file__).resolve().parents[2] / "data"
+TABLE = next(p for p in (_DATA / "bad" / "options" / "cases.yaml", _DATA / "bad-options" / "cases.yaml") if p.exists())
 TOKEN = "PLANTEDoptionTOKEN"
 SHA = "sha256:" + "9" * 64
 RECIPE = f"""\
