@@ -36,6 +36,7 @@ from typing import Literal
 import pygit2
 
 from reconciler.errors import EXIT_CLUSTER, InputError, ReconcilerError
+from reconciler.report.redact import redact as _redact
 
 ChangeStatus = Literal["added", "deleted", "modified", "renamed"]
 
@@ -55,7 +56,6 @@ _RACE = re.compile(
     re.IGNORECASE,
 )
 _MISSING_REF = re.compile(r"couldn't find remote ref|no such ref", re.IGNORECASE)
-_URL_CREDS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
 
 
 class GitError(ReconcilerError):
@@ -65,8 +65,9 @@ class GitError(ReconcilerError):
 
 
 def redact(text: str) -> str:
-    """``text`` with credentials in URLs (``scheme://user:token@``) replaced by ``***``."""
-    return _URL_CREDS.sub(lambda m: f"{m['scheme']}***@", text)
+    """``text`` with credentials masked: :func:`reconciler.report.redact.redact` (user-info of
+    URLs up to the last ``@``, query values, fragments, auth headers, token shapes)."""
+    return _redact(text)
 
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:
@@ -126,6 +127,26 @@ class GitRepo:
     def resolve(self, rev: str) -> str:
         """Full hex SHA of the commit ``rev`` names (raises InputError when unknown)."""
         return str(self.commit(rev).id)
+
+    def merge_base(self, base: str, head: str) -> str | None:
+        """Full SHA of the best common ancestor of ``base`` and ``head`` (``git merge-base``),
+        None when the histories are unrelated. This is the commit a pull request is compared
+        from on GitHub ("three-dot" comparison) and GitLab (merge request diffs).
+
+        Raises:
+            InputError: unknown revision.
+        """
+        a, b = self.commit(base).id, self.commit(head).id
+        try:
+            mb = self.repo.merge_base(a, b)
+        except pygit2.GitError:
+            return None
+        return str(mb) if mb is not None else None
+
+    def is_ancestor(self, ancestor: str, rev: str) -> bool:
+        """Whether ``ancestor`` is ``rev`` or one of its ancestors (``git merge-base --is-ancestor``)."""
+        a, b = self.commit(ancestor).id, self.commit(rev).id
+        return a == b or bool(self.repo.descendant_of(b, a))
 
     def changed_paths(self, base: str, head: str) -> list[ChangedPath]:
         """Paths that differ between the trees of ``base`` and ``head`` (renames detected),
@@ -244,6 +265,8 @@ class StatusPusher:
     ) -> None:
         if not branch or branch.startswith("-") or not _valid_branch(branch):
             raise InputError(f"status branch {branch!r} is not a valid branch name")
+        if not remote or remote.startswith("-") or any(c in remote for c in "\0\n\r"):
+            raise InputError(f"status repository {redact(remote)!r}: not a repository URL or path")
         self.remote = remote
         self.branch = branch
         self.author = author
@@ -271,6 +294,28 @@ class StatusPusher:
         except subprocess.TimeoutExpired:
             raise GitError(f"git {args[0]} timed out after 300 s") from None
 
+    def check_reachable(self, *, timeout: float = 30.0) -> None:
+        """Cheap check that the remote answers (``git ls-remote`` of the branch; nothing is
+        fetched or written), done before a run so a bad ``--status-repo`` fails first.
+
+        Raises:
+            GitError: the repository does not exist, is not a repository, refuses the
+                credentials or does not answer within ``timeout`` seconds (message redacted).
+        """
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": os.environ.get("GIT_ASKPASS", "true")}
+        try:
+            cp = subprocess.run(
+                [self.git, "ls-remote", "--heads", "--", self.remote, f"refs/heads/{self.branch}"],
+                capture_output=True, text=True, env=env, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
+            )
+        except FileNotFoundError:
+            raise GitError(f"the git command ({self.git}) is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise GitError(f"{redact(self.remote)}: no answer within {timeout:.0f} s") from None
+        if cp.returncode != 0:
+            why = _first_fatal(cp.stderr) or "git ls-remote failed"
+            raise GitError(f"{redact(self.remote)}: not reachable: {redact(why)}")
+
     def _fetch(self, gitdir: str) -> pygit2.Commit | None:
         ref = f"refs/remotes/status/{self.branch}"
         cp = self._run(gitdir, "fetch", "--quiet", "--no-tags", self.remote, f"+refs/heads/{self.branch}:{ref}")
@@ -290,12 +335,12 @@ class StatusPusher:
                 self.sign_command, input=payload, capture_output=True, text=True, timeout=120, check=False
             )
         except (FileNotFoundError, subprocess.TimeoutExpired) as e:
-            raise GitError(f"signing command {self.sign_command[0]!r} failed: {e}") from None
+            raise GitError(redact(f"signing command {self.sign_command[0]!r} failed: {e}")) from None
         if cp.returncode != 0 or "-----BEGIN" not in cp.stdout:
-            raise GitError(
+            raise GitError(redact(
                 f"signing command {self.sign_command[0]!r} failed (exit {cp.returncode}): "
                 f"{_last_line(cp.stderr) or 'no signature on stdout'}"
-            )
+            ))
         return cp.stdout.strip() + "\n"
 
     def _commit(
@@ -372,6 +417,16 @@ def _is_file(mode: int) -> bool:
 def _valid_branch(name: str) -> bool:
     bad = ("..", "~", "^", ":", "?", "*", "[", "\\", " ", "@{")
     return not any(b in name for b in bad) and not name.endswith((".lock", "/", ".")) and "//" not in name
+
+
+def _first_fatal(text: str) -> str:
+    """The first ``fatal:``/``error:`` line of git's stderr without its prefix (else the last line)."""
+    for ln in text.splitlines():
+        ln = ln.strip()
+        for prefix in ("fatal: ", "error: "):
+            if ln.startswith(prefix):
+                return ln[len(prefix):]
+    return _last_line(text)
 
 
 def _last_line(text: str) -> str:

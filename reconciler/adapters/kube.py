@@ -102,7 +102,7 @@ LOG_TAIL_LINES = 20
 
 _MERGE_PATCH = "application/merge-patch+json"
 _STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ def label_value(text: str) -> str:
     """``text`` as a valid label value: unchanged when valid; otherwise characters outside
     ``[A-Za-z0-9_.-]`` become ``-``, the result is cut to 54 characters and ``-`` + 8 hex of the
     original's SHA-256 is appended (so distinct inputs stay distinct)."""
-    if len(text) <= 63 and _LABEL_VALUE.match(text):
+    if len(text) <= 63 and _LABEL_VALUE.fullmatch(text):
         return text
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
     clean = re.sub(r"[^A-Za-z0-9_.-]+", "-", text)[:54].strip("-_.")

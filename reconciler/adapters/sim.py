@@ -107,12 +107,19 @@ class SimFleet:
     Args:
         objects: raw Kubernetes object dicts (Nodes, Pods, PDBs, DaemonSets); others are ignored.
         config: behaviour; defaults as in :class:`SimConfig`.
-        crash_after: raise ``CrashInjected`` right after this many writes (None: never).
+        crash_after: raise ``CrashInjected`` right after this many writes (None: never); every
+            write counts — node patches and conditions, events, evictions, stage pods, Lease
+            acquire/renew/release, ConfigMap patches.
+
+    ``save_on_crash`` (a path, default None): when set, the fleet as the crash left it is saved
+    there right before ``CrashInjected`` is raised, wherever the write happened (``--sim-save``
+    with ``--sim-crash-after``), so the next run can resume from it.
     """
 
     def __init__(self, objects: list[Obj], config: SimConfig | None = None, crash_after: int | None = None):
         self.config = config or SimConfig()
         self.crash_after = crash_after
+        self.save_on_crash: str | None = None
         self.writes = 0
         self.mono_offset = 0.0  # see now(): the origin of this "process's" monotonic clock
         self.calls: list[tuple[str, str]] = []  # (verb, target) of every write, for tests
@@ -393,6 +400,8 @@ class SimFleet:
 
     def _after_write(self) -> None:
         if self.crash_after is not None and self.writes >= self.crash_after:
+            if self.save_on_crash:
+                self.save(self.save_on_crash)
             raise CrashInjected(f"simulated crash after {self.writes} writes")
 
     def _bump(self, obj: Obj) -> str:

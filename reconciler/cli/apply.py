@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -15,9 +16,12 @@ from rich.console import Console
 
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
 from reconciler.cli.console import make_console
+from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
 from reconciler.cli.runsummary import print_summary
+from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError
 from reconciler.execute.timeline import Event, RunResult
+from reconciler.report.safetext import markup, visible
 
 EXIT_CRASHED = 137
 
@@ -35,17 +39,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--plan", metavar="plan.json", help="refuse to run unless the current plan has this planHash")
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
-    p.add_argument("--sim-crash-after", type=int, metavar="N", help="stop abruptly after N cluster writes (tests)")
-    p.add_argument("--run-id", help="run id recorded on nodes (default: random)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--sim-crash-after", type=count(1, 10**9), metavar="N",
+                   help="stop abruptly after N cluster writes (tests)")
+    p.add_argument("--run-id", type=run_id, help="run id recorded on nodes (default: random)")
+    p.add_argument("--workers", type=count(1, 1024), default=None, metavar="N",
                    help="nodes advanced at once on a real cluster (threads; default: the largest batch "
                         "the budget allows, 16 to 128)")
     p.add_argument("--retry-failed", action="store_true",
                    help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
-    p.add_argument("--poll-seconds", type=float, default=None, help="seconds between looks at the cluster")
-    p.add_argument("--wait-for-lock", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--poll-seconds", type=seconds(0, 3600, low_inclusive=False), default=None,
+                   help="seconds between looks at the cluster")
+    p.add_argument("--wait-for-lock", type=seconds(0, 7 * 86400), default=0.0, metavar="SECONDS",
                    help="wait this long for another run holding a recipe's Lease (default: exit 1 at once)")
-    p.add_argument("--lease-duration", type=int, default=60, metavar="SECONDS",
+    p.add_argument("--lease-duration", type=count(1, 86400), default=60, metavar="SECONDS",
                    help="Lease duration; renewed every third of it, taken over this long after a run died")
     p.set_defaults(func=run, locked=True)
     from reconciler.cli.applyreport import add_report_args  # status commit / status object (issue #5)
@@ -67,7 +73,6 @@ def _read_plan_hashes(path: str) -> dict[str, str]:
     Raises:
         InputError: unreadable, not JSON, or not that shape; positioned ``file:line:column`` with the field.
     """
-    import re
 
     from reconciler.jsonsafe import parse_json, path_pos
     from reconciler.load.yamlsafe import format_path, read_text
@@ -117,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.ops.controls import held_reason
     from reconciler.plan.planner import compute_plan, locked_refusals
 
+    check_apply_options(args)  # output paths and option combinations, before any work
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
     expected = _read_plan_hashes(args.plan) if args.plan else None
@@ -163,13 +169,13 @@ def run(args: argparse.Namespace) -> int:
         tainted = auto_taint(fenced, inputs.recipes, fleet)
         if tainted and args.output == "text":
             console.print(f"tainted {len(tainted)} new node(s) NoSchedule until their runtime-required recipes "
-                          f"complete (autoTaintNewNodes): {', '.join(tainted)}", soft_wrap=True)
+                          f"complete (autoTaintNewNodes): {markup(', '.join(tainted))}", soft_wrap=True)
         done: list[Recipe] = []
         for recipe in inputs.recipes:
             leases.tick(opened.clock.now())
             held = held_reason(opened.cluster, recipe.name)  # reconciler pause/disable (ops/controls.py)
             if held:
-                console.print(f"{recipe.name}: {held}; skipped", style="yellow", markup=False)
+                console.print(visible(f"{recipe.name}: {held}; skipped"), style="yellow", markup=False)
                 if held.startswith("paused"):  # a paused recipe still holds back later ones; a disabled one not
                     done.append(recipe)
                 continue
@@ -180,11 +186,12 @@ def run(args: argparse.Namespace) -> int:
             done.append(recipe)
             if args.output == "text":
                 console.print(
-                    f"[bold]{recipe.name}[/bold] {recipe.version}: {plan.summary['nodesChanging']} of "
-                    f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on {opened.description}"
+                    f"[bold]{markup(recipe.name)}[/bold] {markup(recipe.version)}: {plan.summary['nodesChanging']} of "
+                    f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on "
+                    f"{markup(opened.description)}"
                 )
                 for w in plan.warnings:
-                    console.print(f"  [yellow]warning:[/yellow] {w}")
+                    console.print(f"  [yellow]warning:[/yellow] {markup(w)}")
             rollout = Rollout(
                 recipe,
                 policies[recipe.name],
@@ -211,9 +218,8 @@ def run(args: argparse.Namespace) -> int:
         if failing is not None:
             reporter.failed(failing.name, failing.version, None, e, run_id)
         raise
-    except CrashInjected as e:
-        _save(args, opened)
-        print(f"crashed: {e}", file=sys.stderr)
+    except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
+        print(error_line("crashed", e), file=sys.stderr)
         return EXIT_CRASHED
     leases.release()
     _save(args, opened)
@@ -227,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_summary(console, results)
     if stopped:
-        print(f"error: {stopped}", file=sys.stderr)
+        print(error_line("error", stopped), file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK if all(r.result == "succeeded" for r in results) else EXIT_FAILED
 
@@ -243,10 +249,15 @@ _STYLE = {"failed": "red", "halted": "red", "complete": "green", "uncordon": "gr
 
 
 def _printer(console: Console) -> Any:
+    """The event line printer: node, event and detail come from the cluster and are printed
+    literally (:mod:`reconciler.report.safetext`), never as markup or terminal control."""
+    from rich.text import Text
+
     def show(ev: Event) -> None:
-        style = _STYLE.get(ev.event, "")
-        detail = f" {ev.detail}" if ev.detail else ""
-        ev_text = f"[{style}]{ev.event}[/{style}]" if style else ev.event
-        console.print(f"  {ev.t:9.1f}s  {ev.node:<20} {ev_text}{detail}", markup=True, soft_wrap=True)
+        line = Text(f"  {ev.t:9.1f}s  {visible(ev.node):<20} ")
+        line.append(visible(ev.event), style=_STYLE.get(ev.event, ""))
+        if ev.detail:
+            line.append(" " + visible(ev.detail))
+        console.print(line, soft_wrap=True)
 
     return show

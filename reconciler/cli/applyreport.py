@@ -23,19 +23,24 @@ nothing is changed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import re
 import shlex
+import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from reconciler.cli.safeio import error_line
 from reconciler.errors import InputError, ReconcilerError
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.model.plan import Plan
+from reconciler.report.redact import redact
+from reconciler.report.safetext import visible
 
 log = logging.getLogger(__name__)
-_AUTHOR = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>\s]+@[^<>\s]+)>\s*$")
+_AUTHOR = re.compile(r"\s*(?P<name>[^<>\x00-\x1f\x7f]+?)\s*<(?P<email>[^<>\s\x00-\x1f\x7f]+@[^<>\s\x00-\x1f\x7f]+)>\s*")
 
 
 def add_report_args(p: argparse.ArgumentParser) -> None:
@@ -80,6 +85,37 @@ def add_report_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-status-object", dest="status_object", action="store_false")
 
 
+@contextlib.contextmanager
+def _option(name: str) -> Iterator[None]:
+    """Turn an input or git error raised while checking option ``name`` into an InputError
+    (exit 2) that names the option; the message is redacted."""
+    from reconciler.adapters.git import GitError
+
+    try:
+        yield
+    except (InputError, GitError) as e:
+        text = redact(str(e))
+        raise InputError(text if text.startswith(name) else f"{name}: {text}") from None
+
+
+def _sign_command(text: str) -> list[str]:
+    """``--status-sign-command`` split as a shell would, its program found on ``PATH``.
+
+    Raises:
+        InputError: unbalanced quotes, an empty command, or a program that is not there.
+    """
+    try:
+        argv = shlex.split(text)
+    except ValueError as e:
+        raise InputError(f"--status-sign-command: {e}") from None
+    if not argv:
+        raise InputError("--status-sign-command: empty command")
+    if shutil.which(argv[0]) is None:
+        raise InputError(f"--status-sign-command: program {visible(argv[0])!r} not found "
+                         "(not on PATH or not executable)")
+    return argv
+
+
 class Reporter:
     """Reports of one ``apply`` invocation (see the module docstring). Build with
     :meth:`from_args` before any rollout starts."""
@@ -114,12 +150,16 @@ class Reporter:
 
             if not r.cluster_name:
                 raise InputError("--status-repo needs --cluster-name (status files are per cluster)")
-            status_path(r.cluster_name, "x", args.status_prefix)  # validates names and prefix
-            m = _AUTHOR.match(args.status_author)
+            with _option("--cluster-name"):
+                status_path(r.cluster_name, "x")  # validates the name
+            with _option("--status-prefix"):
+                status_path("x", "x", args.status_prefix)
+            m = _AUTHOR.fullmatch(args.status_author)
             if not m:
-                raise InputError(f"--status-author {args.status_author!r}: expected 'Name <email@host>'")
+                raise InputError(f"--status-author {visible(args.status_author)!r}: expected 'Name <email@host>'")
             r.template = args.status_message or DEFAULT_MESSAGE
-            check_template(r.template)
+            with _option("--status-message"):
+                check_template(r.template)
             watched = [p for p in [*args.recipes, *args.policy] if not p.startswith("/")]
             clash = paths_overlap(args.status_prefix, watched)
             if clash is not None:
@@ -127,11 +167,13 @@ class Reporter:
                     f"--status-prefix {args.status_prefix!r} overlaps the watched path {clash!r}: a status commit "
                     "there would trigger another sync; use a separate directory or branch"
                 )
-            sign = shlex.split(args.status_sign_command) if args.status_sign_command else None
+            sign = _sign_command(args.status_sign_command) if args.status_sign_command else None
             r.prefix = args.status_prefix
-            r.pusher = StatusPusher(
-                args.status_repo, args.status_branch, author=Identity(m["name"], m["email"]), sign_command=sign
-            )
+            with _option("--status-repo"):
+                r.pusher = StatusPusher(
+                    args.status_repo, args.status_branch, author=Identity(m["name"], m["email"]), sign_command=sign
+                )
+                r.pusher.check_reachable()  # before anything runs: a bad repository fails first, exit 2
         want_object = args.status_object
         if want_object is None:
             want_object = getattr(opened, "sim", None) is None
@@ -212,12 +254,12 @@ class Reporter:
             cluster=self.cluster_name,
             revision=self.revision,
             plan_hash=plan.planHash if plan else "",
-            error=str(error),
+            error=redact(str(error)),
         )
         try:
             self._push(recipe, version, doc, run_id, doc["planHash"])
         except ReconcilerError as e:  # the original error is what the caller reports
-            print(f"warning: status commit failed: {e}", file=sys.stderr)
+            print(error_line("warning", f"status commit failed: {e}"), file=sys.stderr)
 
     def _push(self, recipe: str, version: str, doc: dict[str, Any], run_id: str, plan_hash: str) -> None:
         from reconciler.report.gitstatus import encode, render_message, status_path
@@ -239,4 +281,4 @@ class Reporter:
         )
         res = self.pusher.write({path: encode(doc)}, msg)
         what = "committed" if res.changed else "unchanged"
-        print(f"status {path}: {what} {res.commit[:12]} on {self.pusher.branch}", file=sys.stderr)
+        print(visible(f"status {path}: {what} {res.commit[:12]} on {self.pusher.branch}"), file=sys.stderr)

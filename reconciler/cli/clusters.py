@@ -30,10 +30,15 @@ def open_cluster(args: argparse.Namespace) -> Opened:
     """Build the cluster adapter from parsed arguments.
 
     Raises:
-        InputError: bad ``--cluster`` value or unreadable simulation files.
+        InputError: bad ``--cluster`` value, unreadable simulation files, or a ``--sim-save``
+            path that cannot be written.
         ClusterError: the real cluster cannot be reached.
     """
     spec = getattr(args, "cluster", None)
+    if getattr(args, "sim_save", None) is not None:  # written at the end: checked before any work
+        from reconciler.cli.optcheck import output_file
+
+        output_file("--sim-save", args.sim_save)
     if spec:
         if not spec.startswith("sim:"):
             raise InputError(f"--cluster {spec!r}: expected sim:PATH (or use --kubeconfig for a real cluster)")
@@ -44,6 +49,7 @@ def open_cluster(args: argparse.Namespace) -> Opened:
         if cfg_path:
             config = load_sim_config(cfg_path)
         fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None))
+        fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
     from reconciler.adapters.kube import DEFAULT_POOL_SIZE, KubeCluster
     from reconciler.adapters.kubecache import NODES, WatchCache

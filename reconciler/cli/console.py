@@ -12,6 +12,12 @@ PIPE_WIDTH = 160
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    """A rich Console: the terminal's width on a TTY, :data:`PIPE_WIDTH` columns otherwise."""
+    """A rich Console: the terminal's width on a TTY, :data:`PIPE_WIDTH` columns otherwise.
+
+    No emoji codes and no highlighting: text from inputs is never reinterpreted. Strings from inputs
+    or the cluster still go through :mod:`reconciler.report.safetext` (``markup``/``text``) before
+    they reach it.
+    """
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, highlight=False, width=None if stream.isatty() else PIPE_WIDTH)
+    return Console(stderr=stderr, highlight=False, emoji=False,
+                   width=None if stream.isatty() else PIPE_WIDTH)

@@ -3,7 +3,9 @@
 Each verb lives in its own module exposing ``add_parser(subparsers)`` and ``run(args) -> int``.
 Errors derived from :class:`reconciler.errors.ReconcilerError` are printed as one line on stderr
 and mapped to their exit code (0 ok, 1 failed/halted rollout, 2 bad input, 3 changes pending,
-4 cluster error); a traceback is never shown for them.
+4 cluster error, 137 simulated crash); a traceback is never shown for them. Every line printed
+for an error, and every log record, is redacted (:mod:`reconciler.report.redact`) and shows
+control characters visibly (:mod:`reconciler.report.safetext`).
 """
 
 from __future__ import annotations
@@ -11,12 +13,28 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from reconciler import __version__
-from reconciler.errors import EXIT_BAD_INPUT, ReconcilerError
+from reconciler.cli.safeio import StdoutGuard, error_line, install_log_redaction
+from reconciler.errors import EXIT_BAD_INPUT, CrashInjected, ReconcilerError
+
+#: exit code of a run stopped by ``--sim-crash-after`` (as a process killed by SIGKILL: 128 + 9)
+EXIT_CRASHED = 137
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors redacted and made visible (a token given in an option value is
+    never echoed); exit code 2 as argparse's own."""
+
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message) + "\n")
+
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
 VERBS = ("validate", "plan", "apply", "simulate", "status",
@@ -25,7 +43,7 @@ VERBS = ("validate", "plan", "apply", "simulate", "status",
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (verbs are imported lazily by name)."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="reconciler",
         description="Roll out version-locked host packages (NodeWright model) across a Kubernetes fleet.",
     )
@@ -55,7 +73,15 @@ def _plain_help(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code."""
+    """Run the CLI; returns the process exit code.
+
+    Every error line is redacted and shows control characters visibly
+    (:func:`reconciler.cli.safeio.error_line`); log records are redacted when created. A closed
+    stdout (``apply | head``) does not stop the verb: output is dropped from then on and one note
+    on stderr says so at the end (the exit code is the verb's). A simulated crash
+    (``--sim-crash-after``) exits 137 wherever it happens (the simulated fleet saves itself first).
+    """
+    install_log_redaction()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -63,17 +89,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    real_stdout = sys.stdout
+    guard = StdoutGuard(real_stdout if real_stdout is not None else open(os.devnull, "w"))  # noqa: SIM115
+    sys.stdout = guard
+    try:
+        return _run(args)
+    finally:
+        sys.stdout = real_stdout
+        if guard.broken:
+            print("note: standard output was closed by its reader; the rest of the output was dropped "
+                  "(the command itself ran to its end)", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         rc: int = args.func(args)
         return rc
     except ReconcilerError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(error_line("error", e), file=sys.stderr)
         return e.exit_code
+    except CrashInjected as e:
+        print(error_line("crashed", e), file=sys.stderr)
+        return EXIT_CRASHED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(error_line("error", e), file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

@@ -18,8 +18,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_input_args
+from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_OK, ReconcilerError
 from reconciler.execute.timeline import RunResult
+from reconciler.report.redact import redact
+from reconciler.report.safetext import visible
 
 
 def _http_url(text: str) -> str:
@@ -62,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.plan.planner import compute_plan
     from reconciler.report.metrics import MetricSet, rollout_metrics
 
+    if args.metrics_file is not None:
+        from reconciler.cli.optcheck import output_file
+
+        output_file("--metrics-file", args.metrics_file)  # before any work
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     opened = open_cluster(args)
     fleet = observe(opened.cluster)
@@ -82,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(merged.render())
         return EXIT_OK
     for line in export(sets, file=args.metrics_file, pushgateway=args.pushgateway, job=args.metrics_job):
-        print(line)
+        print(visible(redact(line)))
     return EXIT_OK
 
 
@@ -99,6 +106,6 @@ def export_after_apply(args: argparse.Namespace, opened: Any, results: Sequence[
         sets = run_metrics(results, opened.cluster.list_nodes(), policies=policies, now=opened.wall(),
                            controls={r.recipe: controls.get(r.recipe, (False, False)) for r in results})
         for line in export(sets, file=args.metrics_file, pushgateway=args.pushgateway, job=args.metrics_job):
-            print(line, file=sys.stderr)
+            print(error_line("note", line)[len("note: "):], file=sys.stderr)
     except (MetricsError, ReconcilerError) as e:
-        print(f"warning: metrics not exported: {e}", file=sys.stderr)
+        print(error_line("warning", f"metrics not exported: {e}"), file=sys.stderr)

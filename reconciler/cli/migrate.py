@@ -19,6 +19,7 @@ from reconciler.cli.opsargs import add_write_args, confirm, save_sim
 from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError
 from reconciler.ops.migrate import PREFIXES, NodeImport, import_node, plan_import
 from reconciler.ops.patches import NodePatch, write_node_patches
+from reconciler.report.safetext import visible
 
 
 def add_parser(sub: Any) -> None:
@@ -40,16 +41,16 @@ def add_parser(sub: Any) -> None:
 def _print(imports: list[NodeImport], recipe: str) -> None:
     for imp in imports:
         if imp.error:
-            print(f"  {imp.node}: NOT imported: {imp.error}")
+            print(visible(f"  {imp.node}: NOT imported: {imp.error}"))
             continue
         pk = ", ".join(f"{k} {v}" for k, v in imp.packages.items()) or "no packages"
         extra = [x for x in (f"status {imp.status}" if imp.status else "", "cordon taken over" if imp.cordon else "",
                              "ignored" if imp.ignore else "") if x]
-        print(f"  {imp.node} (from {imp.prefix}): {pk}" + (f"; {', '.join(extra)}" if extra else ""))
+        print(visible(f"  {imp.node} (from {imp.prefix}): {pk}" + (f"; {', '.join(extra)}" if extra else "")))
         for n in imp.notes:
-            print(f"    note: {n}")
+            print(visible(f"    note: {n}"))
         if imp.patch is not None:
-            print(f"    {imp.patch.describe()}")
+            print(visible(f"    {imp.patch.describe()}"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
     if not imports:
         raise InputError(f"no node carries {' or '.join(f'{p}/nodeState_{args.name}' for p in PREFIXES[args.source])}")
     if not as_json:
-        print(f"import {args.source} resource {args.name} as recipe {recipe}: {len(patches)} node(s) to write, "
-              f"{len(errors)} unreadable, {len(imports) - len(patches) - len(errors)} left as is")
+        print(visible(f"import {args.source} resource {args.name} as recipe {recipe}: {len(patches)} node(s) to "
+                      f"write, {len(errors)} unreadable, {len(imports) - len(patches) - len(errors)} left as is"))
         _print(imports, recipe)
     if not patches or args.dry_run:
         if as_json:
@@ -93,5 +94,6 @@ def run(args: argparse.Namespace) -> int:
     if as_json:
         print(json.dumps(doc, indent=2, sort_keys=True))
     else:
-        print(f"written: {len(res.written)} node(s)" + (f"; gone: {', '.join(res.missing)}" if res.missing else ""))
+        print(visible(f"written: {len(res.written)} node(s)" + (f"; gone: {', '.join(res.missing)}" if res.missing
+                                                                 else "")))
     return EXIT_FAILED if errors else EXIT_OK

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from reconciler.cli.common import add_cluster_args, add_output_arg
 from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError
+from reconciler.report.safetext import visible
 
 
 class Change(Protocol):
@@ -62,22 +63,22 @@ def confirm(args: argparse.Namespace, question: str) -> bool:
         return True
     if not sys.stdin.isatty():
         raise InputError(f"{question} needs confirmation: no terminal to ask on; pass -y/--yes (or --dry-run to look)")
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    print(f"{visible(question)} [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline().strip().lower()
     return answer in ("y", "yes")
 
 
 def show_changes(changes: Sequence[Change], notes: Sequence[str], *, header: str) -> None:
     """Print what will be written (text output), to stdout."""
-    print(header)
+    print(visible(header))
     for c in changes:
         if c.summary:
-            print(f"  {c.summary}")
-        print(f"    {c.describe()}")
+            print(visible(f"  {c.summary}"))
+        print(visible(f"    {c.describe()}"))
         for w in getattr(c, "warnings", ()) or ():
-            print(f"    warning: {w}")
+            print(visible(f"    warning: {w}"))
     for n in notes:
-        print(f"  note: {n}")
+        print(visible(f"  note: {n}"))
 
 
 def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], notes: Sequence[str],

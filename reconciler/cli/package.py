@@ -28,9 +28,13 @@ from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_output_arg
 from reconciler.cli.opsargs import add_write_args, finish
+from reconciler.cli.optcheck import count
+from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from reconciler.ops.nodeops import RERUN_STAGES, rerun_patch
 from reconciler.ops.patches import plan_node_patches, select_nodes, write_node_patches
+from reconciler.report.redact import redact
+from reconciler.report.safetext import visible
 
 
 def add_parser(sub: Any) -> None:
@@ -83,7 +87,7 @@ def add_parser(sub: Any) -> None:
     lg.add_argument("--recipe", required=True)
     lg.add_argument("--node", action="append", default=[], metavar="NODE", help="node name or regex (repeatable)")
     lg.add_argument("--stage", help="stage (default: the stage recorded on the node)")
-    lg.add_argument("--attempts", type=int, default=6, help="attempts to look up per stage (default 6)")
+    lg.add_argument("--attempts", type=count(1, 1000), default=6, help="attempts to look up per stage (default 6)")
     add_cluster_args(lg)
     add_output_arg(lg, ("text", "json"))
     lg.set_defaults(func=run)
@@ -131,13 +135,13 @@ def _validate(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT if bad else EXIT_OK
     for r in reports:
         for e in r.errors:
-            print(f"{e}", file=sys.stderr)
+            print(visible(redact(e)), file=sys.stderr)
         for w in r.warnings:
-            print(f"warning: {w}", file=sys.stderr)
+            print(error_line("warning", w), file=sys.stderr)
         if r.config is not None:
             modes = ", ".join(r.config.defined_modes)
-            print(f"ok: {r.config.package_name} {r.config.package_version} ({r.root}): {modes}"
-                  + (f"; {len(r.warnings)} warning(s)" if r.warnings else ""))
+            print(visible(f"ok: {r.config.package_name} {r.config.package_version} ({r.root}): {modes}"
+                          + (f"; {len(r.warnings)} warning(s)" if r.warnings else "")))
     return EXIT_BAD_INPUT if bad else EXIT_OK
 
 
@@ -181,11 +185,12 @@ def _render(args: argparse.Namespace) -> int:
 
         buf = io.StringIO()
         y = YAML(typ="safe", pure=True)
+        y.allow_unicode = False  # bidi and zero-width characters escaped (\uXXXX), never printed raw
         y.default_flow_style = False
         y.dump_all(objs, buf)
         sys.stdout.write(buf.getvalue())
     for p in problems:
-        print(f"error: {p}", file=sys.stderr)
+        print(error_line("error", p), file=sys.stderr)
     return EXIT_BAD_INPUT if problems else EXIT_OK
 
 
@@ -199,8 +204,8 @@ def _logs(args: argparse.Namespace, cluster: Any, nodes: list[Any]) -> int:
         print(json.dumps({"logs": [vars(x) for x in found]}, indent=2, sort_keys=True))
         return EXIT_OK
     if not found:
-        print(f"no stage pod or failure record of {args.package} (recipe {args.recipe}) found; successful stage pods "
-              "are deleted, host logs stay under the agent's log directory")
+        print(visible(f"no stage pod or failure record of {args.package} (recipe {args.recipe}) found; successful "
+                      "stage pods are deleted, host logs stay under the agent's log directory"))
     for x in found:
         head = (f"== {x.node} {x.package} {x.version} {x.stage} pod {x.pod} (attempt {x.attempt}): {x.phase}"
                 if x.source == "pod" else f"== {x.node} {x.package} {x.stage}: failure record")
@@ -208,6 +213,6 @@ def _logs(args: argparse.Namespace, cluster: Any, nodes: list[Any]) -> int:
             head += f", exit {x.exit_code}"
         if x.reason:
             head += f" ({x.reason})"
-        print(head)
-        print(x.log.rstrip() if x.log else "(no log captured)")
+        print(visible(head))
+        print(visible(x.log.rstrip(), multiline=True) if x.log else "(no log captured)")
     return EXIT_OK

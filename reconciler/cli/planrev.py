@@ -4,7 +4,12 @@ Revision mode of the ``plan`` verb (this module adds its options to ``plan``). I
 recipes and policies at both revisions from git objects (never the work tree), plans only the
 recipes the change touches, both revisions against the same observed fleet, and shows what the
 change adds, removes and alters (:mod:`reconciler.report.compare`). A recipe deleted in head is
-shown as its uninstall plan.
+shown as its uninstall plan. The base side is the *merge base* of ``--base`` and ``--head``, as
+GitHub and GitLab compare a pull/merge request: when the target branch moved on after the change
+branched off, its later commits are not shown as the change's. Every output says so (text: a
+line under the header; JSON: ``comparedFrom: merge-base`` and ``requestedBaseRevision``;
+Markdown: a note under the revisions), and a warning (stderr and every output) says when base is
+not an ancestor of head.
 
 ``RECIPE-PATH`` are repository-relative paths (default ``recipes``); ``--policy`` paths are
 repository-relative too (default: ``policies/`` next to each recipe directory, as in plain
@@ -37,7 +42,10 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+from reconciler.cli.optcheck import count
+from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_CHANGES, EXIT_OK, InputError, InputErrors, SourcePos
+from reconciler.report.safetext import visible
 
 
 def add_revision_args(p: argparse.ArgumentParser) -> None:
@@ -49,13 +57,15 @@ def add_revision_args(p: argparse.ArgumentParser) -> None:
             action.default = []
     g = p.add_argument_group("plan a change between two revisions (git)")
     g.add_argument("--repo", metavar="PATH", help="git repository holding the recipes (revision mode)")
-    g.add_argument("--base", metavar="REV", help="base revision (e.g. the PR's target branch or merge base)")
+    g.add_argument("--base", metavar="REV",
+                   help="base revision (e.g. the PR's target branch); compared from its merge base with --head")
     g.add_argument("--head", metavar="REV", help="head revision (e.g. the PR's head SHA)")
     g.add_argument(
         "--recipe", dest="only", action="append", default=[], metavar="NAME", help="only these recipes (repeatable)"
     )
     g.add_argument("--comment", choices=("github", "gitlab"), help="post/update one sticky comment per recipe")
-    g.add_argument("--pr", type=int, metavar="N", help="pull request number (GitHub) or merge request IID (GitLab)")
+    g.add_argument("--pr", type=count(1, 2**31 - 1), metavar="N",
+                   help="pull request number (GitHub) or merge request IID (GitLab)")
     g.add_argument("--github-repo", metavar="OWNER/NAME", help="GitHub repository (default $GITHUB_REPOSITORY)")
     g.add_argument("--gitlab-project", metavar="ID", help="GitLab project id or path (default $CI_PROJECT_ID)")
     g.add_argument("--api-url", metavar="URL", help="API base URL (default from the CI environment)")
@@ -149,7 +159,10 @@ def run_revisions(args: argparse.Namespace) -> int:
 
     host = _review_host(args) if args.comment else None  # check token/PR before any work
     repo = GitRepo(args.repo)
-    base_sha, head_sha = repo.resolve(args.base), repo.resolve(args.head)
+    requested, head_sha = repo.resolve(args.base), repo.resolve(args.head)
+    base_sha, from_merge_base, warnings = compare_base(repo, requested, head_sha, args.base, args.head)
+    for w in warnings:
+        print(error_line("warning", w), file=sys.stderr)
     paths = [p.strip("/") or "." for p in (args.recipes or ["recipes"])]
     policies = [p.strip("/") for p in args.policy]
     if not any(repo.exists(base_sha, p) or repo.exists(head_sha, p) for p in paths):
@@ -180,6 +193,8 @@ def run_revisions(args: argparse.Namespace) -> int:
                 head_revision=head_sha,
                 rel=rel,
                 only=args.only,
+                requested_base=requested if from_merge_base else "",
+                warnings=warnings,
             )
         except InputError as e:
             raise _relocate(e, roots) from None
@@ -197,12 +212,31 @@ def run_revisions(args: argparse.Namespace) -> int:
 
         for b in bodies:
             action = host.upsert_comment(args.pr, b.marker, b.body)
-            print(f"{action} comment for recipe {b.recipe} on {args.comment} #{args.pr}", file=sys.stderr)
+            print(visible(f"{action} comment for recipe {b.recipe} on {args.comment} #{args.pr}"), file=sys.stderr)
         state, description = commit_status(cmp)
         host.set_status(head_sha, state, description, args.status_context, args.details_url)
     if args.detailed_exitcode and cmp.pending:
         return EXIT_CHANGES
     return EXIT_OK
+
+
+def compare_base(repo: Any, base: str, head: str, base_name: str, head_name: str) -> tuple[str, bool, list[str]]:
+    """``(commit to compare head from, whether it is the merge base, warnings)``.
+
+    The commit is the merge base of ``base`` and ``head`` (full SHAs), as GitHub ("three-dot"
+    comparison of a pull request) and GitLab (merge request diff) compare, so changes made on
+    base after head branched off are not shown as the change's. Warns when base is not an
+    ancestor of head (base moved on, or head is behind), or when the histories share no commit
+    (then the two trees are compared as given)."""
+    mb = repo.merge_base(base, head)
+    if mb is None:
+        return base, False, [f"--base {base_name} and --head {head_name} share no history; comparing the two trees "
+                             "as given"]
+    if mb == base:
+        return base, True, []
+    return mb, True, [f"--base {base_name} ({base[:12]}) is not an ancestor of --head {head_name} ({head[:12]}): "
+                      f"comparing from their merge base {mb[:12]}, as the pull request is; changes made on the base "
+                      "since then are not part of this change"]
 
 
 def _review_host(args: argparse.Namespace) -> Any:

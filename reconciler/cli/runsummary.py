@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from reconciler.execute.timeline import RunResult
+from reconciler.report.safetext import markup, text
 
 
 def hms(seconds: float) -> str:
@@ -22,7 +23,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
     reboots, evictions, the most nodes disrupted at once per compartment against its ceiling),
     a totals line, then every node that did not complete."""
     if title:
-        console.print(title)
+        console.print(text(title))
     t = Table(show_header=True, header_style="bold")
     for col in ("recipe", "result", "duration", "complete", "failed", "blocked/waiting", "batches", "reboots",
                 "evictions", "max disrupted / ceiling"):
@@ -34,7 +35,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
         evictions = sum(1 for e in r.timeline if e.event == "evict")
         colour = {"succeeded": "green", "failed": "red", "halted": "red"}[r.result]
         t.add_row(
-            r.recipe,
+            text(r.recipe),
             f"[{colour}]{r.result}[/{colour}]",
             hms(r.duration),
             str(states.count("complete")),
@@ -43,7 +44,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
             str(sum(len(c["batches"]) for c in r.compartments)),
             str(reboots),
             str(evictions),
-            ", ".join(f"{c['name']} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-",
+            text(", ".join(f"{c['name']} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-"),
         )
         totals["complete"] += states.count("complete")
         totals["failed"] += states.count("failed")
@@ -61,10 +62,11 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
     for r in results:
         for c in r.compartments:
             if c.get("haltReason"):
-                console.print(f"  [red]{r.recipe}[/red] compartment {c['name']} halted: {c['haltReason']}",
-                              soft_wrap=True)
+                console.print(f"  [red]{markup(r.recipe)}[/red] compartment {markup(c['name'])} halted: "
+                              f"{markup(c['haltReason'])}", soft_wrap=True)
         for n in r.nodes:
             if n.state in ("failed", "blocked", "waiting"):
-                console.print(f"  [red]{r.recipe}[/red] {n.name} {n.state}: {n.message}", soft_wrap=True)
+                console.print(f"  [red]{markup(r.recipe)}[/red] {markup(n.name)} {markup(n.state)}: "
+                              f"{markup(n.message)}", soft_wrap=True)
                 if n.log_tail:
-                    console.print(f"    log: {n.log_tail[-400:]}", soft_wrap=True)
+                    console.print(text(f"    log: {n.log_tail[-400:]}", multiline=True), soft_wrap=True)

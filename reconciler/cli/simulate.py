@@ -15,6 +15,7 @@ from reconciler.cli.console import make_console
 from reconciler.cli.runsummary import print_summary
 from reconciler.errors import EXIT_FAILED, EXIT_OK
 from reconciler.execute.timeline import RunResult
+from reconciler.report.safetext import text, visible
 
 
 def add_parser(sub: Any) -> None:
@@ -65,5 +66,6 @@ def _show(console: Any, results: list[RunResult], timeline: bool, source: str) -
     if timeline:
         for r in results:
             for ev in r.timeline:
-                console.print(f"  {r.recipe} {ev.t:9.1f}s {ev.node:<20} {ev.event} {ev.detail}", soft_wrap=True)
+                console.print(text(f"  {visible(r.recipe)} {ev.t:9.1f}s {visible(ev.node):<20} {visible(ev.event)} "
+                                   f"{visible(ev.detail)}"), soft_wrap=True)
     print_summary(console, results, title=f"what-if on a simulated copy of the {source} (nothing was changed)")

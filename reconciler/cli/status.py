@@ -21,6 +21,7 @@ from reconciler.model.nodestate import (
     parse_state,
 )
 from reconciler.model.observed import NodeInfo
+from reconciler.report.safetext import text
 
 STATE_PREFIX = f"{PREFIX}/nodeState_"
 
@@ -98,11 +99,11 @@ def run(args: argparse.Namespace) -> int:
         fail = "; ".join(f"{f.get('reason')}: {f.get('message', '')[:80]}" for f in d["failures"])
         if not d["packages"]:
             row = [d["name"], cordon, "", "", "", "", ""]
-            t.add_row(*(row + (["", fail] if args.output == "wide" else [])))
+            t.add_row(*(text(c) for c in row + (["", fail] if args.output == "wide" else [])))
         for p in d["packages"]:
             row = [d["name"], cordon, p["recipe"], p["name"], p["version"], p["stage"], p["state"]]
             if args.output == "wide":
                 row += [str(p["restarts"]), fail]
-            t.add_row(*row)
+            t.add_row(*(text(c) for c in row))
     console.print(t)
     return EXIT_OK

@@ -35,8 +35,9 @@ from reconciler.model.nodestate import (
     status_key,
 )
 from reconciler.model.observed import NodeInfo
-from reconciler.ops.nodeops import is_ignored
+from reconciler.ops.nodeops import is_ignored, owed_interrupt
 from reconciler.ops.patches import select_nodes
+from reconciler.report.safetext import markup, text, visible
 
 
 def node_view(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
@@ -49,7 +50,8 @@ def node_view(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
     for r in doc["recipes"]:
         rec = parse_model(InFlight, node.annotations.get(inflight_key(r)))
         if rec is not None:
-            flying[r] = {"runId": rec.runId, "phase": rec.phase, "lifecycle": rec.lifecycle}
+            flying[r] = {"runId": rec.runId, "phase": rec.phase.value, "lifecycle": rec.lifecycle,
+                         "owes": owed_interrupt(node, r)}
     doc["inflight"] = flying
     doc["taints"] = [str(t) for t in node.taints]
     return doc
@@ -79,6 +81,7 @@ def _dump(doc: Any, output: str) -> None:
 
     buf = io.StringIO()
     y = YAML(typ="safe", pure=True)
+    y.allow_unicode = False  # bidi and zero-width characters escaped (\uXXXX), never printed raw
     y.default_flow_style = False
     y.dump(doc, buf)
     sys.stdout.write(buf.getvalue())
@@ -105,11 +108,11 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
         for c in cols:
             t.add_column(c)
         for r in rows:
-            t.add_row(*(str(r[c]) for c in cols))
+            t.add_row(*(text(r[c]) for c in cols))
         console = make_console()
         console.print(t)
-        console.print(f"{package}: {len(rows)} node(s); " + (", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
-                                                              or "not recorded on any node"))
+        tally = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "not recorded on any node"
+        console.print(text(f"{package}: {len(rows)} node(s); {tally}"))
         return EXIT_OK
     if not patterns:  # fleet view in YAML (json/table stay in reconciler.cli.status)
         _dump({"nodes": [node_status(n, recipe) for n in chosen]}, "yaml" if out == "yaml" else "json")
@@ -122,22 +125,25 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
     for d in docs:
         cordon = "cordoned by us" if d["cordonedByUs"] else ("cordoned" if d["unschedulable"] else "schedulable")
         flags = [cordon] + (["IGNORED"] if d["ignored"] else [])
-        console.print(f"[bold]{d['name']}[/bold]: {', '.join(flags)}")
+        console.print(f"[bold]{markup(d['name'])}[/bold]: {', '.join(flags)}")
         for r in d["recipes"]:
             fl = d["inflight"].get(r)
             extra = f"; in flight: run {fl['runId']} phase {fl['phase']}" if fl else ""
-            console.print(f"  recipe {r}: status {d['statuses'].get(r) or '-'}{extra}")
+            if fl and fl.get("owes"):
+                extra += f"; owes a {fl['owes']}"
+            console.print(text(f"  recipe {r}: status {d['statuses'].get(r) or '-'}{extra}"))
         if out == "wide" and d["taints"]:
-            console.print(f"  taints: {', '.join(d['taints'])}")
+            console.print(text(f"  taints: {', '.join(d['taints'])}"))
         for f in d["failures"]:
             msg = str(f.get("message", ""))[:200]
-            console.print(f"  failure ({f.get('recipe')}): {f.get('reason')}: {msg}", style="red", markup=False)
+            console.print(visible(f"  failure ({f.get('recipe')}): {f.get('reason')}: {msg}"), style="red",
+                          markup=False)
         if d["packages"]:
             t = Table(show_header=True, header_style="bold")
             cols = ["recipe", "name", "version", "stage", "state"] + (["restarts"] if out == "wide" else [])
             for c in cols:
                 t.add_column(c)
             for p in d["packages"]:
-                t.add_row(*(str(p[c]) for c in cols))
+                t.add_row(*(text(p[c]) for c in cols))
             console.print(t)
     return EXIT_OK

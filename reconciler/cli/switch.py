@@ -18,6 +18,7 @@ from reconciler.adapters.host import operator_identity
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.errors import EXIT_OK, InputError
 from reconciler.ops.controls import ACTIONS, Action, control_patch, read_controls, store_for
+from reconciler.report.safetext import visible
 
 _HELP = {
     "pause": "pause a recipe: apply starts nothing for it until `resume`",
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                   "this cluster adapter cannot store recipe controls")
         else:
             for name, c in sorted(controls.items()):
-                print(f"{name}: {c.describe()}")
+                print(visible(f"{name}: {c.describe()}"))
         return EXIT_OK
     if not args.recipe:
         raise InputError(f"{args.action}: name the recipe (or use --list)")

@@ -22,6 +22,8 @@ from typing import Any
 from reconciler.cli.common import add_input_args, add_output_arg
 from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, InputErrors
 from reconciler.load import load_inputs
+from reconciler.report.redact import redact
+from reconciler.report.safetext import visible
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -82,9 +84,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2))
     elif errors:
         for e in errors:
-            print(str(e), file=sys.stderr)
+            print(visible(redact(e)), file=sys.stderr)
     else:
         rec = f"{len(recipe_names)} recipes ({', '.join(recipe_names)})"
         pol = f"{len(policy_names)} policies" + (f" ({', '.join(policy_names)})" if policy_names else "")
-        print(f"ok: {rec}, {pol}")
+        print(visible(f"ok: {rec}, {pol}"))
     return EXIT_BAD_INPUT if errors else EXIT_OK

@@ -34,6 +34,7 @@ from reconciler.model.recipe import Recipe, Uninstall
 from reconciler.plan.interrupts import describe
 from reconciler.plan.planner import compute_plan
 from reconciler.report.render import step_text
+from reconciler.report.safetext import visible
 
 RecipeChangeKind = Literal["added", "removed", "modified", "unchanged"]
 NodeChangeKind = Literal["added", "removed", "altered"]
@@ -250,15 +251,41 @@ class Comparison:
     head_revision: str
     changed_files: tuple[str, ...]
     recipes: tuple[RecipeChange, ...]
+    #: the revision ``--base`` named (full SHA); ``base_revision`` is the merge base of it and
+    #: head, the commit a pull request is compared from ("" when the caller compared as given)
+    requested_base: str = ""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def from_merge_base(self) -> bool:
+        """True when the base side is the merge base of the requested base and head."""
+        return bool(self.requested_base)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
+        """JSON form. ``baseRevision`` is the commit compared from; with a merge base,
+        ``requestedBaseRevision`` is what ``--base`` named and ``comparedFrom`` is
+        ``"merge-base"`` (else ``"base"``)."""
+        doc: dict[str, Any] = {
             "baseRevision": self.base_revision,
             "headRevision": self.head_revision,
             "changedFiles": list(self.changed_files),
             "recipes": [r.to_dict() for r in self.recipes],
         }
+        if self.requested_base:
+            doc["requestedBaseRevision"] = self.requested_base
+            doc["comparedFrom"] = "merge-base"
+        if self.warnings:
+            doc["warnings"] = list(self.warnings)
+        return doc
+
+    def base_note(self) -> str:
+        """One sentence saying what the base side is ("" without a merge base)."""
+        if not self.requested_base:
+            return ""
+        if self.requested_base == self.base_revision:
+            return f"compared from the merge base {self.base_revision[:12]} (the base itself, an ancestor of head)"
+        return (f"compared from the merge base {self.base_revision[:12]} of base {self.requested_base[:12]} and head "
+                f"{self.head_revision[:12]}, as a pull request is: later changes on base are not shown")
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, two-space indent, trailing newline)."""
@@ -489,11 +516,15 @@ def compare_revisions(
     rel: Callable[[str], str] = lambda p: p,
     only: Iterable[str] = (),
     durations: Durations = Durations(),
+    requested_base: str = "",
+    warnings: Iterable[str] = (),
 ) -> Comparison:
     """Compare every recipe the change touches (see the module docstring).
 
     ``changed_files``: repository paths changed between the revisions; ``rel`` maps a loaded
-    ``source`` path to a repository path; ``only``: restrict to these recipe names.
+    ``source`` path to a repository path; ``only``: restrict to these recipe names;
+    ``requested_base``: the revision ``--base`` named when ``base_revision`` is its merge base
+    with head; ``warnings``: notes about the revisions, kept in every output.
 
     Raises:
         InputError: a recipe's policy is missing at one of the revisions.
@@ -515,7 +546,7 @@ def compare_revisions(
         for name, files in touched.items()
         if not wanted or name in wanted
     )
-    return Comparison(base_revision, head_revision, changed, recipes)
+    return Comparison(base_revision, head_revision, changed, recipes, requested_base, tuple(warnings))
 
 
 # --------------------------------------------------------------------------------------------
@@ -539,6 +570,9 @@ _TEXT_NODES = 20
 def render_comparison_text(cmp: Comparison) -> str:
     """Plain-text report for the terminal (no colour, no markup)."""
     lines = [f"Change {cmp.base_revision[:12]} → {cmp.head_revision[:12]}: {len(cmp.changed_files)} file(s) changed"]
+    if cmp.base_note():
+        lines.append(f"({cmp.base_note()})")
+    lines += [f"warning: {w}" for w in cmp.warnings]
     if not cmp.recipes:
         lines.append("No recipe or policy is affected by this change.")
     for r in cmp.recipes:
@@ -573,4 +607,4 @@ def render_comparison_text(cmp: Comparison) -> str:
             lines.append(f"  … and {len(r.nodes) - _TEXT_NODES} more node(s) (-o json for all)")
         for risk in r.risks:
             lines.append(f"  ! {risk.message}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(visible(line) for line in lines) + "\n"

@@ -58,6 +58,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import Plan
 from reconciler.model.run import RunResult
+from reconciler.report.safetext import visible
 
 PREFIX = "node_reconciler_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -296,7 +297,7 @@ def write_textfile(path: str, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     except OSError as e:
-        raise MetricsError(f"cannot write metrics file {path}: {e.strerror or e}") from None
+        raise MetricsError(f"cannot write metrics file {visible(path)}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -307,7 +308,7 @@ def write_textfile(path: str, text: str) -> None:
     except OSError as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise MetricsError(f"cannot write metrics file {path}: {e.strerror or e}") from None
+        raise MetricsError(f"cannot write metrics file {visible(path)}: {e.strerror or e}") from None
 
 
 def run_metrics(

@@ -24,6 +24,7 @@ links, emphasis, tables or mentions can be injected).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -89,8 +90,13 @@ def render_comment(
     scope: str = "",
     details_url: str = "",
     limit: int = COMMENT_LIMIT,
+    base_note: str = "",
+    warnings: Sequence[str] = (),
 ) -> CommentBody:
-    """The sticky comment for one recipe (see the module docstring). ``len(body) <= limit``."""
+    """The sticky comment for one recipe (see the module docstring). ``len(body) <= limit``.
+
+    ``base_note`` (e.g. "compared from the merge base …") follows the revisions line;
+    ``warnings`` about the revisions are quoted below it."""
     mk = marker(change.name, scope)
     b, h = change.base, change.head
     ver = f"{md_escape(change.base_version or '-')} → {md_escape(change.head_version or '-')}"
@@ -105,7 +111,11 @@ def render_comment(
         listed = ", ".join(md_escape(f) for f in change.files[:5])
         more = f" and {len(change.files) - 5} more" if len(change.files) > 5 else ""
         meta += f" · files: {listed}{more}"
-    lines += [meta, ""]
+    lines.append(meta)
+    if base_note:
+        lines.append(f"<sub>{md_escape(_clip(base_note, 300))}</sub>")
+    lines += [f"> ⚠️ {md_escape(_clip(w, 300))}" for w in warnings[:3]]
+    lines.append("")
     headline = (
         f"**{h.nodes_changing} of {h.nodes} selected nodes change** (base: {b.nodes_changing}) · "
         f"{_actions(h)} · **{h.reboots} reboot(s)** · {h.batches} batch(es) · est. {human_duration(h.seconds)}"
@@ -246,6 +256,8 @@ def render_comments(
             scope=scope,
             details_url=details_url,
             limit=limit,
+            base_note=cmp.base_note(),
+            warnings=cmp.warnings,
         )
         for r in cmp.recipes
     ]

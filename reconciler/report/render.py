@@ -20,10 +20,10 @@ from collections.abc import Iterable, Sequence
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from reconciler.model.plan import ACTIONS, NodePlan, Plan, Step
 from reconciler.plan.interrupts import describe
+from reconciler.report.safetext import text, visible
 
 #: Hard cap of the Markdown body: GitHub refuses comments over 65,536 characters; the margin
 #: leaves room for a caller's own header/footer.
@@ -100,16 +100,16 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
     title = f"Plan for recipe {plan.recipe.name}"
     if plan.recipe.version:
         title += f" {plan.recipe.version}"
-    console.print(Text(title, style="bold"))
+    console.print(text(title, style="bold"))
     meta = f"policy {plan.policy}"
     if plan.revision:
         meta += f" · revision {plan.revision}"
     meta += f" · plan hash {plan.planHash[:12]}"
-    console.print(Text(meta))
-    console.print(Text(f"Nodes: {s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected change"))
-    console.print(Text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"))
-    console.print(Text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"))
-    console.print(Text(f"Batches: {s.get('batches', 0)}"))
+    console.print(text(meta))
+    console.print(text(f"Nodes: {s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected change"))
+    console.print(text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"))
+    console.print(text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"))
+    console.print(text(f"Batches: {s.get('batches', 0)}"))
 
     if plan.compartments:
         ct = Table(title="Compartments", title_justify="left", show_lines=False)
@@ -117,11 +117,11 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
             ct.add_column(col)
         for c in plan.compartments:
             ct.add_row(
-                Text(c.name),
-                Text(c.strategy),
-                Text(str(c.ceiling)),
-                Text(str(c.matched)),
-                Text(_batch_sizes([len(b) for b in c.batches])),
+                text(c.name),
+                text(c.strategy),
+                text(str(c.ceiling)),
+                text(str(c.matched)),
+                text(_batch_sizes([len(b) for b in c.batches])),
             )
         console.print(ct)
 
@@ -146,20 +146,20 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
             if n.untaint:
                 drain.append("untaint")
             nt.add_row(
-                Text(n.name),
-                Text(f"{n.compartment} #{n.batch}" if n.batch else n.compartment),
-                Text(steps),
-                Text(describe(n.interrupt)),
-                Text(", ".join(drain) or "-"),
+                text(n.name),
+                text(f"{n.compartment} #{n.batch}" if n.batch else n.compartment),
+                text(steps, multiline=True),
+                text(describe(n.interrupt)),
+                text(", ".join(drain) or "-"),
             )
         console.print(nt)
     else:
-        console.print(Text("No changes: every selected node is up to date."))
+        console.print(text("No changes: every selected node is up to date."))
 
     if plan.warnings:
-        console.print(Text("Warnings:", style="bold yellow"))
+        console.print(text("Warnings:", style="bold yellow"))
         for w in plan.warnings:
-            console.print(Text(f"  ! {w}"))
+            console.print(text(f"  ! {w}"))
     return "\n".join(line.rstrip() for line in buf.getvalue().split("\n"))
 
 
@@ -187,11 +187,12 @@ def md_escape(text: object) -> str:
     HTML metacharacters become entities (no tag, comment or ``<details>`` can be opened or
     closed); emphasis, code, link/image, table, strikethrough and heading characters are
     backslash-escaped; a leading list/quote marker (``-``, ``+``, ``1.``) is escaped; line breaks
-    and control characters become spaces; ``@`` is followed by a zero-width space so a name
+    and C0 control characters become spaces, DEL, C1, bidi and zero-width characters visible escapes
+    (:func:`reconciler.report.safetext.visible`); ``@`` is followed by a zero-width space so a name
     cannot mention (notify) a user or team.
     """
     s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-    s = "".join(ch if ch >= " " else " " for ch in s)
+    s = visible("".join(ch if ch >= " " else " " for ch in s))  # DEL, C1, bidi, zero-width: shown as escapes
     s = _MD_INLINE.sub(r"\\\1", s)
     s = _MD_BLOCK_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", s, count=1)
     return s.replace("@", "@&#8203;")

@@ -1,0 +1,114 @@
+"""The CLI's process-level output safety: error lines, log records and a closed stdout.
+
+* :func:`error_line` — how every error and warning line is written: secrets masked
+  (:func:`reconciler.report.redact.redact`) and control characters made visible
+  (:func:`reconciler.report.safetext.visible`), one line;
+* :func:`install_log_redaction` — every log record's message is formatted and redacted when it is
+  created, so no handler (ours, pytest's, a user's) ever holds a secret;
+* :class:`StdoutGuard` — ``sys.stdout`` for the run: when the reader goes away (``apply | head``,
+  a closed pipe: ``BrokenPipeError``/``EPIPE``), further output is dropped instead of raising, so a
+  rollout never stops half-way because a line could not be printed; :func:`main` says so once on
+  stderr at the end and the exit code stays the run's own.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import sys
+from typing import Any, TextIO
+
+from reconciler.report.redact import redact
+from reconciler.report.safetext import visible
+
+
+def error_line(prefix: str, message: object) -> str:
+    """``"<prefix>: <message>"`` redacted and made visible (one line)."""
+    return f"{prefix}: {visible(redact(message))}"
+
+
+def warn(message: object) -> None:
+    """Print ``warning: message`` on stderr (redacted, visible)."""
+    print(error_line("warning", message), file=sys.stderr)
+
+
+_installed = False
+
+
+def install_log_redaction() -> None:
+    """Make every :class:`logging.LogRecord` carry its message already formatted and redacted
+    (``record.msg`` the safe text, ``record.args`` empty). Idempotent."""
+    global _installed
+    if _installed:
+        return
+    base = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = base(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: keep the record as logging would show it
+            return record
+        record.msg = visible(redact(message), multiline=True)
+        record.args = ()
+        return record
+
+    logging.setLogRecordFactory(factory)
+    _installed = True
+
+
+def _is_epipe(e: BaseException) -> bool:
+    return isinstance(e, BrokenPipeError) or (isinstance(e, OSError) and e.errno == errno.EPIPE)
+
+
+class StdoutGuard:
+    """A stand-in for ``sys.stdout`` that stops writing, silently, once the reader has gone.
+
+    ``broken`` tells whether that happened. On the first ``EPIPE`` the real file descriptor is
+    pointed at ``/dev/null`` (the Python documentation's recipe for SIGPIPE), so buffered output
+    flushed at interpreter exit cannot raise either.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.broken = False
+
+    def _drop(self) -> None:
+        self.broken = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def write(self, s: str) -> int:
+        """Write ``s`` (or drop it when the reader is gone); returns ``len(s)`` either way."""
+        if self.broken:
+            return len(s)
+        try:
+            return self._stream.write(s)
+        except OSError as e:
+            if not _is_epipe(e):
+                raise
+            self._drop()
+            return len(s)
+
+    def flush(self) -> None:
+        """Flush (a no-op once the reader is gone)."""
+        if self.broken:
+            return
+        try:
+            self._stream.flush()
+        except OSError as e:
+            if not _is_epipe(e):
+                raise
+            self._drop()
+
+    def isatty(self) -> bool:
+        """Whether the real stream is a terminal (False once broken)."""
+        return not self.broken and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
