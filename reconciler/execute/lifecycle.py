@@ -358,6 +358,10 @@ class NodeRun:
         return wake
 
     def _on_error(self, e: ClusterError) -> float | None:
+        if isinstance(e, ForbiddenError) and self.phase is Phase.FAILING:
+            # RBAC refuses even the failure record: nothing can be recorded on any node; the run
+            # stops with the API's one-line reason (exit 4) rather than fail nodes it cannot mark
+            raise e
         now = self._now()
         if self._streak == 0:
             self._streak_start = now
