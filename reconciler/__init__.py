@@ -7,6 +7,30 @@ action) → ``plan`` (dependency order, merged interrupt, compartments and batch
 
 Only ``reconciler.adapters`` talks to the outside world. The layer order is an import contract
 (``lint-imports``, docs/architecture-layers.md).
+
+The library API is the application service (:mod:`reconciler.service`, docs/api.md):
+``reconciler.plan_recipes(inputs, cluster)`` and
+``reconciler.apply_recipes(inputs, cluster, clock, settings)``
+with every safety check, ``reconciler.load_inputs(paths)`` for the inputs; adapters come from
+``reconciler.adapters`` (``SimFleet`` for the simulated fleet, ``KubeCluster`` + ``WatchClock``).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from reconciler.version import __version__ as __version__
+
+__all__ = ["ApplyResult", "ApplySettings", "Observer", "__version__", "apply_recipes", "load_inputs", "plan_recipes"]
+
+_LAZY = {"ApplyResult": "reconciler.service", "ApplySettings": "reconciler.service", "Observer": "reconciler.service",
+         "apply_recipes": "reconciler.service", "plan_recipes": "reconciler.service", "load_inputs": "reconciler.load"}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported on first use (``import reconciler`` stays light for the CLI)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'reconciler' has no attribute {name!r}")

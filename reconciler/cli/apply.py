@@ -19,7 +19,7 @@ from reconciler.cli.console import make_console
 from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
 from reconciler.cli.runsummary import print_summary
 from reconciler.cli.safeio import error_line
-from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, PlanMismatchError
+from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.report.safetext import markup, visible
 
@@ -111,131 +111,91 @@ def _read_plan_hashes(path: str) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, observe, plan and apply every recipe in (priority, name) order."""
+    """Load, observe, plan and apply every recipe in (priority, name) order, through the
+    application service (:func:`reconciler.service.apply_recipes`, which carries every safety check)."""
+    from reconciler.adapters.host import process_identity
+    from reconciler.cli.applyreport import Reporter
     from reconciler.cli.clusters import open_cluster
-    from reconciler.execute.rollout import Rollout, default_workers, new_run_id
-    from reconciler.execute.sequencing import waiting_nodes
-    from reconciler.execute.taints import auto_taint
     from reconciler.load import load_inputs, policy_for
-    from reconciler.model.recipe import Recipe
-    from reconciler.observe.snapshot import observe
-    from reconciler.ops.controls import held_reason
-    from reconciler.plan.planner import compute_plan, locked_refusals
+    from reconciler.service import ApplySettings, apply_recipes
 
     check_apply_options(args)  # output paths and option combinations, before any work
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
-    policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
     expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
     console = make_console(stderr=args.output == "json")
-    run_id = args.run_id or new_run_id()
-    from reconciler.cli.applyreport import Reporter
-    from reconciler.errors import ReconcilerError
-
     reporter = Reporter.from_args(args, opened)  # checks its options before anything runs
-    from reconciler.adapters.host import process_identity
-    from reconciler.execute.lock import LeaseGroup, holder_identity  # one run per recipe (issue #6)
-
-    leases = LeaseGroup(opened.cluster, opened.clock, [r.name for r in inputs.recipes],
-                        holder_identity(run_id, process_identity()), duration=args.lease_duration)
-    leases.acquire(args.wait_for_lock)  # before anything is observed or changed; LeaseHeldError names the holder
-    from reconciler.execute.fence import FencedCluster
-
-    fenced = FencedCluster(opened.cluster, leases)  # every write checks the leases first (issue 12)
-    stopped = ""
-    results: list[RunResult] = []
+    settings = ApplySettings(
+        holder=process_identity(),
+        run_id=args.run_id,
+        locked=args.locked,
+        expected_hashes=expected,
+        plan_source=f"plan {args.plan}",
+        retry_failed=args.retry_failed,
+        workers=1 if opened.sim is not None else args.workers,
+        poll_seconds=args.poll_seconds or opened.poll_seconds,
+        lease_duration=args.lease_duration,
+        wait_for_lock=args.wait_for_lock,
+    )
+    observer = _CliObserver(console, reporter, text=args.output == "text", where=opened.description)
     try:
-        # pre-checks on one observation, one plan per recipe; nothing is written before they pass
-        fleet = observe(opened.cluster)
-        first = {r.name: compute_plan(r, policies[r.name], fleet) for r in inputs.recipes}
-        if expected is not None:  # every recipe applied must match its reviewed plan
-            for rec in inputs.recipes:
-                current = first[rec.name].planHash
-                if rec.name not in expected:
-                    raise PlanMismatchError(
-                        f"plan {args.plan} has no plan for recipe {rec.name}; plan it and review it"
-                    )
-                if current != expected[rec.name]:
-                    raise PlanMismatchError(
-                        f"plan {args.plan} is stale for recipe {rec.name}: its planHash {expected[rec.name][:12]} does "
-                        f"not match the current inputs and fleet ({current[:12]}); re-run `reconciler plan` and "
-                        "review it"
-                    )
-        if args.locked:  # refuse before anything is changed
-            refused = [m for r in inputs.recipes for m in locked_refusals(first[r.name], r)]
-            if refused:
-                raise InputError("; ".join(refused))
-        runtime_required = tuple(r.name for r in inputs.recipes if r.runtimeRequired)
-        tainted = auto_taint(fenced, inputs.recipes, fleet)
-        if tainted and args.output == "text":
-            console.print(f"tainted {len(tainted)} new node(s) NoSchedule until their runtime-required recipes "
-                          f"complete (autoTaintNewNodes): {markup(', '.join(tainted))}", soft_wrap=True)
-        done: list[Recipe] = []
-        for recipe in inputs.recipes:
-            leases.tick(opened.clock.now())
-            held = held_reason(opened.cluster, recipe.name)  # reconciler pause/disable (ops/controls.py)
-            if held:
-                console.print(visible(f"{recipe.name}: {held}; skipped"), style="yellow", markup=False)
-                if held.startswith("paused"):  # a paused recipe still holds back later ones; a disabled one not
-                    done.append(recipe)
-                continue
-            fleet = observe(opened.cluster)
-            plan = compute_plan(recipe, policies[recipe.name], fleet)
-            earlier = [(e, compute_plan(e, policies[e.name], fleet)) for e in done]
-            waiting = waiting_nodes(recipe, plan, earlier)
-            done.append(recipe)
-            if args.output == "text":
-                console.print(
-                    f"[bold]{markup(recipe.name)}[/bold] {markup(recipe.version)}: {plan.summary['nodesChanging']} of "
-                    f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on "
-                    f"{markup(opened.description)}"
-                )
-                for w in plan.warnings:
-                    console.print(f"  [yellow]warning:[/yellow] {markup(w)}")
-            rollout = Rollout(
-                recipe,
-                policies[recipe.name],
-                plan,
-                fenced,
-                opened.clock,
-                run_id=run_id,
-                poll_seconds=args.poll_seconds or opened.poll_seconds,
-                on_event=reporter.listener(plan, run_id, _printer(console) if args.output == "text" else None),
-                retry_failed=args.retry_failed,
-                runtime_required=runtime_required,
-                waiting=waiting,
-                on_tick=leases.tick,
-                workers=1 if opened.sim is not None else (args.workers or default_workers(plan)),
-            )
-            results.append(rollout.run())
-            reporter.finished(plan, results[-1])
-            if rollout.stopped:  # lease lost: act no more (node records stay; the next holder resumes)
-                stopped = rollout.stopped
-                break
-    except ReconcilerError as e:
-        leases.release()  # the status commit records the failed run; then fail as before
-        failing = inputs.recipes[min(len(results), len(inputs.recipes) - 1)] if inputs.recipes else None
-        if failing is not None:
-            reporter.failed(failing.name, failing.version, None, e, run_id)
-        raise
+        done = apply_recipes(inputs, opened.cluster, opened.clock, settings, [observer])
     except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
         print(error_line("crashed", e), file=sys.stderr)
         return EXIT_CRASHED
-    leases.release()
+    results = done.results
     _save(args, opened)
     if args.metrics_file or args.pushgateway:
         from reconciler.cli.metrics import export_after_apply
 
-        export_after_apply(args, opened, results, {k: p.name for k, p in policies.items()})
+        export_after_apply(args, opened, results, {r.name: policy_for(r, inputs).name for r in inputs.recipes})
     if args.output == "json":
         docs = [r.to_dict() for r in results]
         print(json.dumps(docs[0] if len(docs) == 1 else {"results": docs}, indent=2, sort_keys=True))
     else:
         print_summary(console, results)
-    if stopped:
-        print(error_line("error", stopped), file=sys.stderr)
+    if done.stopped:
+        print(error_line("error", done.stopped), file=sys.stderr)
         return EXIT_FAILED
-    return EXIT_OK if all(r.result == "succeeded" for r in results) else EXIT_FAILED
+    return EXIT_OK if done.succeeded else EXIT_FAILED
+
+
+class _CliObserver:
+    """The terminal and the reports (status object, git status) of ``reconciler apply``, as an
+    observer of the application service (:class:`reconciler.service.Observer`)."""
+
+    def __init__(self, console: Console, reporter: Any, *, text: bool, where: str) -> None:
+        self.console, self.reporter, self.text, self.where = console, reporter, text, where
+        self._listener: Any = None
+
+    def tainted(self, nodes: Any) -> None:
+        if self.text:
+            self.console.print(f"tainted {len(nodes)} new node(s) NoSchedule until their runtime-required recipes "
+                               f"complete (autoTaintNewNodes): {markup(', '.join(nodes))}", soft_wrap=True)
+
+    def skipped(self, recipe: Any, reason: str) -> None:
+        self.console.print(visible(f"{recipe.name}: {reason}; skipped"), style="yellow", markup=False)
+
+    def started(self, recipe: Any, plan: Any, run_id: str) -> None:
+        if self.text:
+            self.console.print(
+                f"[bold]{markup(recipe.name)}[/bold] {markup(recipe.version)}: {plan.summary['nodesChanging']} of "
+                f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on {markup(self.where)}"
+            )
+            for w in plan.warnings:
+                self.console.print(f"  [yellow]warning:[/yellow] {markup(w)}")
+        self._listener = self.reporter.listener(plan, run_id, _printer(self.console) if self.text else None)
+
+    def event(self, plan: Any, event: Event) -> None:
+        if self._listener is not None:
+            self._listener(event)
+
+    def finished(self, recipe: Any, plan: Any, result: RunResult) -> None:
+        self.reporter.finished(plan, result)
+
+    def failed(self, recipe: Any, error: Any, run_id: str) -> None:
+        if recipe is not None:
+            self.reporter.failed(recipe.name, recipe.version, None, error, run_id)
 
 
 def _save(args: argparse.Namespace, opened: Any) -> None:

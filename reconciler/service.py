@@ -1,0 +1,235 @@
+"""The application service: :func:`plan_recipes` and :func:`apply_recipes` with every safety
+check, for the CLI, the controller and Python callers alike (issue 15).
+
+``apply_recipes(inputs, cluster, clock, settings)`` does what ``reconciler apply`` does, in this order:
+
+1. take the Lease of every recipe (one run per recipe; :mod:`reconciler.execute.lock`) before
+   anything is observed or changed, and fence every later write with it
+   (:mod:`reconciler.execute.fence`);
+2. observe once and plan every recipe; refuse — before any write — a plan whose hash differs from
+   the reviewed one (``settings.expected_hashes``) and, in locked mode, packages not pinned by
+   digest or downgrades without uninstall steps;
+3. taint new nodes of runtime-required recipes (``autoTaintNewNodes``);
+4. per recipe in (priority, name) order: skip a paused or disabled recipe (``reconciler pause``;
+   a paused one still holds back later recipes on the same nodes, a disabled one does not),
+   observe and plan again against the fleet as the earlier recipes left it, hold nodes an
+   earlier recipe is not complete on (``sequencing``), roll the plan out batch by batch;
+5. release the Leases (a lost Lease stops the whole apply: ``ApplyResult.stopped``).
+
+Observers (:class:`Observer`) are told what happens — on the caller's thread, which is the
+rollout loop's (:class:`~reconciler.execute.timeline.Timeline`). Errors: ``InputError`` /
+``PlanMismatchError`` (exit 2: nothing was changed), ``LeaseHeldError`` (exit 1), ``ClusterError``
+(exit 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from reconciler.errors import InputError, PlanMismatchError, ReconcilerError
+from reconciler.execute.fence import FencedCluster
+from reconciler.execute.lock import DEFAULT_DURATION, LeaseGroup, holder_identity
+from reconciler.execute.rollout import Rollout, default_workers, new_run_id
+from reconciler.execute.sequencing import waiting_nodes
+from reconciler.execute.taints import auto_taint
+from reconciler.load import Inputs, policy_for
+from reconciler.model.plan import Plan
+from reconciler.model.recipe import Recipe
+from reconciler.model.run import Event, RunResult
+from reconciler.model.versions import is_exact
+from reconciler.observe.snapshot import observe
+from reconciler.ops.controls import held_reason
+from reconciler.plan.planner import compute_plan, locked_refusals
+from reconciler.ports import Clock, Cluster
+
+
+@dataclass(frozen=True)
+class ApplySettings:
+    """How one ``apply`` runs.
+
+    ``holder``: who takes the Leases (``<host>/<pid>`` of the process; the run id is prefixed).
+    ``locked``: refuse unpinned packages and downgrades without uninstall steps.
+    ``expected_hashes``: recipe name → the planHash a reviewer approved (``apply --plan``); every
+    recipe applied must have one and match it. ``workers``: node runs advanced at once (1 for the
+    simulated fleet; None: :func:`~reconciler.execute.rollout.default_workers` of each plan).
+    ``poll_seconds``: fallback poll interval. ``lease_duration`` / ``wait_for_lock``: seconds.
+    """
+
+    holder: str
+    run_id: str | None = None
+    locked: bool = True
+    expected_hashes: Mapping[str, str] | None = None
+    plan_source: str = "the reviewed plan"
+    retry_failed: bool = False
+    workers: int | None = None
+    poll_seconds: float = 5.0
+    lease_duration: int = DEFAULT_DURATION
+    wait_for_lock: float = 0.0
+
+
+class Observer(Protocol):
+    """What an ``apply`` tells the terminal, the status object, git status and metrics. Every
+    method is called on the apply's own thread."""
+
+    def tainted(self, nodes: Sequence[str]) -> None:
+        """New nodes were tainted runtime-required before anything else."""
+        ...
+
+    def skipped(self, recipe: Recipe, reason: str) -> None:
+        """``recipe`` is paused or disabled: not applied."""
+        ...
+
+    def started(self, recipe: Recipe, plan: Plan, run_id: str) -> None:
+        """``recipe`` is about to be rolled out with ``plan``."""
+        ...
+
+    def event(self, plan: Plan, event: Event) -> None:
+        """One timeline event of the rollout of ``plan``."""
+        ...
+
+    def finished(self, recipe: Recipe, plan: Plan, result: RunResult) -> None:
+        """The rollout of ``plan`` ended (see ``result.result``)."""
+        ...
+
+    def failed(self, recipe: Recipe | None, error: ReconcilerError, run_id: str) -> None:
+        """The apply stopped with ``error`` while ``recipe`` (None: before any) was current."""
+        ...
+
+
+@dataclass
+class ApplyResult:
+    """What an ``apply`` did: one result per recipe rolled out, in order; recipes skipped with
+    the reason; nodes tainted first; ``stopped`` is the reason a lost Lease stopped it ("" when
+    not). ``succeeded``: every rollout succeeded and nothing stopped."""
+
+    run_id: str
+    results: list[RunResult] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    tainted: list[str] = field(default_factory=list)
+    stopped: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        """Every rollout succeeded and the apply was not stopped."""
+        return not self.stopped and all(r.result == "succeeded" for r in self.results)
+
+
+def plan_recipes(inputs: Inputs, cluster: Cluster) -> list[Plan]:
+    """Plan every recipe of ``inputs`` against one observation of ``cluster`` (reads only).
+
+    Raises: InputError (a dependency cycle), ClusterError (the reads failed)."""
+    fleet = observe(cluster)
+    return [compute_plan(r, policy_for(r, inputs), fleet) for r in inputs.recipes]
+
+
+def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: ApplySettings,
+          observers: Sequence[Observer] = ()) -> ApplyResult:
+    """Apply every recipe of ``inputs`` to ``cluster`` (read through ``clock``) with every safety
+    check (module docstring); ``observers`` are told what happens.
+
+    Raises:
+        InputError, PlanMismatchError: refused before anything was changed.
+        LeaseHeldError: another run holds a recipe's Lease (after ``wait_for_lock``).
+        ClusterError: the API failed in a way the run could not retry.
+    """
+    run_id = settings.run_id or new_run_id()
+    out = ApplyResult(run_id=run_id)
+    policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
+    leases = LeaseGroup(cluster, clock, [r.name for r in inputs.recipes], holder_identity(run_id, settings.holder),
+                        duration=settings.lease_duration)
+    leases.acquire(settings.wait_for_lock)  # before anything is observed or changed
+    fenced = FencedCluster(cluster, leases)
+    current: Recipe | None = None
+    try:
+        fleet = observe(cluster)
+        first = {r.name: compute_plan(r, policies[r.name], fleet) for r in inputs.recipes}
+        _check_gates(inputs, first, settings)
+        out.tainted = auto_taint(fenced, inputs.recipes, fleet)
+        if out.tainted:
+            for o in observers:
+                o.tainted(out.tainted)
+        runtime_required = tuple(r.name for r in inputs.recipes if r.runtimeRequired)
+        done: list[Recipe] = []
+        for recipe in inputs.recipes:
+            current = recipe
+            leases.tick(clock.now())
+            held = held_reason(cluster, recipe.name)  # reconciler pause / disable
+            if held:
+                out.skipped[recipe.name] = held
+                for o in observers:
+                    o.skipped(recipe, held)
+                if held.startswith("paused"):  # a paused recipe still holds back later ones
+                    done.append(recipe)
+                continue
+            fleet = observe(cluster)
+            the_plan = compute_plan(recipe, policies[recipe.name], fleet)
+            earlier = [(e, compute_plan(e, policies[e.name], fleet)) for e in done]
+            waiting = waiting_nodes(recipe, the_plan, earlier)
+            done.append(recipe)
+            for o in observers:
+                o.started(recipe, the_plan, run_id)
+
+            def on_event(ev: Event, p: Plan = the_plan) -> None:
+                for o in observers:
+                    o.event(p, ev)
+
+            rollout = Rollout(recipe, policies[recipe.name], the_plan, fenced, clock, run_id=run_id,
+                              poll_seconds=settings.poll_seconds, on_event=on_event,
+                              retry_failed=settings.retry_failed, runtime_required=runtime_required,
+                              waiting=waiting, on_tick=leases.tick,
+                              workers=settings.workers or default_workers(the_plan))
+            result = rollout.run()
+            out.results.append(result)
+            for o in observers:
+                o.finished(recipe, the_plan, result)
+            if rollout.stopped:  # lease lost: act no more (node records stay; the next holder resumes)
+                out.stopped = rollout.stopped
+                break
+    except ReconcilerError as e:
+        leases.release()
+        for o in observers:
+            o.failed(current or (inputs.recipes[0] if inputs.recipes else None), e, run_id)
+        raise
+    leases.release()
+    return out
+
+
+def _check_gates(inputs: Inputs, first: Mapping[str, Plan], settings: ApplySettings) -> None:
+    """The plan-hash gate and locked mode, on the first plan of every recipe, before any write."""
+    expected = settings.expected_hashes
+    if expected is not None:
+        for rec in inputs.recipes:
+            current = first[rec.name].planHash
+            if rec.name not in expected:
+                raise PlanMismatchError(f"{settings.plan_source} has no plan for recipe {rec.name}; plan it and "
+                                        "review it")
+            if current != expected[rec.name]:
+                raise PlanMismatchError(
+                    f"{settings.plan_source} is stale for recipe {rec.name}: its planHash {expected[rec.name][:12]} "
+                    f"does not match the current inputs and fleet ({current[:12]}); re-run `reconciler plan` and "
+                    "review it"
+                )
+    if settings.locked:
+        refused = [m for r in inputs.recipes for m in unpinned(r)]
+        refused += [m for r in inputs.recipes for m in locked_refusals(first[r.name], r)]
+        if refused:
+            raise InputError("; ".join(refused))
+
+
+def unpinned(recipe: Recipe) -> list[str]:
+    """Locked mode on the model (the loader checks it with positions when asked; a library caller
+    may not have asked): every package pinned by ``containerSHA`` at an exact ``X.Y.Z`` version."""
+    out = []
+    for name, pkg in sorted(recipe.packages.items()):
+        if pkg.containerSHA is None:
+            out.append(f"recipe {recipe.name}: package {name} has no containerSHA; locked mode needs every image "
+                       "pinned by digest")
+        if not is_exact(pkg.version):
+            out.append(f"recipe {recipe.name}: package {name} version {pkg.version!r} is not exact; locked mode "
+                       "needs X.Y.Z")
+    return out
+
+
+__all__ = ["ApplyResult", "ApplySettings", "Observer", "apply_recipes", "plan_recipes"]
