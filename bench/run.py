@@ -119,7 +119,7 @@ def bench_rollout(n: int) -> dict[str, Any]:
     plan = compute_plan(r, pol, observe(sim))
     c0 = time.process_time()
     t0 = time.perf_counter()
-    res = Rollout(r, pol, plan, sim, sim, wall=sim.wall).run()
+    res = Rollout(r, pol, plan, sim, sim).run()
     cpu = time.process_time() - c0
     wall = time.perf_counter() - t0
     # ideal: waves of the predicted batches, each node = base apply+config, drv apply+config,
