@@ -32,6 +32,7 @@ from reconciler.errors import (
     TooManyRequestsError,
     TransientError,
 )
+from reconciler.execute.decide import CordonAction, cordon_claims, decide_cordon, decide_release, reboot_confirmed
 from reconciler.execute.retry import DEFAULT_BOUNDS, Fail, Gone, Retry, RetryBounds, classify
 from reconciler.execute.timeline import Timeline
 from reconciler.model.nodestate import (
@@ -458,24 +459,13 @@ class NodeRun:
             status_key(self.recipe.name): "in_progress",
             state_key(self.recipe.name): self._state_annotation(),
         }
-        if node.unschedulable and not self.owns_cordon and _cordon_claims(node, self.recipe.name):
-            # another recipe of ours holds the cordon: share it (released when the last claim goes)
+        decision = decide_cordon(node, self.recipe.name)  # pure (execute/decide.py), from the fresh read
+        if decision.claim:
             ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
-            self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
-            self.owns_cordon = True
-            self._event(EventKind.CORDON,
-                f"sharing the cordon held by {', '.join(_cordon_claims(node, self.recipe.name))}")
-        elif node.unschedulable and not self.owns_cordon:
-            self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
-            self._event(EventKind.CORDON, "already cordoned by someone else; it stays cordoned after the run")
-        elif node.unschedulable:
-            self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"})
-            self._event(EventKind.CORDON, "cordon already held by this recipe")
-        else:
-            ann[cordon_key(self.recipe.name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
-            self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"}, unschedulable=True)
-            self.owns_cordon = True
-            self._event(EventKind.CORDON)
+        self._patch(annotations=ann, labels={status_key(self.recipe.name): "in_progress"},
+                    unschedulable=True if decision.cordon else None)
+        self.owns_cordon = decision.action in (CordonAction.CORDON, CordonAction.SHARE, CordonAction.OURS)
+        self._event(EventKind.CORDON, decision.detail)
         self.phase = Phase.WAIT
         return self._phase_wait()
 
@@ -879,7 +869,7 @@ class NodeRun:
             return self._now()
         spec = self._interrupt_stage(interrupt)
         if interrupt.type == "reboot":
-            if node.boot_id and fl.bootID and node.boot_id != fl.bootID and node.ready is True:
+            if reboot_confirmed(node, fl.bootID):
                 self._event(EventKind.REBOOTED, f"bootID {fl.bootID[:8]} -> {node.boot_id[:8]}")
                 return self._interrupt_done(spec)
             st = self.ctx.cluster.stage_status(spec)
@@ -967,16 +957,9 @@ class NodeRun:
             status_key(name): "complete",
             state_key(name): self._state_annotation(),
         }
-        others = _cordon_claims(node, name)
-        uncordon = self.owns_cordon and node.unschedulable and not others
-        taints = None
-        waiting_for = [r for r in self.ctx.runtime_required if r != name and _status(node, r) != "complete"]
-        if (
-            self.recipe.runtimeRequired
-            and not waiting_for
-            and any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints)
-        ):
-            taints = tuple(t for t in node.taints if t.key != RUNTIME_REQUIRED_TAINT_KEY)
+        release = decide_release(node, name, owns_cordon=self.owns_cordon, runtime_required=self.recipe.runtimeRequired,
+                                 runtime_required_recipes=self.ctx.runtime_required)
+        others, uncordon, taints = release.others, release.uncordon, release.taints
         self._patch(annotations=ann, labels={status_key(name): "complete"},
                     unschedulable=False if uncordon else None, taints=taints)
         if uncordon:
@@ -1106,7 +1089,7 @@ class NodeRun:
             return None
         node = self._refresh()
         self.owns_cordon = cordon_key(name) in node.annotations
-        others = _cordon_claims(node, name)
+        others = cordon_claims(node, name)
         uncordon = self.owns_cordon and node.unschedulable and not others
         ann: dict[str, str | None] = {inflight_key(name): None}
         if self.owns_cordon:
@@ -1123,13 +1106,3 @@ class NodeRun:
         self.outcome = Outcome.LEFT
         self._event(EventKind.LEFT, message)
         return None
-
-
-def _cordon_claims(node: NodeInfo, except_recipe: str) -> list[str]:
-    """Other recipes holding a cordon claim on ``node`` (their ``cordon_<recipe>`` annotation)."""
-    prefix = cordon_key("")
-    return sorted(k[len(prefix):] for k in node.annotations if k.startswith(prefix) and k != cordon_key(except_recipe))
-
-
-def _status(node: NodeInfo, recipe: str) -> str:
-    return node.labels.get(status_key(recipe)) or node.annotations.get(status_key(recipe)) or ""

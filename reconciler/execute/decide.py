@@ -1,0 +1,105 @@
+"""Pure decisions of the node lifecycle about ownership: take, share or leave a cordon; release it
+and the runtime-required taint at the end; recognise a finished reboot (issue 12: decisions are
+pure functions with table tests; the lifecycle performs what they decide).
+
+Every function takes the node as just read (its resourceVersion is the precondition of the write
+that carries the decision out) and returns a frozen decision; none reads a clock or the cluster.
+Rules: semantics-nodewright.md decision (c) — we only undo a cordon we placed, a claim per recipe
+(``cordon_<recipe>``), shared across recipes, released when the last claim goes; decision (f) —
+a reboot is done when the node's bootID differs from the one recorded before the request and
+the node is Ready; §3.6 — the runtime-required taint leaves a node only when every
+runtime-required recipe selecting it is complete there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, status_key
+from reconciler.model.observed import NodeInfo
+from reconciler.model.selector import Taint
+
+
+class CordonAction(StrEnum):
+    """What to do about the cordon before a node is drained."""
+
+    CORDON = "cordon"  # schedulable: cordon it and claim the cordon
+    SHARE = "share"  # cordoned by another recipe of ours: add our claim, it is released with the last
+    OURS = "ours"  # our claim is already there (a run resumed, or our cordon's answer was lost)
+    SOMEONE_ELSES = "someone-elses"  # cordoned without a claim of ours: it stays cordoned after the run
+
+
+@dataclass(frozen=True)
+class CordonDecision:
+    """``action``; ``claim``: write our claim annotation; ``cordon``: set ``spec.unschedulable``;
+    ``others``: the other recipes' claims; ``detail``: the timeline event's text."""
+
+    action: CordonAction
+    claim: bool
+    cordon: bool
+    others: tuple[str, ...]
+    detail: str
+
+
+def cordon_claims(node: NodeInfo, except_recipe: str) -> tuple[str, ...]:
+    """Other recipes holding a cordon claim on ``node`` (their ``cordon_<recipe>`` annotation), sorted."""
+    prefix = cordon_key("")
+    return tuple(sorted(k[len(prefix):] for k in node.annotations
+                        if k.startswith(prefix) and k != cordon_key(except_recipe)))
+
+
+def decide_cordon(node: NodeInfo, recipe: str) -> CordonDecision:
+    """The cordon decision for ``recipe`` on ``node`` as just read (see :class:`CordonAction`)."""
+    others = cordon_claims(node, recipe)
+    if cordon_key(recipe) in node.annotations:
+        return CordonDecision(CordonAction.OURS, claim=not node.unschedulable, cordon=not node.unschedulable,
+                              others=others,
+                              detail="cordon already held by this recipe" if node.unschedulable
+                              else "our claim was recorded; cordoned again")
+    if not node.unschedulable:
+        return CordonDecision(CordonAction.CORDON, claim=True, cordon=True, others=others, detail="")
+    if others:
+        return CordonDecision(CordonAction.SHARE, claim=True, cordon=False, others=others,
+                              detail=f"sharing the cordon held by {', '.join(others)}")
+    return CordonDecision(CordonAction.SOMEONE_ELSES, claim=False, cordon=False, others=(),
+                          detail="already cordoned by someone else; it stays cordoned after the run")
+
+
+@dataclass(frozen=True)
+class ReleaseDecision:
+    """At the end of a node's lifecycle: ``uncordon`` (ours was the last claim), ``others`` (claims
+    that keep it cordoned), ``taints`` (the node's new taint list without the runtime-required
+    taint, or None to leave the taints alone)."""
+
+    uncordon: bool
+    others: tuple[str, ...]
+    taints: tuple[Taint, ...] | None
+
+
+def decide_release(node: NodeInfo, recipe: str, *, owns_cordon: bool, runtime_required: bool,
+                   runtime_required_recipes: tuple[str, ...]) -> ReleaseDecision:
+    """What the end of ``recipe``'s lifecycle on ``node`` (as just read) releases. ``owns_cordon``:
+    we hold a claim; ``runtime_required``: the recipe is runtime-required;
+    ``runtime_required_recipes``: every runtime-required recipe selecting the node."""
+    others = cordon_claims(node, recipe)
+    uncordon = owns_cordon and node.unschedulable and not others
+    waiting = [r for r in runtime_required_recipes if r != recipe and _status(node, r) != "complete"]
+    taints = None
+    if runtime_required and not waiting and any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints):
+        taints = tuple(t for t in node.taints if t.key != RUNTIME_REQUIRED_TAINT_KEY)
+    return ReleaseDecision(uncordon, others, taints)
+
+
+def reboot_confirmed(node: NodeInfo, boot_id_before: str) -> bool:
+    """A requested reboot is done: the node reports a bootID other than the one recorded before the
+    request, and is Ready (decision (f); an unknown bootID on either side is never "done")."""
+    return bool(node.boot_id and boot_id_before and node.boot_id != boot_id_before and node.ready is True)
+
+
+def _status(node: NodeInfo, recipe: str) -> str:
+    return node.labels.get(status_key(recipe)) or node.annotations.get(status_key(recipe)) or ""
+
+
+__all__ = ["CordonAction", "CordonDecision", "ReleaseDecision", "cordon_claims", "decide_cordon",
+           "decide_release", "reboot_confirmed"]

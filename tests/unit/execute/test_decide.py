@@ -1,0 +1,70 @@
+"""Table tests of the lifecycle's pure ownership decisions (execute/decide.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.execute.decide import CordonAction, decide_cordon, decide_release, reboot_confirmed
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, status_key
+from reconciler.model.observed import NodeInfo
+from reconciler.model.selector import Taint
+
+R = "tune"
+CLAIM = '{"runId":"run-1"}'
+RT = Taint(key=RUNTIME_REQUIRED_TAINT_KEY, value="true", effect="NoSchedule")
+GPU = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+
+
+def node(*, unschedulable: bool = False, claims: tuple[str, ...] = (), taints: tuple[Taint, ...] = (),
+         statuses: dict[str, str] | None = None, boot: str = "b1", ready: bool | None = True) -> NodeInfo:
+    ann = {cordon_key(r): CLAIM for r in claims}
+    labels = {status_key(r): s for r, s in (statuses or {}).items()}
+    return NodeInfo("n1", labels=labels, annotations=ann, unschedulable=unschedulable, taints=taints,
+                    boot_id=boot, ready=ready, resource_version="9")
+
+
+@pytest.mark.parametrize(("n", "action", "claim", "cordon", "others"), [
+    (node(), CordonAction.CORDON, True, True, ()),
+    (node(unschedulable=True), CordonAction.SOMEONE_ELSES, False, False, ()),
+    (node(unschedulable=True, claims=("other",)), CordonAction.SHARE, True, False, ("other",)),
+    (node(unschedulable=True, claims=(R,)), CordonAction.OURS, False, False, ()),
+    (node(unschedulable=True, claims=(R, "other")), CordonAction.OURS, False, False, ("other",)),
+    # our claim on a schedulable node: someone uncordoned it; cordon again under our claim
+    (node(claims=(R,)), CordonAction.OURS, True, True, ()),
+    # another recipe's claim on a schedulable node (uncordoned by someone): ours is a fresh cordon
+    (node(claims=("other",)), CordonAction.CORDON, True, True, ("other",)),
+])
+def test_decide_cordon(n: NodeInfo, action: CordonAction, claim: bool, cordon: bool, others: tuple[str, ...]) -> None:
+    d = decide_cordon(n, R)
+    assert (d.action, d.claim, d.cordon, d.others) == (action, claim, cordon, others)
+    if action is CordonAction.SOMEONE_ELSES:
+        assert "someone else" in d.detail
+
+
+@pytest.mark.parametrize(("n", "owns", "rt", "rt_recipes", "uncordon", "others", "taints"), [
+    (node(unschedulable=True, claims=(R,)), True, False, (), True, (), None),
+    (node(unschedulable=True, claims=(R, "b")), True, False, (), False, ("b",), None),
+    (node(unschedulable=True), False, False, (), False, (), None),  # someone else's cordon stays
+    (node(unschedulable=False, claims=(R,)), True, False, (), False, (), None),  # already schedulable
+    (node(taints=(RT, GPU)), False, True, (R,), False, (), (GPU,)),
+    (node(taints=(RT, GPU), statuses={"b": "in_progress"}), False, True, (R, "b"), False, (), None),
+    (node(taints=(RT,), statuses={"b": "complete"}), False, True, (R, "b"), False, (), ()),
+    (node(taints=(RT,)), False, False, (R,), False, (), None),  # not runtime-required: taint not ours to lift
+    (node(taints=(GPU,)), False, True, (R,), False, (), None),  # no taint to remove: no taint write
+])
+def test_decide_release(n: NodeInfo, owns: bool, rt: bool, rt_recipes: tuple[str, ...], uncordon: bool,
+                        others: tuple[str, ...], taints: tuple[Taint, ...] | None) -> None:
+    d = decide_release(n, R, owns_cordon=owns, runtime_required=rt, runtime_required_recipes=rt_recipes)
+    assert (d.uncordon, d.others, d.taints) == (uncordon, others, taints)
+
+
+@pytest.mark.parametrize(("n", "before", "done"), [
+    (node(boot="b2"), "b1", True),
+    (node(boot="b1"), "b1", False),
+    (node(boot="b2", ready=False), "b1", False),  # rebooted, not Ready yet
+    (node(boot="b2", ready=None), "b1", False),
+    (node(boot=""), "b1", False),  # bootID unknown: never taken as done
+    (node(boot="b2"), "", False),
+])
+def test_reboot_confirmed(n: NodeInfo, before: str, done: bool) -> None:
+    assert reboot_confirmed(n, before) is done
