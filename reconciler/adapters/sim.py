@@ -29,29 +29,23 @@ from __future__ import annotations
 
 import copy
 import heapq
-import io
 import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from functools import partial
-from pathlib import Path
 from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from reconciler.adapters.kubeobjects import format_time, node_from, parse_time, pdb_from, pod_from
 from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
 from reconciler.errors import (
     ConflictError,
     CrashInjected,
-    InputError,
     LeaseHeldError,
     NotFoundError,
     ServerError,
-    SourcePos,
     TooManyRequestsError,
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
@@ -60,10 +54,8 @@ from reconciler.ports import StageSpec, StageStatus
 
 Obj = dict[str, Any]
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap")
-#: Annotation carrying the simulation's pending timers on saved objects, so a saved fleet resumes.
-SIM_ANN = "sim.reconciler.nodewright.dev/state"
-CLOCK_NAME = ("kube-system", "reconciler-sim-clock")
-STAGE_NS = "node-reconciler"
+# SIM_ANN (the annotation carrying the simulation's pending timers on saved objects, so a saved
+# fleet resumes), CLOCK_NAME and STAGE_NS live in reconciler.adapters.simsaved with their checks.
 RECREATED_BY = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job")
 
 
@@ -106,11 +98,15 @@ class SimFleet:
 
     Args:
         objects: raw Kubernetes object dicts (Nodes, Pods, PDBs, DaemonSets); others are ignored.
+            Trusted: :meth:`from_file` validates a file's objects before they get here.
         config: behaviour; defaults as in :class:`SimConfig`.
         crash_after: raise ``CrashInjected`` right after this many writes (None: never).
+        copy_objects: copy ``objects`` (False: take ownership of them, as :meth:`from_file` does).
     """
 
-    def __init__(self, objects: list[Obj], config: SimConfig | None = None, crash_after: int | None = None):
+    def __init__(self, objects: list[Obj], config: SimConfig | None = None, crash_after: int | None = None,
+                 *, copy_objects: bool = True):
+        self._copy_objects = copy_objects
         self.config = config or SimConfig()
         self.crash_after = crash_after
         self.writes = 0
@@ -136,8 +132,9 @@ class SimFleet:
             self._add(obj)
         self.epoch: float
         if self._saved_clock is not None:
-            self.epoch = float(self._saved_clock["now"])
-            self._uid = max(self._uid, int(self._saved_clock.get("uids", 0)))
+            now, uids = parse_clock(self._saved_clock)
+            self.epoch = now
+            self._uid = max(self._uid, uids)
         else:
             start = parse_time(self.config.startTime) if self.config.startTime else None
             self.epoch = start if start is not None else self._newest_timestamp()
@@ -147,36 +144,19 @@ class SimFleet:
     # ---------------------------------------------------------------- loading / saving
     @classmethod
     def from_file(cls, path: str, config: SimConfig | None = None, crash_after: int | None = None) -> SimFleet:
-        """Load a fleet from kubectl YAML (a ``v1 List`` or multi-document YAML).
+        """Load a fleet from a snapshot file: kubectl JSON or YAML (a ``List``, several documents)
+        or a fleet saved by :meth:`save`; every object and the saved simulation state validated
+        first (:mod:`reconciler.load.snapshot`, :mod:`reconciler.adapters.simsaved`).
 
         Raises:
-            InputError: unreadable file, YAML syntax error, or an object without kind/name.
+            InputError: unreadable, malformed or invalid file, positioned (file:line:column, object, field).
         """
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", SourcePos(path)) from None
-        except OSError as e:
-            raise InputError(f"cannot read fleet file: {e.strerror}", SourcePos(path)) from None
-        yaml = YAML(typ="safe", pure=False)
-        try:
-            docs = [d for d in yaml.load_all(text) if d is not None]
-        except YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            pos = SourcePos(path, mark.line + 1, mark.column + 1) if mark else SourcePos(path)
-            raise InputError(f"YAML syntax error: {getattr(e, 'problem', e)}", pos) from None
-        objects: list[Obj] = []
-        for i, doc in enumerate(docs):
-            if not isinstance(doc, dict):
-                raise InputError(f"document {i + 1} is not a Kubernetes object", SourcePos(path))
-            items = doc.get("items") if doc.get("kind", "").endswith("List") else [doc]
-            for item in items or ():
-                if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
-                    raise InputError("every object needs kind and metadata.name", SourcePos(path), f"document {i + 1}")
-                objects.append(item)
-        if not any(o["kind"] == "Node" for o in objects):
-            raise InputError("the fleet file holds no Node objects", SourcePos(path))
-        return cls(objects, config, crash_after)
+        from reconciler.adapters.simsaved import check_saved_state
+        from reconciler.load.snapshot import load_snapshot
+
+        snap = load_snapshot(path)
+        check_saved_state(snap)
+        return cls(snap.objects, config, crash_after, copy_objects=False)
 
     def to_objects(self) -> list[Obj]:
         """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name), then
@@ -202,6 +182,7 @@ class SimFleet:
             "recipe": spec.recipe, "package": spec.package, "version": spec.version, "stage": spec.stage,
             "runId": spec.run_id, "attempt": spec.attempt, "pullRef": spec.pull_ref,
             "interrupt": spec.interrupt.type if spec.interrupt else None,
+            "interruptServices": list(spec.interrupt.services) if spec.interrupt else [],
             "phase": rec["phase"], "exit": rec["exit"], "reason": rec["reason"], "log": rec["log"],
             "started": self.epoch + rec["started"], "doneAt": rec.get("done_at"),
             "pendingExit": rec.get("pending_exit", 0), "pendingReason": rec.get("pending_reason", ""),
@@ -223,7 +204,8 @@ class SimFleet:
             spec = StageSpec(
                 recipe=st["recipe"], node=obj["spec"]["nodeName"], package=st["package"], version=st["version"],
                 stage=st["stage"], pull_ref=st.get("pullRef", ""), run_id=st["runId"], attempt=int(st["attempt"]),
-                interrupt=Interrupt(type=st["interrupt"]) if st.get("interrupt") else None,
+                interrupt=Interrupt(type=st["interrupt"], services=tuple(st.get("interruptServices") or ()))
+                if st.get("interrupt") else None,
             )
             rec: Obj = {"spec": spec, "phase": st["phase"], "started": float(st["started"]) - self.epoch,
                         "exit": st["exit"], "reason": st["reason"], "log": st["log"], "done_at": st.get("doneAt")}
@@ -270,20 +252,19 @@ class SimFleet:
                 del obj["metadata"]["annotations"]
 
     def save(self, path: str) -> None:
-        """Write the fleet as a ``v1 List`` in kubectl YAML (simulated time written into the
-        objects' timestamps, so a later run continues from it)."""
-        doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": self.to_objects()}
-        buf = io.StringIO()
-        yaml = YAML(typ="safe", pure=True)
-        yaml.default_flow_style = False
-        yaml.dump(doc, buf)
-        Path(path).write_text(buf.getvalue(), encoding="utf-8")
+        """Write the fleet as a ``v1 List`` (simulated time written into the objects' timestamps, so
+        a later run continues from it): JSON when ``path`` ends in ``.json``, else YAML; both through
+        C encoders (:func:`reconciler.adapters.simwrite.write_list`), replacing ``path`` atomically."""
+        from reconciler.adapters.simwrite import write_list
+
+        write_list(path, self.to_objects())
 
     def _add(self, obj: Obj) -> None:
         kind = obj.get("kind")
         if kind not in KINDS:
             return
-        obj = copy.deepcopy(obj)
+        if self._copy_objects:
+            obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
         if kind == "ConfigMap":
             if (meta.get("namespace"), meta.get("name")) == CLOCK_NAME:

@@ -7,7 +7,6 @@ import argparse
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.errors import InputError, SourcePos
@@ -64,26 +63,34 @@ def open_cluster(args: argparse.Namespace) -> Opened:
 
 
 def load_sim_config(path: str) -> SimConfig:
-    """Read a ``--sim-config`` YAML file into a SimConfig.
+    """Read a ``--sim-config`` file (YAML or JSON, one mapping) into a SimConfig.
+
+    Read through :mod:`reconciler.load.yamlsafe` (size, encoding, alias-bomb, tag and duplicate-key
+    guards, a position for every field).
 
     Raises:
-        InputError: unreadable, malformed, or unknown fields (with file and field).
+        InputError: unreadable, malformed, empty, not one mapping, unknown fields or values out of
+            range; with file:line:column and the field (:class:`~reconciler.errors.InputErrors`
+            when several).
     """
     from pydantic import ValidationError
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
 
+    from reconciler.errors import InputErrors
+    from reconciler.load.snapshot import loc_path
+    from reconciler.load.yamlsafe import load_file, validation_errors
+
+    docs = load_file(path)
+    if not docs:
+        raise InputError("simulation config holds no settings (leave out --sim-config to use the defaults)",
+                         SourcePos(path, 1, 1))
+    if len(docs) > 1:
+        raise InputError("simulation config must be one YAML document", docs[1].pos())
+    doc = docs[0]
+    if not isinstance(doc.data, dict):
+        raise InputError("simulation config must be a mapping of settings (stageSeconds, rebootSeconds, ...)",
+                         doc.pos())
     try:
-        raw = YAML(typ="safe").load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read simulation config: {e}", SourcePos(path)) from None
-    except YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise InputError(f"YAML syntax error: {getattr(e, 'problem', e)}",
-                         SourcePos(path, mark.line + 1 if mark else 0, mark.column + 1 if mark else 0)) from None
-    try:
-        return SimConfig.model_validate(raw)
+        return SimConfig.model_validate(doc.data)
     except ValidationError as e:
-        first = e.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise InputError(first["msg"], SourcePos(path), field) from None
+        errors = validation_errors(e, doc, loc_path)
+        raise errors[0] if len(errors) == 1 else InputErrors(errors) from None

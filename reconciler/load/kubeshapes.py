@@ -1,0 +1,358 @@
+"""The fields the reconciler reads from Kubernetes objects, validated in the shapes Kubernetes defines.
+
+Used for fleet snapshots (``--cluster sim:FILE``): what ``kubectl get nodes,pods,pdb -A -o json``
+prints passes; what the API server would refuse fails with the field's path. Models ignore every
+field we do not read (kubectl dumps carry many), are strict (``"30"`` is not an integer, ``1`` is not
+a string) and check strings with Rust regexes inside pydantic-core, so 100,000 nodes validate in
+seconds. Sources of the rules (k8s.io/apimachinery ``pkg/util/validation``,
+``pkg/api/validation``; k8s.io/kubernetes ``pkg/apis/core/validation``, ``pkg/apis/policy/validation``):
+
+* object names: DNS-1123 subdomain (≤ 253, ``[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.…)*``) for Nodes, Pods,
+  PodDisruptionBudgets, DaemonSets and ConfigMaps; namespaces: DNS-1123 label (≤ 63);
+* label keys and annotation keys: qualified names (``[prefix/]name``, prefix a DNS-1123 subdomain
+  ≤ 253, name ≤ 63 of ``[-A-Za-z0-9_.]`` with alphanumerics at both ends; annotation keys are
+  checked lowercased, as ``ValidateAnnotations`` does); label values ≤ 63, empty or a name;
+  annotation values strings, all annotations of one object together at most 256 KiB
+  (``TotalAnnotationSizeLimitB``);
+* taints: ``key`` required, ``effect`` NoSchedule | PreferNoSchedule | NoExecute, ``value`` a label
+  value, no two with the same key and effect; tolerations: operator Equal | Exists, an empty key
+  only with Exists, no value with Exists, ``tolerationSeconds`` only with NoExecute;
+* conditions: a list of ``{type, status}``, status True | False | Unknown;
+* PodDisruptionBudget ``minAvailable``/``maxUnavailable``: an integer ≥ 0 or a percentage
+  ``0%``–``100%`` (int-or-string), not both; label selectors: operators In | NotIn | Exists |
+  DoesNotExist, values required for In/NotIn and forbidden otherwise;
+* ``terminationGracePeriodSeconds`` an integer ≥ 0, ``activeDeadlineSeconds`` ≥ 1;
+  ``resourceVersion`` a decimal string; timestamps RFC 3339 (``2026-11-30T12:00:00Z``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+
+#: Kubernetes' cap on the total size of one object's annotations (apimachinery
+#: ``TotalAnnotationSizeLimitB = 256 * 1024``), keys and values counted in UTF-8 bytes.
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
+_SUB = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*"
+_SUB_ANY_CASE = r"[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?)*"
+_NAME63 = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+
+DNS_SUBDOMAIN = rf"^{_SUB}$"
+DNS_LABEL = r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$"
+QUALIFIED_NAME = rf"^(?:{_SUB}/)?{_NAME63}$"
+ANNOTATION_KEY = rf"^(?:{_SUB_ANY_CASE}/)?{_NAME63}$"
+LABEL_VALUE = rf"^(?:{_NAME63})?$"
+CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
+PERCENT = r"^(?:100|[1-9]?[0-9])%$"
+RESOURCE_VERSION = r"^[0-9]{0,20}$"
+RFC3339 = (r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt ](?:[01][0-9]|2[0-3]):[0-5][0-9]:"
+           r"(?:[0-5][0-9]|60)(?:\.[0-9]{1,9})?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])$")
+
+#: What each pattern means, for error messages (pydantic reports the pattern that failed).
+PATTERN_HELP = {
+    DNS_SUBDOMAIN: "is not a valid name (a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', "
+                   "starting and ending with a letter or digit)",
+    DNS_LABEL: "is not a valid namespace (a DNS-1123 label: at most 63 lowercase letters, digits and '-', "
+               "starting and ending with a letter or digit)",
+    QUALIFIED_NAME: "is not a valid key ([prefix/]name: prefix a DNS subdomain, name at most 63 characters "
+                    "of [-A-Za-z0-9_.] starting and ending with a letter or digit)",
+    ANNOTATION_KEY: "is not a valid annotation key ([prefix/]name: prefix a DNS subdomain, name at most 63 "
+                    "characters of [-A-Za-z0-9_.] starting and ending with a letter or digit)",
+    LABEL_VALUE: "is not a valid label value (empty, or at most 63 characters of [-A-Za-z0-9_.] starting and "
+                 "ending with a letter or digit)",
+    CONFIGMAP_KEY: "is not a valid ConfigMap key (letters, digits, '-', '_' and '.')",
+    PERCENT: "is not an integer or a percentage from 0% to 100%",
+    RESOURCE_VERSION: "is not a resourceVersion (a decimal string)",
+    RFC3339: "is not an RFC 3339 time (like 2026-11-30T12:00:00Z)",
+}
+
+
+def _prefix_ok(keys: Any) -> None:
+    for k in keys:
+        if len(k) > 253 and len(k.rpartition("/")[0]) > 253:
+            raise ValueError(f"key {k[:40]!r}...: its prefix is longer than 253 characters")
+
+
+def _check_labels(d: dict[str, str]) -> dict[str, str]:
+    _prefix_ok(d)
+    return d
+
+
+def _check_annotations(d: dict[str, str]) -> dict[str, str]:
+    _prefix_ok(d)
+    total = 0
+    for k, v in d.items():
+        total += len(k) + len(v)
+    if total * 4 > TOTAL_ANNOTATION_SIZE_LIMIT:  # only then count UTF-8 bytes exactly
+        total = sum(len(k.encode("utf-8", "surrogatepass")) + len(v.encode("utf-8", "surrogatepass"))
+                    for k, v in d.items())
+        if total > TOTAL_ANNOTATION_SIZE_LIMIT:
+            raise ValueError(f"annotations total {total} bytes, more than Kubernetes' limit of "
+                             f"{TOTAL_ANNOTATION_SIZE_LIMIT} bytes (256 KiB) per object")
+    return d
+
+
+def _pattern(p: str, max_length: int | None = None, min_length: int | None = None) -> Any:
+    return StringConstraints(pattern=p, max_length=max_length, min_length=min_length)
+
+
+DnsSubdomain = Annotated[str, _pattern(DNS_SUBDOMAIN, 253)]
+DnsLabel = Annotated[str, _pattern(DNS_LABEL, 63)]
+QualifiedName = Annotated[str, _pattern(QUALIFIED_NAME, 317)]
+AnnotationKey = Annotated[str, _pattern(ANNOTATION_KEY, 317)]
+LabelValue = Annotated[str, _pattern(LABEL_VALUE, 63)]
+Labels = Annotated[dict[QualifiedName, LabelValue], AfterValidator(_check_labels)]
+Annotations = Annotated[dict[AnnotationKey, str], AfterValidator(_check_annotations)]
+Time = Annotated[str, _pattern(RFC3339, 64)]
+ResourceVersion = Annotated[str, _pattern(RESOURCE_VERSION)]
+IntOrPercent = Annotated[int, Field(ge=0, le=INT32_MAX)] | Annotated[str, _pattern(PERCENT)]
+Uid = Annotated[str, Field(max_length=128)]
+Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class _K(BaseModel):
+    """Strict, unknown fields ignored (a kubectl dump carries many we do not read)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", allow_inf_nan=False)
+
+
+class OwnerReference(_K):
+    """``metadata.ownerReferences[]``: ``kind`` and ``name`` are read (drain classes, recreation)."""
+
+    apiVersion: str = ""
+    kind: Annotated[str, Field(min_length=1)]
+    name: Annotated[str, Field(min_length=1)]
+    uid: Uid = ""
+    controller: bool | None = None
+
+
+class _Meta(_K):
+    uid: Uid = ""
+    labels: Labels | None = None
+    annotations: Annotations | None = None
+    resourceVersion: ResourceVersion | None = None
+    creationTimestamp: Time | None = None
+    deletionTimestamp: Time | None = None
+    generation: Annotated[int, Field(ge=0, le=INT64_MAX)] | None = None
+
+
+class ClusterMeta(_Meta):
+    """Metadata of a cluster-scoped object (a Node)."""
+
+    name: DnsSubdomain
+
+
+class NamespacedMeta(_Meta):
+    """Metadata of a namespaced object (namespace absent: ``default``)."""
+
+    name: DnsSubdomain
+    namespace: DnsLabel | None = None
+    ownerReferences: list[OwnerReference] | None = None
+
+
+class Condition(_K):
+    """One entry of ``status.conditions``."""
+
+    type: Annotated[str, Field(min_length=1, max_length=316)]
+    status: Literal["True", "False", "Unknown"]
+    lastTransitionTime: Time | None = None
+
+
+class Taint(_K):
+    """``spec.taints[]`` of a Node."""
+
+    key: QualifiedName
+    value: LabelValue | None = None
+    effect: Effect
+    timeAdded: Time | None = None
+
+
+def _unique_taints(taints: list[Taint] | None) -> list[Taint] | None:
+    seen: set[tuple[str, str]] = set()
+    for t in taints or ():
+        if (t.key, t.effect) in seen:
+            raise ValueError(f"two taints with key {t.key!r} and effect {t.effect} (Kubernetes allows one)")
+        seen.add((t.key, t.effect))
+    return taints
+
+
+class NodeSpec(_K):
+    """What is read from a Node's spec."""
+
+    unschedulable: bool | None = None
+    taints: Annotated[list[Taint] | None, AfterValidator(_unique_taints)] = None
+
+
+class NodeSystemInfo(_K):
+    """``status.nodeInfo``: the bootID tells a reboot happened."""
+
+    bootID: str = ""
+
+
+class NodeStatus(_K):
+    """What is read from a Node's status."""
+
+    conditions: list[Condition] | None = None
+    nodeInfo: NodeSystemInfo | None = None
+
+
+class Node(_K):
+    """A ``v1`` Node."""
+
+    apiVersion: Literal["v1"]
+    kind: Literal["Node"]
+    metadata: ClusterMeta
+    spec: NodeSpec | None = None
+    status: NodeStatus | None = None
+
+
+class Toleration(_K):
+    """``spec.tolerations[]`` of a Pod (Kubernetes ``validateTolerations``)."""
+
+    key: QualifiedName | Literal[""] | None = None
+    operator: Literal["Equal", "Exists", ""] | None = None
+    value: LabelValue | None = None
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    tolerationSeconds: Annotated[int, Field(ge=-(2**63), le=INT64_MAX)] | None = None
+
+    @model_validator(mode="after")
+    def _rules(self) -> Toleration:
+        if not self.key and (self.operator or "Equal") != "Exists":
+            raise ValueError("operator must be Exists when key is empty")
+        if self.operator == "Exists" and self.value:
+            raise ValueError("value must be empty when operator is Exists")
+        if self.tolerationSeconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds is only allowed with effect NoExecute")
+        return self
+
+
+class Volume(_K):
+    """``spec.volumes[]``: only whether it is an emptyDir is read."""
+
+    name: DnsLabel
+
+
+class PodSpec(_K):
+    """What is read from a Pod's spec."""
+
+    nodeName: Annotated[str, _pattern(rf"^(?:{_SUB})?$", 253)] | None = None
+    terminationGracePeriodSeconds: Annotated[int, Field(ge=0, le=INT64_MAX)] | None = None
+    activeDeadlineSeconds: Annotated[int, Field(ge=1, le=INT64_MAX)] | None = None
+    tolerations: list[Toleration] | None = None
+    volumes: list[Volume] | None = None
+
+
+class PodStatus(_K):
+    """What is read from a Pod's status."""
+
+    phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] | None = None
+    conditions: list[Condition] | None = None
+    startTime: Time | None = None
+
+
+class Pod(_K):
+    """A ``v1`` Pod."""
+
+    apiVersion: Literal["v1"]
+    kind: Literal["Pod"]
+    metadata: NamespacedMeta
+    spec: PodSpec | None = None
+    status: PodStatus | None = None
+
+
+class Requirement(_K):
+    """A ``matchExpressions`` entry (apimachinery ``ValidateLabelSelectorRequirement``)."""
+
+    key: QualifiedName
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[LabelValue] | None = None
+
+    @model_validator(mode="after")
+    def _values_fit_operator(self) -> Requirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        return self
+
+
+class LabelSelector(_K):
+    """A ``metav1.LabelSelector``."""
+
+    matchLabels: Labels | None = None
+    matchExpressions: list[Requirement] | None = None
+
+
+class PdbSpec(_K):
+    """A PodDisruptionBudget's spec (``ValidatePodDisruptionBudgetSpec``)."""
+
+    selector: LabelSelector | None = None
+    minAvailable: IntOrPercent | None = None
+    maxUnavailable: IntOrPercent | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> PdbSpec:
+        if self.minAvailable is not None and self.maxUnavailable is not None:
+            raise ValueError("minAvailable and maxUnavailable cannot be both set")
+        return self
+
+
+NonNegative = Annotated[int, Field(ge=0, le=INT32_MAX)]
+
+
+class PdbStatus(_K):
+    """A PodDisruptionBudget's status (as the disruption controller writes it)."""
+
+    disruptionsAllowed: NonNegative | None = None
+    currentHealthy: NonNegative | None = None
+    desiredHealthy: NonNegative | None = None
+    expectedPods: NonNegative | None = None
+
+
+class PodDisruptionBudget(_K):
+    """A ``policy/v1`` PodDisruptionBudget."""
+
+    apiVersion: Literal["policy/v1", "policy/v1beta1"]
+    kind: Literal["PodDisruptionBudget"]
+    metadata: NamespacedMeta
+    spec: PdbSpec | None = None
+    status: PdbStatus | None = None
+
+
+class DaemonSet(_K):
+    """An ``apps/v1`` DaemonSet: only its existence is read."""
+
+    apiVersion: Literal["apps/v1"]
+    kind: Literal["DaemonSet"]
+    metadata: NamespacedMeta
+
+
+def _no_dot_keys(d: dict[str, str] | None) -> dict[str, str] | None:
+    for k in d or ():
+        if k in (".", ".."):
+            raise ValueError(f"ConfigMap key {k!r} is not allowed")
+    return d
+
+
+class ConfigMap(_K):
+    """A ``v1`` ConfigMap (recipe controls, the simulated clock)."""
+
+    apiVersion: Literal["v1"]
+    kind: Literal["ConfigMap"]
+    metadata: NamespacedMeta
+    data: Annotated[dict[Annotated[str, _pattern(CONFIGMAP_KEY, 253)], str] | None, AfterValidator(_no_dot_keys)] = None
+
+
+#: The kinds a snapshot may hold that the reconciler reads, by ``kind``.
+MODELS: dict[str, type[_K]] = {
+    "Node": Node,
+    "Pod": Pod,
+    "PodDisruptionBudget": PodDisruptionBudget,
+    "DaemonSet": DaemonSet,
+    "ConfigMap": ConfigMap,
+}

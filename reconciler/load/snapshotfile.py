@@ -1,0 +1,562 @@
+"""Fleet snapshot files (``--cluster sim:FILE``): bytes → plain documents, fast and bounded.
+
+A snapshot is what ``kubectl get nodes,pods,pdb -A -o json|yaml`` prints (one ``List``), several
+YAML documents, or a fleet saved by ``--sim-save``. Files reach hundreds of MB (100,000 nodes with
+their recorded package state), so parsing must not go through a pure-Python parser:
+
+* **JSON** (the first non-blank character is ``{`` or ``[``) is parsed by the standard library's C
+  decoder. ``NaN``/``Infinity`` literals, numbers that overflow a float (``1e400``) and integers
+  outside int64 are errors (Kubernetes' JSON has none of them); nesting is bounded by
+  :data:`MAX_DEPTH` (through the interpreter's recursion guard, which the C decoder honours).
+  Lone UTF-16 surrogate escapes (``"\\ud800"``) are refused: they cannot be written back as UTF-8.
+* **YAML** is composed by libyaml through PyYAML's ``CSafeLoader`` (a C scanner, parser and
+  composer), resolved with the YAML 1.2 core schema like our recipes (``yes``/``on`` stay strings;
+  timestamps stay text), then built into plain data here: only the standard tags, no duplicate
+  keys, keys are scalars, and aliases are measured as if expanded (a "billion laughs" file is
+  refused before anything is expanded; expansion may add at most :data:`MAX_ALIAS_NODES` nodes).
+  Without libyaml the loader refuses YAML with a message saying to install it or convert the
+  snapshot to JSON (``kubectl ... -o json``) rather than silently taking minutes.
+
+Before parsing, the file is ``stat``-ed (at most :data:`MAX_SNAPSHOT_BYTES`), gzip and other
+binary content, UTF-16/32 and non-UTF-8 bytes are refused with their position, a UTF-8 BOM is
+dropped. No position table is kept while parsing (it would double the memory of a large fleet):
+:meth:`SnapshotText.locate` finds the ``line:column`` of a path only when an error needs it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from reconciler.errors import InputError, SourcePos
+
+#: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
+#: node and 3 pods per node is about 1 GiB of kubectl JSON.
+MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024 * 1024
+
+#: Deepest nesting of mappings/sequences accepted. Kubernetes objects nest about 15 deep
+#: (``metadata.managedFields[].fieldsV1``); the bound keeps saving a fleet back safe.
+MAX_DEPTH = 100
+
+#: How many YAML nodes aliases may add when expanded (kubectl never writes aliases).
+MAX_ALIAS_NODES = 1_000_000
+
+INT64 = (-(2**63), 2**63 - 1)
+
+Path = tuple[str | int, ...]
+"""A path into a document: mapping keys (str) and sequence indices (int)."""
+
+_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """``items[3].metadata.labels["a.b/c"]``: indices as ``[i]``, keys with punctuation quoted."""
+    out = ""
+    for k in path:
+        if isinstance(k, int):
+            out += f"[{k}]"
+        elif _SIMPLE_KEY.fullmatch(k):
+            out += f".{k}" if out else k
+        else:
+            out += f"[{json.dumps(k, ensure_ascii=True)}]"
+    return out
+
+
+@dataclass
+class SnapshotText:
+    """A snapshot file's decoded text and its parsed documents.
+
+    ``fmt`` is ``"json"`` or ``"yaml"``; ``docs`` the non-empty documents as plain ``dict``/
+    ``list``/``str``/``int``/``float``/``bool``/``None`` data (a JSON file is one document);
+    ``doc_index[i]`` the 0-based number of ``docs[i]`` in the file.
+    """
+
+    file: str
+    text: str
+    fmt: str
+    docs: list[Any]
+    doc_index: list[int]
+
+    def locate(self, doc: int, path: Sequence[str | int]) -> SourcePos:
+        """``file:line:column`` of ``path`` in document ``doc`` (of a mapping entry: its key; of a
+        sequence item: the item), or of the nearest ancestor found; only the file when the text
+        cannot be walked. Called on the error path only: it re-reads the text."""
+        try:
+            if self.fmt == "json":
+                offset = _json_offset(self.text, path)
+                return _offset_pos(self.text, offset, self.file)
+            return _yaml_locate(self.text, self.file, self.doc_index[doc], path)
+        except (ValueError, IndexError, RecursionError, TypeError, KeyError):
+            return SourcePos(self.file)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading bytes
+
+
+def read_snapshot(path: str, *, max_bytes: int = MAX_SNAPSHOT_BYTES) -> SnapshotText:
+    """Read and parse the snapshot at ``path`` (see the module docstring).
+
+    Raises:
+        InputError: unreadable, too large, compressed or binary, not UTF-8, empty, or a JSON/YAML
+            syntax or limit error, each with ``file:line:column`` where one exists.
+    """
+    try:
+        size = os.stat(path).st_size
+        if size > max_bytes:
+            raise InputError(f"fleet snapshot is {size} bytes, larger than the {max_bytes} byte limit",
+                             SourcePos(path, 1, 1))
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as e:
+        raise InputError(f"cannot read fleet snapshot: {e.strerror or e}", SourcePos(path)) from None
+    if len(raw) > max_bytes:
+        raise InputError(f"fleet snapshot is larger than the {max_bytes} byte limit", SourcePos(path, 1, 1))
+    text = decode_snapshot(raw, path)
+    return parse_snapshot(text, path)
+
+
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip)"),
+          (b"BZh", "bzip2-compressed (decompress it first: bunzip2)"),
+          (b"\xfd7zXZ\x00", "xz-compressed (decompress it first: unxz)"),
+          (b"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first: unzstd)"),
+          (b"PK\x03\x04", "a zip archive (extract the snapshot first)"),
+          (b"\xff\xfe\x00\x00", "UTF-32 text (save it as UTF-8)"),
+          (b"\x00\x00\xfe\xff", "UTF-32 text (save it as UTF-8)"),
+          (b"\xff\xfe", "UTF-16 text (save it as UTF-8)"),
+          (b"\xfe\xff", "UTF-16 text (save it as UTF-8)"))
+
+
+def decode_snapshot(raw: bytes, file: str) -> str:
+    """Decode a snapshot's bytes: UTF-8 (a BOM is dropped), no NUL byte.
+
+    Raises:
+        InputError: compressed or archive content, UTF-16/32, a NUL byte or invalid UTF-8 (with
+            the line and column of the first bad byte), or an empty file.
+    """
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            raise InputError(f"fleet snapshot is {what}, not JSON or YAML text", SourcePos(file, 1, 1))
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise InputError("NUL byte: a fleet snapshot must be JSON or YAML text", _byte_pos(raw, nul, file))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"byte 0x{raw[e.start]:02x} is not valid UTF-8 (a fleet snapshot must be UTF-8 text)",
+                         _byte_pos(raw, e.start, file)) from None
+    if not text.strip():
+        raise InputError("fleet snapshot is empty (expected kubectl get nodes,pods,pdb -A -o json|yaml output)",
+                         SourcePos(file, 1, 1))
+    return text
+
+
+def _byte_pos(raw: bytes, offset: int, file: str) -> SourcePos:
+    line = raw.count(b"\n", 0, offset) + 1
+    return SourcePos(file, line, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1)
+
+
+def _offset_pos(text: str, offset: int, file: str) -> SourcePos:
+    line = text.count("\n", 0, offset) + 1
+    return SourcePos(file, line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
+def parse_snapshot(text: str, file: str) -> SnapshotText:
+    """Parse decoded snapshot text as JSON (first non-blank character ``{``/``[``) or YAML.
+
+    Raises:
+        InputError: see :func:`read_snapshot`.
+    """
+    head = text.lstrip(" \t\r\n")[:1]
+    if head in ("{", "["):
+        return SnapshotText(file, text, "json", [parse_json(text, file)], [0])
+    docs, index = parse_yaml(text, file)
+    return SnapshotText(file, text, "yaml", docs, index)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+
+class _BadNumber(Exception):
+    def __init__(self, literal: str, why: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+        self.why = why
+
+
+def _parse_float(s: str) -> float:
+    v = float(s)
+    if not math.isfinite(v):
+        raise _BadNumber(s, "overflows a 64-bit float")
+    return v
+
+
+def _parse_int(s: str) -> int:
+    if len(s) > 20:
+        raise _BadNumber(s[:30] + ("..." if len(s) > 30 else ""), f"has {len(s)} digits, outside int64")
+    v = int(s)
+    if not INT64[0] <= v <= INT64[1]:
+        raise _BadNumber(s, "is outside int64")
+    return v
+
+
+def _parse_constant(s: str) -> float:
+    raise _BadNumber(s, "is not a JSON number (NaN and Infinity are not JSON)")
+
+
+def _stack_depth() -> int:
+    f = sys._getframe()
+    n = 0
+    while f is not None:
+        n += 1
+        f = f.f_back  # type: ignore[assignment]
+    return n
+
+
+_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
+                        r"(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def parse_json(text: str, file: str) -> Any:
+    """Parse JSON text strictly (see the module docstring).
+
+    Raises:
+        InputError: syntax error (line:column), a bad number (line:column of its first
+            occurrence), nesting deeper than :data:`MAX_DEPTH`, or a lone surrogate escape.
+    """
+    old = sys.getrecursionlimit()
+    # the C decoder guards its recursion with the interpreter's limit: this bounds the nesting
+    sys.setrecursionlimit(_stack_depth() + MAX_DEPTH + 5)
+    try:
+        data = json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"JSON syntax error: {e.msg}", _offset_pos(text, e.pos, file)) from None
+    except RecursionError:
+        raise InputError(f"JSON nesting is deeper than {MAX_DEPTH} levels", SourcePos(file, 1, 1)) from None
+    except _BadNumber as e:
+        at = _number_offset(text, e.literal.rstrip("."))
+        pos = _offset_pos(text, at, file) if at >= 0 else SourcePos(file, 1, 1)
+        raise InputError(f"number {e.literal} {e.why}", pos) from None
+    finally:
+        sys.setrecursionlimit(old)
+    if "\\ud" in text or "\\uD" in text:
+        m = _SURROGATE.search(text)
+        if m:
+            raise InputError(f"{m.group(0)} is a lone UTF-16 surrogate escape, not a character",
+                             _offset_pos(text, m.start(), file))
+    return data
+
+
+def _number_offset(text: str, literal: str) -> int:
+    m = re.search(r"(?<![\w.\"-])" + re.escape(literal), text)
+    return m.start() if m else -1
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _json_offset(text: str, path: Sequence[str | int]) -> int:
+    """Offset of ``path`` in JSON ``text`` (a key's opening quote, an item's first character), or
+    of the deepest ancestor found; walks with the C decoder (siblings before the path are decoded
+    and dropped)."""
+    dec = json.JSONDecoder()
+    scan = json.decoder.scanstring  # type: ignore[attr-defined]
+
+    def ws(j: int) -> int:
+        m = _WS.match(text, j)
+        return m.end() if m else j
+
+    i = ws(0)
+    for depth, key in enumerate(path):
+        last = depth == len(path) - 1
+        c = text[i]
+        if c == "{" and isinstance(key, str):
+            j = ws(i + 1)
+            while text[j] == '"':
+                start = j
+                k, j = scan(text, j + 1)
+                j = ws(ws(j) + 1)  # past ':'
+                if k == key:
+                    break
+                _, j = dec.raw_decode(text, j)
+                j = ws(j)
+                if text[j] == ",":
+                    j = ws(j + 1)
+            else:
+                return i
+            if last:
+                return start
+            i = j
+        elif c == "[" and isinstance(key, int):
+            j = ws(i + 1)
+            for _ in range(key):
+                if text[j] == "]":
+                    return i
+                _, j = dec.raw_decode(text, j)
+                j = ws(j)
+                if text[j] == ",":
+                    j = ws(j + 1)
+            if text[j] == "]":
+                return i
+            i = j
+        else:
+            return i
+    return i
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML
+
+_STD = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (_STD + t for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ, _TIMESTAMP, _MERGE = (_STD + t for t in ("map", "seq", "timestamp", "merge"))
+_SCALAR_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP})
+_TRUE = frozenset({"true", "True", "TRUE"})
+_FALSE = frozenset({"false", "False", "FALSE"})
+
+
+def _loader_class() -> Any:
+    """PyYAML's ``CSafeLoader`` with YAML 1.2 core-schema resolution, or None without libyaml."""
+    base = getattr(yaml, "CSafeLoader", None)
+    if base is None:  # PyYAML built without libyaml
+        return None
+
+    class CoreLoader(base):  # type: ignore[misc, valid-type]
+        """libyaml composer; YAML 1.2 core schema for plain scalars."""
+
+    CoreLoader.yaml_implicit_resolvers = {}
+    add = CoreLoader.add_implicit_resolver
+    add(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    add(_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
+    add(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+    add(_FLOAT, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                           r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+.0123456789"))
+    add(_MERGE, re.compile(r"^<<$"), ["<"])
+    return CoreLoader
+
+
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = _loader_class() or False
+    return _LOADER
+
+
+def _compose_all(text: str, file: str) -> Iterator[Any]:
+    loader_cls = _loader()
+    if not loader_cls:
+        raise InputError("reading a YAML fleet snapshot needs PyYAML built with libyaml (pip install "
+                         "--force-reinstall pyyaml); or give the snapshot as JSON (kubectl get ... -o json)",
+                         SourcePos(file, 1, 1))
+    loader = loader_cls(text)
+    try:
+        while loader.check_node():
+            yield loader.get_node()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        pos = SourcePos(file, mark.line + 1, mark.column + 1) if mark is not None else SourcePos(file, 1, 1)
+        what = " ".join(x for x in (e.context, e.problem) if x)
+        raise InputError(f"YAML syntax error: {what or e}", pos) from None
+    except yaml.YAMLError as e:
+        raise InputError(f"YAML error: {' '.join(str(e).split())}", SourcePos(file, 1, 1)) from None
+    finally:
+        loader.dispose()
+
+
+def parse_yaml(text: str, file: str) -> tuple[list[Any], list[int]]:
+    """Parse every YAML document of ``text`` into plain data; empty documents are skipped.
+
+    Returns ``(documents, index of each in the file)``.
+
+    Raises:
+        InputError: syntax error, a tag other than the standard ones, a duplicate or non-scalar
+            key, a recursive alias, an alias expansion over :data:`MAX_ALIAS_NODES`, nesting over
+            :data:`MAX_DEPTH`, a non-finite float or an integer outside int64; with line:column.
+    """
+    docs: list[Any] = []
+    index: list[int] = []
+    builder = _YamlBuilder(file, memo=bool(_ALIAS.search(text)))
+    for i, node in enumerate(_compose_all(text, file)):
+        if type(node) is yaml.ScalarNode and node.tag == _NULL:
+            continue  # an empty document (e.g. a trailing '---')
+        docs.append(builder.build(node, 0))
+        index.append(i)
+    return docs, index
+
+
+#: Anything that may be a YAML alias (``*name``); without one, nodes need no memo (kubectl's case).
+_ALIAS = re.compile(r"(?:^|[\s\[{,:?])\*[^\s,\[\]{}]", re.M)
+
+
+def _pos(file: str, node: Any) -> SourcePos:
+    m = node.start_mark
+    return SourcePos(file, m.line + 1, m.column + 1)
+
+
+class _YamlBuilder:
+    """Builds plain data from a composed node graph. With ``memo`` (the text may hold aliases),
+    container nodes are built once and copied on reuse, their expanded size counted."""
+
+    def __init__(self, file: str, *, memo: bool = True) -> None:
+        self.file = file
+        self.memo = memo
+        self.built: dict[int, tuple[Any, int]] = {}  # id(node) -> (value, expanded size)
+        self.active: set[int] = set()
+        self.extra = 0  # nodes added by alias expansion
+
+    def _err(self, node: Any, message: str) -> InputError:
+        return InputError(message, _pos(self.file, node))
+
+    def build(self, node: Any, depth: int) -> Any:
+        """Plain data of ``node`` (a document root at ``depth`` 0)."""
+        return self._build(node, depth)[0]
+
+    def _build(self, node: Any, depth: int) -> tuple[Any, int]:
+        cls = type(node)
+        if cls is yaml.ScalarNode:
+            if node.tag not in _SCALAR_TAGS:
+                raise self._err(node, _tag_problem(node.tag, "a scalar"))
+            return self._scalar(node), 1
+        key = id(node)
+        if self.memo:
+            hit = self.built.get(key)
+            if hit is not None:
+                self.extra += hit[1]
+                if self.extra > MAX_ALIAS_NODES:
+                    raise self._err(node, f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes "
+                                          "(an alias expansion bomb?)")
+                return copy.deepcopy(hit[0]), hit[1]
+            if key in self.active:
+                raise self._err(node, "recursive YAML alias: an anchor refers to itself "
+                                      "(the document would be infinite)")
+            self.active.add(key)
+        if depth >= MAX_DEPTH:
+            raise self._err(node, f"YAML nesting is deeper than {MAX_DEPTH} levels")
+        value: Any
+        if cls is yaml.SequenceNode:
+            if node.tag != _SEQ:
+                raise self._err(node, _tag_problem(node.tag, "a sequence"))
+            value = []
+            size = 1
+            for item in node.value:
+                v, n = self._build(item, depth + 1)
+                value.append(v)
+                size += n
+        elif cls is yaml.MappingNode:
+            if node.tag != _MAP:
+                raise self._err(node, _tag_problem(node.tag, "a mapping"))
+            value, size = self._mapping(node, depth)
+        else:  # pragma: no cover - the composer yields only these
+            raise self._err(node, "unsupported YAML node")
+        if self.memo:
+            self.active.discard(key)
+            self.built[key] = (value, size)
+        return value, size
+
+    def _mapping(self, node: Any, depth: int) -> tuple[dict[str, Any], int]:
+        result: dict[str, Any] = {}
+        size = 1
+        merges: list[Any] = []
+        seen: dict[str, int] = {}
+        for knode, vnode in node.value:
+            if knode.tag == _MERGE and isinstance(knode, yaml.ScalarNode):
+                merges.append(vnode)
+                continue
+            if not isinstance(knode, yaml.ScalarNode):
+                raise self._err(knode, "mapping keys must be plain scalars, not mappings or sequences")
+            if knode.tag not in _SCALAR_TAGS:
+                raise self._err(knode, _tag_problem(knode.tag, "a scalar"))
+            k = str(knode.value)
+            if k in seen:
+                raise self._err(knode, f"duplicate key {k[:60]!r} (first defined at line {seen[k]})")
+            seen[k] = knode.start_mark.line + 1
+            v, n = self._build(vnode, depth + 1)
+            result[k] = v
+            size += n + 1
+        for m in merges:  # earlier merge sources win over later ones, explicit keys over all
+            sources = m.value if isinstance(m, yaml.SequenceNode) else [m]
+            for src in sources:
+                if not isinstance(src, yaml.MappingNode):
+                    raise self._err(src, "a merge key (<<) needs a mapping or a list of mappings")
+                merged, n = self._build(src, depth + 1)
+                size += n
+                for k, v in merged.items():
+                    result.setdefault(k, v)
+        return result, size
+
+    def _scalar(self, node: Any) -> Any:
+        tag, text = node.tag, str(node.value)
+        if tag in (_STR, _TIMESTAMP):
+            return text
+        if tag == _NULL:
+            if text not in ("", "~", "null", "Null", "NULL"):
+                raise self._err(node, f"{text[:40]!r} is not null")
+            return None
+        if tag == _BOOL:
+            if text not in _TRUE and text not in _FALSE:
+                raise self._err(node, f"{text[:40]!r} is not a boolean (true or false)")
+            return text in _TRUE
+        if tag == _INT:
+            s = text.replace("_", "")
+            if len(s.lstrip("+-")) > 20:
+                raise self._err(node, f"an integer with {len(s)} digits is outside int64")
+            try:
+                v = int(s, 0) if s.lstrip("+-")[:2].lower() in ("0x", "0o") else int(s, 10)
+            except ValueError:
+                raise self._err(node, f"{text[:40]!r} is not an integer") from None
+            if not INT64[0] <= v <= INT64[1]:
+                raise self._err(node, f"integer {text[:40]} is outside int64")
+            return v
+        try:
+            f = float(text.replace("_", "").replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
+                      .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
+        except ValueError:
+            raise self._err(node, f"{text[:40]!r} is not a number") from None
+        if not math.isfinite(f):
+            raise self._err(node, f"{text[:40]} is not a finite number (Kubernetes objects hold no NaN or infinity)")
+        return f
+
+
+def _tag_problem(tag: str | None, on: str) -> str:
+    shown = "(none)" if tag is None else "!!" + tag[len(_STD):] if tag.startswith(_STD) else tag
+    if tag in _SCALAR_TAGS or tag in (_MAP, _SEQ):
+        return f"YAML tag {shown} does not fit {on}"
+    return f"YAML tag {shown} is not allowed (plain YAML only)"
+
+
+def _yaml_locate(text: str, file: str, doc: int, path: Sequence[str | int]) -> SourcePos:
+    for i, node in enumerate(_compose_all(text, file)):
+        if i != doc:
+            continue
+        best = node
+        cur = node
+        for key in path:
+            nxt = None
+            if isinstance(cur, yaml.MappingNode) and isinstance(key, str):
+                for knode, vnode in cur.value:
+                    if isinstance(knode, yaml.ScalarNode) and str(knode.value) == key:
+                        best, nxt = knode, vnode
+                        break
+            elif isinstance(cur, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(cur.value):
+                nxt = cur.value[key]
+                best = nxt
+            if nxt is None:
+                break
+            cur = nxt
+        return _pos(file, best)
+    return SourcePos(file)
