@@ -76,8 +76,8 @@ def load_sim_config(path: str) -> SimConfig:
     from pydantic import ValidationError
 
     from reconciler.errors import InputErrors
-    from reconciler.load.snapshot import loc_path
-    from reconciler.load.yamlsafe import load_file, validation_errors
+    from reconciler.load.snapshot import best_errors, loc_path, pydantic_message
+    from reconciler.load.yamlsafe import load_file
 
     docs = load_file(path)
     if not docs:
@@ -92,5 +92,13 @@ def load_sim_config(path: str) -> SimConfig:
     try:
         return SimConfig.model_validate(doc.data)
     except ValidationError as e:
-        errors = validation_errors(e, doc, loc_path)
+        errors = []
+        for err in best_errors(e.errors(include_url=False)):
+            path = loc_path(tuple(err["loc"]))
+            msg = pydantic_message(err)
+            if err["type"] == "extra_forbidden" and path:
+                msg = f"unknown field {path[-1]!r}"
+            elif "[key]" in err["loc"] and path:
+                msg = f"key {path[-1]!r}: {msg}"
+            errors.append(doc.error(path, msg))
         raise errors[0] if len(errors) == 1 else InputErrors(errors) from None

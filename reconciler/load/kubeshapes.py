@@ -27,9 +27,10 @@ seconds. Sources of the rules (k8s.io/apimachinery ``pkg/util/validation``,
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, StringConstraints, model_validator
 
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
@@ -47,6 +48,7 @@ DNS_LABEL = r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$"
 QUALIFIED_NAME = rf"^(?:{_SUB}/)?{_NAME63}$"
 ANNOTATION_KEY = rf"^(?:{_SUB_ANY_CASE}/)?{_NAME63}$"
 LABEL_VALUE = rf"^(?:{_NAME63})?$"
+NODE_NAME_OR_EMPTY = rf"^(?:{_SUB})?$"
 CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
 PERCENT = r"^(?:100|[1-9]?[0-9])%$"
 RESOURCE_VERSION = r"^[0-9]{0,20}$"
@@ -65,6 +67,7 @@ PATTERN_HELP = {
                     "characters of [-A-Za-z0-9_.] starting and ending with a letter or digit)",
     LABEL_VALUE: "is not a valid label value (empty, or at most 63 characters of [-A-Za-z0-9_.] starting and "
                  "ending with a letter or digit)",
+    NODE_NAME_OR_EMPTY: "is not a valid node name (a DNS-1123 subdomain)",
     CONFIGMAP_KEY: "is not a valid ConfigMap key (letters, digits, '-', '_' and '.')",
     PERCENT: "is not an integer or a percentage from 0% to 100%",
     RESOURCE_VERSION: "is not a resourceVersion (a decimal string)",
@@ -110,7 +113,22 @@ Labels = Annotated[dict[QualifiedName, LabelValue], AfterValidator(_check_labels
 Annotations = Annotated[dict[AnnotationKey, str], AfterValidator(_check_annotations)]
 Time = Annotated[str, _pattern(RFC3339, 64)]
 ResourceVersion = Annotated[str, _pattern(RESOURCE_VERSION)]
-IntOrPercent = Annotated[int, Field(ge=0, le=INT32_MAX)] | Annotated[str, _pattern(PERCENT)]
+def _int_or_percent(v: Any) -> int | str:
+    """Kubernetes int-or-string for PDB budgets: an integer ≥ 0 or a percentage ``0%``–``100%``."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        if not 0 <= v <= INT32_MAX:
+            raise ValueError(f"{v} must be between 0 and {INT32_MAX}")
+        return v
+    if isinstance(v, str):
+        if not _PERCENT.fullmatch(v):
+            raise ValueError(f"{v[:40]!r} is not a percentage from 0% to 100% (a number needs no quotes)")
+        return v
+    kind = "a boolean" if isinstance(v, bool) else "a number" if isinstance(v, float) else type(v).__name__
+    raise ValueError(f"must be an integer or a percentage string like '10%', not {kind} ({str(v)[:40]})")
+
+
+_PERCENT = re.compile(r"(?:100|[1-9]?[0-9])%")
+IntOrPercent = Annotated[int | str, PlainValidator(_int_or_percent)]
 Uid = Annotated[str, Field(max_length=128)]
 Effect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
@@ -240,7 +258,7 @@ class Volume(_K):
 class PodSpec(_K):
     """What is read from a Pod's spec."""
 
-    nodeName: Annotated[str, _pattern(rf"^(?:{_SUB})?$", 253)] | None = None
+    nodeName: Annotated[str, _pattern(NODE_NAME_OR_EMPTY, 253)] | None = None
     terminationGracePeriodSeconds: Annotated[int, Field(ge=0, le=INT64_MAX)] | None = None
     activeDeadlineSeconds: Annotated[int, Field(ge=1, le=INT64_MAX)] | None = None
     tolerations: list[Toleration] | None = None

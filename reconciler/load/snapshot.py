@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from reconciler.errors import InputError, InputErrors
+from reconciler.errors import InputError, InputErrors, SourcePos
 from reconciler.load.kubeshapes import MODELS, PATTERN_HELP
-from reconciler.load.snapshotfile import MAX_SNAPSHOT_BYTES, SnapshotText, format_path, read_snapshot
+from reconciler.load.snapshotfile import SnapshotText, format_path, read_snapshot
 
 Obj = dict[str, Any]
 
@@ -66,10 +66,16 @@ def _ref(obj: Any) -> str:
     meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     name, ns = meta.get("name"), meta.get("namespace")
     if not isinstance(name, str) or not name:
-        return str(kind)
+        return _visible(str(kind))
     if kind in NAMESPACED:
-        return f"{kind}/{ns if isinstance(ns, str) and ns else 'default'}/{name}"[:200]
-    return f"{kind}/{name}"[:200]
+        return _visible(f"{kind}/{ns if isinstance(ns, str) and ns else 'default'}/{name}")
+    return _visible(f"{kind}/{name}")
+
+
+def _visible(text: str) -> str:
+    """``text`` shortened, with control and non-ASCII characters escaped (names come from the input)."""
+    short = text[:120] + ("..." if len(text) > 120 else "")
+    return short if short.isprintable() and short.isascii() else short.encode("unicode_escape").decode("ascii")
 
 
 def _where(src: SnapshotText, doc: int, path: tuple[str | int, ...]) -> str:
@@ -111,6 +117,8 @@ def pydantic_message(err: Any) -> str:
     msg = str(err["msg"])
     if typ == "missing":
         return "missing required field"
+    if typ == "union_type":
+        return f"must be {msg}, not {_describe(inp)}"
     if typ == "string_type":
         hint = "; quote it" if isinstance(inp, int | float) and not isinstance(inp, bool) else ""
         if isinstance(inp, dict | list):
@@ -118,6 +126,12 @@ def pydantic_message(err: Any) -> str:
         return f"must be a string, not {_describe(inp)}{hint}"
     if typ in ("int_type", "int_from_float", "int_parsing"):
         return f"must be an integer, not {_describe(inp)}"
+    if typ in ("float_type", "float_parsing"):
+        return f"must be a number, not {_describe(inp)}"
+    if typ == "finite_number":
+        return f"must be a finite number, not {_describe(inp)}"
+    if typ == "extra_forbidden":
+        return "unknown field"
     if typ == "bool_type":
         return f"must be true or false, not {_describe(inp)}"
     if typ in ("dict_type", "model_type", "model_attributes_type"):
@@ -139,6 +153,53 @@ def pydantic_message(err: Any) -> str:
     return msg
 
 
+def _is_tag(x: Any) -> bool:
+    return isinstance(x, str) and (x == "[key]" or ("[" in x and x.endswith("]")) or x in _TAGS)
+
+
+_TAGS = frozenset({"int", "str", "constrained-str", "constrained-int", "constrained-float", "bool", "float", "dict",
+                   "list", "none", "tuple"})
+
+
+def _rank(err: Any) -> tuple[int, int]:
+    typ = str(err["type"])
+    kind = 2 if typ.endswith("_type") or typ == "int_from_float" else 1 if typ == "literal_error" else 0
+    return kind, -len(err["loc"])
+
+
+def best_errors(errors: list[Any]) -> list[Any]:
+    """Pydantic errors with each failed union reduced to its most telling branch: one that got past
+    the type check (``'abc%'`` fails the percent pattern rather than "not an integer"), else the
+    deepest; when every branch is a plain type mismatch, one error naming the accepted types."""
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    order: list[tuple[Any, ...]] = []
+    for e in errors:
+        loc = tuple(e["loc"])
+        cut = next((i for i, x in enumerate(loc) if _is_tag(x) and x != "[key]"), None)
+        key = loc[:cut] if cut is not None else loc + ("#",)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(e)
+    out = []
+    for key in order:
+        group = groups[key]
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        best = min(group, key=_rank)
+        if _rank(best)[0] == 2 and all(_rank(g)[0] == 2 for g in group):
+            wanted = sorted({_TYPE_WORD.get(str(g["type"]), str(g["type"])) for g in group})
+            best = dict(best, type="union_type", msg=" or ".join(wanted))
+        out.append(best)
+    return out
+
+
+_TYPE_WORD = {"int_type": "an integer", "int_from_float": "an integer", "string_type": "a string",
+              "float_type": "a number", "bool_type": "true or false", "dict_type": "a mapping",
+              "list_type": "a list", "tuple_type": "a list", "model_type": "a mapping", "none_type": "null"}
+
+
 def loc_path(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
     """A pydantic ``loc`` (without the list index) → a path in the object; union and key markers
     (``function-after[...]``, ``[key]``, ``int``, ``str``, ``literal[...]``) are dropped."""
@@ -150,8 +211,9 @@ def loc_path(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
     return tuple(out)
 
 
-def load_snapshot(path: str, *, max_bytes: int = MAX_SNAPSHOT_BYTES) -> Snapshot:
-    """Read ``path`` and return its validated objects (see the module docstring).
+def load_snapshot(path: str, *, max_bytes: int | None = None) -> Snapshot:
+    """Read ``path`` (at most ``max_bytes``, default
+    :data:`~reconciler.load.snapshotfile.MAX_SNAPSHOT_BYTES`) and return its validated objects.
 
     Raises:
         InputError: the first problem (:class:`InputErrors` when several), positioned.
@@ -223,7 +285,7 @@ def validate_snapshot(src: SnapshotText) -> Snapshot:
         try:
             _adapter(kind).validate_python([e[0] for e in entries_])
         except ValidationError as exc:
-            for err in exc.errors(include_url=False):
+            for err in best_errors(exc.errors(include_url=False)):
                 loc = err["loc"]
                 bad, bd, bp = entries_[int(loc[0])]
                 fail(bd, bp, bad, loc_path(tuple(loc[1:])), pydantic_message(err))
@@ -248,5 +310,5 @@ def validate_snapshot(src: SnapshotText) -> Snapshot:
         raise errors[0] if len(errors) == 1 else InputErrors(errors)
     if not any(o["kind"] == "Node" for o in objects):
         raise InputError("the fleet snapshot holds no Node objects (expected kubectl get nodes,pods,pdb -A -o "
-                         "json|yaml output)", src.locate(0, ()) if src.docs else None)
+                         "json|yaml output)", src.locate(0, ()) if src.docs else SourcePos(src.file, 1, 1))
     return Snapshot(src, objects, origins)

@@ -95,21 +95,24 @@ class SnapshotText:
                 offset = _json_offset(self.text, path)
                 return _offset_pos(self.text, offset, self.file)
             return _yaml_locate(self.text, self.file, self.doc_index[doc], path)
-        except (ValueError, IndexError, RecursionError, TypeError, KeyError):
-            return SourcePos(self.file)
+        except (ValueError, IndexError, RecursionError, TypeError, KeyError, InputError):
+            return SourcePos(self.file, 1, 1)
 
 
 # ---------------------------------------------------------------------------------------------
 # Reading bytes
 
 
-def read_snapshot(path: str, *, max_bytes: int = MAX_SNAPSHOT_BYTES) -> SnapshotText:
-    """Read and parse the snapshot at ``path`` (see the module docstring).
+def read_snapshot(path: str, *, max_bytes: int | None = None) -> SnapshotText:
+    """Read and parse the snapshot at ``path`` (see the module docstring); at most ``max_bytes``
+    (default :data:`MAX_SNAPSHOT_BYTES`, read when called).
 
     Raises:
         InputError: unreadable, too large, compressed or binary, not UTF-8, empty, or a JSON/YAML
             syntax or limit error, each with ``file:line:column`` where one exists.
     """
+    if max_bytes is None:
+        max_bytes = MAX_SNAPSHOT_BYTES
     try:
         size = os.stat(path).st_size
         if size > max_bytes:
