@@ -78,16 +78,19 @@ def node_from(obj: Obj) -> NodeInfo:
 
 
 def _tolerations(raw: Any) -> tuple[Toleration, ...]:
+    """Tolerations of a pod dict. Built without re-validation (``model_construct``): the shapes
+    come from the API server or from a snapshot checked at load (:mod:`reconciler.load.kubeshapes`),
+    and a fleet has tens of thousands of pods."""
     out = []
     for t in raw or ():
-        op = t.get("operator") or "Equal"
+        secs = t.get("tolerationSeconds")
         out.append(
-            Toleration(
+            Toleration.model_construct(
                 key=t.get("key") or "",
-                operator=op,
+                operator=t.get("operator") or "Equal",
                 value=str(t.get("value") or ""),
                 effect=t.get("effect") or "",
-                tolerationSeconds=t.get("tolerationSeconds"),
+                tolerationSeconds=int(secs) if secs is not None else None,
             )
         )
     return tuple(out)

@@ -93,6 +93,13 @@ def _int_or_percent(value: int | str | None, total: int, round_up: bool) -> int 
     return int(text)
 
 
+def _selects(pdb: PdbInfo, pod: Obj) -> bool:
+    """``pdb.selects(pod_from(pod))`` read straight from the pod dict (PDB status covers every pod)."""
+    meta = pod["metadata"]
+    return (pdb.selector is not None and (meta.get("namespace") or "default") == pdb.namespace
+            and pdb.selector.matches(meta.get("labels") or {}))
+
+
 class SimFleet:
     """In-process simulated cluster implementing ``reconciler.ports.Cluster`` and ``Clock``.
 
@@ -153,10 +160,12 @@ class SimFleet:
         """
         from reconciler.adapters.simsaved import check_saved_state
         from reconciler.load.snapshot import load_snapshot
+        from reconciler.load.snapshotfile import paused_gc
 
-        snap = load_snapshot(path)
-        check_saved_state(snap)
-        return cls(snap.objects, config, crash_after, copy_objects=False)
+        with paused_gc():
+            snap = load_snapshot(path)
+            check_saved_state(snap)
+            return cls(snap.objects, config, crash_after, copy_objects=False)
 
     def to_objects(self) -> list[Obj]:
         """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name), then
@@ -276,11 +285,11 @@ class SimFleet:
             self._saved_stages.append(obj)
             return
         if kind == "Node":
-            meta.setdefault("uid", self._new_uid())
+            self._ensure_uid(meta)
             self.nodes[meta["name"]] = obj
         elif kind == "Pod":
             meta.setdefault("namespace", "default")
-            meta.setdefault("uid", self._new_uid())
+            self._ensure_uid(meta)
             self.pods[(meta["namespace"], meta["name"])] = obj
         elif kind == "PodDisruptionBudget":
             meta.setdefault("namespace", "default")
@@ -288,17 +297,38 @@ class SimFleet:
         else:
             self.daemonsets.add((meta.get("namespace") or "default", meta["name"]))
 
+    def _ensure_uid(self, meta: Obj) -> None:
+        """Give an object without a uid a new one; the counter advances either way (uids stay the
+        same as when every object drew one)."""
+        if "uid" in meta:
+            self._uid += 1
+        else:
+            meta["uid"] = self._new_uid()
+
     def _newest_timestamp(self) -> float:
+        # canonical UTC stamps (2026-11-30T12:00:00Z, as kubectl prints them) order as text: only
+        # the newest of those and any other spelling are parsed
+        canonical = ""
         newest = 0.0
         for o in [*self.nodes.values(), *self.pods.values()]:
+            status = o.get("status") or {}
             for v in (
                 (o.get("metadata") or {}).get("creationTimestamp"),
-                (o.get("status") or {}).get("startTime"),
-                *[c.get("lastTransitionTime") for c in (o.get("status") or {}).get("conditions") or ()],
+                status.get("startTime"),
+                *[c.get("lastTransitionTime") for c in status.get("conditions") or ()],
             ):
+                if not v:
+                    continue
+                if isinstance(v, str) and len(v) == 20 and v[19] == "Z":
+                    if v > canonical:
+                        canonical = v
+                    continue
                 t = parse_time(v)
                 if t and t > newest:
                     newest = t
+        t = parse_time(canonical)
+        if t and t > newest:
+            newest = t
         return newest or 1767225600.0  # 2026-01-01T00:00:00Z
 
     def _schedule_deadlines(self) -> None:
@@ -494,7 +524,7 @@ class SimFleet:
     def _refresh_pdb_status(self, key: tuple[str, str]) -> None:
         pdb = self.pdbs[key]
         info = pdb_from(pdb)
-        matching = [p for p in self.pods.values() if info.selects(pod_from(p))]
+        matching = [p for p in self.pods.values() if _selects(info, p)]
         matching = [p for p in matching if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
         expected = len(matching)
         healthy = sum(1 for p in matching if self._healthy(p))

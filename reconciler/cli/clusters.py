@@ -43,6 +43,7 @@ def open_cluster(args: argparse.Namespace) -> Opened:
         if cfg_path:
             config = load_sim_config(cfg_path)
         fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None))
+        _freeze_if_large(spec[4:])
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
     from reconciler.adapters.kube import DEFAULT_POOL_SIZE, KubeCluster
     from reconciler.adapters.kubecache import NODES, WatchCache
@@ -60,6 +61,24 @@ def open_cluster(args: argparse.Namespace) -> Opened:
                                           pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache)
     return Opened(cluster, WatchClock(cluster.api_client, cache=cache), time.time, poll_seconds=15.0,
                   description="kubernetes cluster")
+
+
+#: Snapshots at least this large (bytes) are moved out of the garbage collector's sight once loaded.
+FREEZE_BYTES = 16 * 1024 * 1024
+
+
+def _freeze_if_large(path: str) -> None:
+    """After loading a large snapshot, ``gc.freeze()`` it: it lives as long as the command, holds
+    no cycles, and every later collection would otherwise rescan its millions of objects (a
+    measured 2x on planning 100,000 nodes). Small snapshots (tests) are left alone."""
+    import gc
+    import os
+
+    try:
+        if os.stat(path).st_size >= FREEZE_BYTES:
+            gc.freeze()
+    except OSError:
+        pass
 
 
 def load_sim_config(path: str) -> SimConfig:
@@ -94,11 +113,11 @@ def load_sim_config(path: str) -> SimConfig:
     except ValidationError as e:
         errors = []
         for err in best_errors(e.errors(include_url=False)):
-            path = loc_path(tuple(err["loc"]))
+            at = loc_path(tuple(err["loc"]))
             msg = pydantic_message(err)
-            if err["type"] == "extra_forbidden" and path:
-                msg = f"unknown field {path[-1]!r}"
-            elif "[key]" in err["loc"] and path:
-                msg = f"key {path[-1]!r}: {msg}"
-            errors.append(doc.error(path, msg))
+            if err["type"] == "extra_forbidden" and at:
+                msg = f"unknown field {at[-1]!r}"
+            elif "[key]" in err["loc"] and at:
+                msg = f"key {at[-1]!r}: {msg}"
+            errors.append(doc.error(at, msg))
         raise errors[0] if len(errors) == 1 else InputErrors(errors) from None

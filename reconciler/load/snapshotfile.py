@@ -26,12 +26,14 @@ dropped. No position table is kept while parsing (it would double the memory of 
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import math
 import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +99,23 @@ class SnapshotText:
             return _yaml_locate(self.text, self.file, self.doc_index[doc], path)
         except (ValueError, IndexError, RecursionError, TypeError, KeyError, InputError):
             return SourcePos(self.file, 1, 1)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Run the block with the cyclic garbage collector paused (restored after, even on error).
+
+    Parsing a snapshot allocates millions of dicts, lists and strings and frees none of them; each
+    allocation burst would trigger collections that scan the whole growing heap for cycles the
+    parsed data cannot have. Pausing it halves parse and validation time of large snapshots.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 # ---------------------------------------------------------------------------------------------
