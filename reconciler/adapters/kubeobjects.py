@@ -77,22 +77,25 @@ def node_from(obj: Obj) -> NodeInfo:
     )
 
 
+_TOLERATIONS: dict[tuple[Any, ...], Toleration] = {}
+
+
 def _tolerations(raw: Any) -> tuple[Toleration, ...]:
     """Tolerations of a pod dict. Built without re-validation (``model_construct``): the shapes
-    come from the API server or from a snapshot checked at load (:mod:`reconciler.load.kubeshapes`),
-    and a fleet has tens of thousands of pods."""
+    come from the API server or from a snapshot checked at load (:mod:`reconciler.load.kubeshapes`);
+    and memoised, since the pods of a fleet repeat a handful of tolerations (models are frozen)."""
     out = []
     for t in raw or ():
         secs = t.get("tolerationSeconds")
-        out.append(
-            Toleration.model_construct(
-                key=t.get("key") or "",
-                operator=t.get("operator") or "Equal",
-                value=str(t.get("value") or ""),
-                effect=t.get("effect") or "",
-                tolerationSeconds=int(secs) if secs is not None else None,
-            )
-        )
+        key = (t.get("key") or "", t.get("operator") or "Equal", str(t.get("value") or ""), t.get("effect") or "",
+               int(secs) if secs is not None else None)
+        hit = _TOLERATIONS.get(key)
+        if hit is None:
+            if len(_TOLERATIONS) > 4096:
+                _TOLERATIONS.clear()
+            hit = _TOLERATIONS[key] = Toleration.model_construct(
+                key=key[0], operator=key[1], value=key[2], effect=key[3], tolerationSeconds=key[4])
+        out.append(hit)
     return tuple(out)
 
 

@@ -200,7 +200,8 @@ def parse_snapshot(text: str, file: str) -> SnapshotText:
     Raises:
         InputError: see :func:`read_snapshot`.
     """
-    head = text.lstrip(" \t\r\n")[:1]
+    lead = _WS.match(text)
+    head = text[lead.end() if lead else 0:][:1] if text[:1] in " \t\r\n" else text[:1]
     if head in ("{", "["):
         return SnapshotText(file, text, "json", [parse_json(text, file)], [0])
     docs, index = parse_yaml(text, file)
