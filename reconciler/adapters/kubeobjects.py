@@ -87,7 +87,8 @@ def _tolerations(raw: Any) -> tuple[Toleration, ...]:
     out = []
     for t in raw or ():
         secs = t.get("tolerationSeconds")
-        key = (t.get("key") or "", t.get("operator") or "Equal", str(t.get("value") or ""), t.get("effect") or "",
+        key: tuple[Any, ...] = (t.get("key") or "", t.get("operator") or "Equal", str(t.get("value") or ""),
+               t.get("effect") or "",
                int(secs) if secs is not None else None)
         hit = _TOLERATIONS.get(key)
         if hit is None:
