@@ -85,11 +85,15 @@ def _where(src: SnapshotText, doc: int, path: tuple[str | int, ...]) -> str:
 
 
 def _error(src: SnapshotText, doc: int, path: tuple[str | int, ...], obj: Any, field: tuple[str | int, ...],
-           message: str) -> InputError:
+           message: str, *, locate: bool = True) -> InputError:
     ref = _ref(obj)
     where = _where(src, doc, path) + (f" ({ref})" if ref else "")
     fld = f"{where} {format_path(field)}" if field else where
-    return InputError(message, src.locate(doc, (*path, *field)), fld)
+    return InputError(message, src.locate(doc, (*path, *field)) if locate else SourcePos(src.file), fld)
+
+
+#: Errors given a line:column (finding one in a large JSON file re-reads it up to that point).
+MAX_LOCATED = 3
 
 
 @cache
@@ -227,11 +231,11 @@ def validate_snapshot(src: SnapshotText) -> Snapshot:
     Raises:
         InputError: see :func:`load_snapshot`.
     """
-    errors: list[InputError] = []
+    errors: list[tuple[int, tuple[str | int, ...], Any, tuple[str | int, ...], str]] = []
 
     def fail(doc: int, p: tuple[str | int, ...], obj: Any, field: tuple[str | int, ...], message: str) -> None:
         if len(errors) < MAX_REPORTED:
-            errors.append(_error(src, doc, p, obj, field, message))
+            errors.append((doc, p, obj, field, message))
 
     groups: dict[str, list[tuple[Obj, int, tuple[str | int, ...]]]] = {k: [] for k in MODELS}
     for d, doc in enumerate(src.docs):
@@ -306,8 +310,9 @@ def validate_snapshot(src: SnapshotText) -> Snapshot:
             objects.append(obj)
             origins.append((d, p))
     if errors:
-        errors.sort(key=lambda e: (e.pos.line if e.pos else 0, e.pos.column if e.pos else 0))
-        raise errors[0] if len(errors) == 1 else InputErrors(errors)
+        errors.sort(key=lambda e: (e[0], next((x for x in e[1] if isinstance(x, int)), -1)))
+        found = [_error(src, *e, locate=i < MAX_LOCATED) for i, e in enumerate(errors)]
+        raise found[0] if len(found) == 1 else InputErrors(found)
     if not any(o["kind"] == "Node" for o in objects):
         raise InputError("the fleet snapshot holds no Node objects (expected kubectl get nodes,pods,pdb -A -o "
                          "json|yaml output)", src.locate(0, ()) if src.docs else SourcePos(src.file, 1, 1))

@@ -380,50 +380,35 @@ def _loader() -> Any:
     return _LOADER
 
 
-def _compose_all(text: str, file: str) -> Iterator[Any]:
+def _new_loader(text: str, file: str) -> Any:
     loader_cls = _loader()
     if not loader_cls:
         raise InputError("reading a YAML fleet snapshot needs PyYAML built with libyaml (pip install "
                          "--force-reinstall pyyaml); or give the snapshot as JSON (kubectl get ... -o json)",
                          SourcePos(file, 1, 1))
-    loader = loader_cls(text)
-    try:
-        while loader.check_node():
-            yield loader.get_node()
-    except yaml.MarkedYAMLError as e:
+    return loader_cls(text)
+
+
+def _yaml_error(e: Exception, file: str) -> InputError:
+    if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark or e.context_mark
         pos = SourcePos(file, mark.line + 1, mark.column + 1) if mark is not None else SourcePos(file, 1, 1)
         what = " ".join(x for x in (e.context, e.problem) if x)
-        raise InputError(f"YAML syntax error: {what or e}", pos) from None
+        return InputError(f"YAML syntax error: {what or e}", pos)
+    return InputError(f"YAML error: {' '.join(str(e).split())}", SourcePos(file, 1, 1))
+
+
+def _compose_all(text: str, file: str) -> Iterator[Any]:
+    """libyaml's node graphs, one per document. Its composer recurses in C: only for text
+    :func:`parse_yaml` has accepted (nesting bounded), as :meth:`SnapshotText.locate` does."""
+    loader = _new_loader(text, file)
+    try:
+        while loader.check_node():
+            yield loader.get_node()
     except yaml.YAMLError as e:
-        raise InputError(f"YAML error: {' '.join(str(e).split())}", SourcePos(file, 1, 1)) from None
+        raise _yaml_error(e, file) from None
     finally:
         loader.dispose()
-
-
-def parse_yaml(text: str, file: str) -> tuple[list[Any], list[int]]:
-    """Parse every YAML document of ``text`` into plain data; empty documents are skipped.
-
-    Returns ``(documents, index of each in the file)``.
-
-    Raises:
-        InputError: syntax error, a tag other than the standard ones, a duplicate or non-scalar
-            key, a recursive alias, an alias expansion over :data:`MAX_ALIAS_NODES`, nesting over
-            :data:`MAX_DEPTH`, a non-finite float or an integer outside int64; with line:column.
-    """
-    docs: list[Any] = []
-    index: list[int] = []
-    builder = _YamlBuilder(file, memo=bool(_ALIAS.search(text)))
-    for i, node in enumerate(_compose_all(text, file)):
-        if type(node) is yaml.ScalarNode and node.tag == _NULL:
-            continue  # an empty document (e.g. a trailing '---')
-        docs.append(builder.build(node, 0))
-        index.append(i)
-    return docs, index
-
-
-#: Anything that may be a YAML alias (``*name``); without one, nodes need no memo (kubectl's case).
-_ALIAS = re.compile(r"(?:^|[\s\[{,:?])\*[^\s,\[\]{}]", re.M)
 
 
 def _pos(file: str, node: Any) -> SourcePos:
@@ -431,128 +416,199 @@ def _pos(file: str, node: Any) -> SourcePos:
     return SourcePos(file, m.line + 1, m.column + 1)
 
 
-class _YamlBuilder:
-    """Builds plain data from a composed node graph. With ``memo`` (the text may hold aliases),
-    container nodes are built once and copied on reuse, their expanded size counted."""
+_MERGE_KEY = object()
 
-    def __init__(self, file: str, *, memo: bool = True) -> None:
-        self.file = file
-        self.memo = memo
-        self.built: dict[int, tuple[Any, int]] = {}  # id(node) -> (value, expanded size)
-        self.active: set[int] = set()
-        self.extra = 0  # nodes added by alias expansion
 
-    def _err(self, node: Any, message: str) -> InputError:
-        return InputError(message, _pos(self.file, node))
+class _Frame:
+    """A mapping or sequence being built from parser events."""
 
-    def build(self, node: Any, depth: int) -> Any:
-        """Plain data of ``node`` (a document root at ``depth`` 0)."""
-        return self._build(node, depth)[0]
+    __slots__ = ("anchor", "event", "key", "key_event", "merges", "seen", "size", "value")
 
-    def _build(self, node: Any, depth: int) -> tuple[Any, int]:
-        cls = type(node)
-        if cls is yaml.ScalarNode:
-            if node.tag not in _SCALAR_TAGS:
-                raise self._err(node, _tag_problem(node.tag, "a scalar"))
-            return self._scalar(node), 1
-        key = id(node)
-        if self.memo:
-            hit = self.built.get(key)
-            if hit is not None:
-                self.extra += hit[1]
-                if self.extra > MAX_ALIAS_NODES:
-                    raise self._err(node, f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes "
-                                          "(an alias expansion bomb?)")
-                return copy.deepcopy(hit[0]), hit[1]
-            if key in self.active:
-                raise self._err(node, "recursive YAML alias: an anchor refers to itself "
-                                      "(the document would be infinite)")
-            self.active.add(key)
-        if depth >= MAX_DEPTH:
-            raise self._err(node, f"YAML nesting is deeper than {MAX_DEPTH} levels")
-        value: Any
-        if cls is yaml.SequenceNode:
-            if node.tag != _SEQ:
-                raise self._err(node, _tag_problem(node.tag, "a sequence"))
-            value = []
-            size = 1
-            for item in node.value:
-                v, n = self._build(item, depth + 1)
-                value.append(v)
-                size += n
-        elif cls is yaml.MappingNode:
-            if node.tag != _MAP:
-                raise self._err(node, _tag_problem(node.tag, "a mapping"))
-            value, size = self._mapping(node, depth)
-        else:  # pragma: no cover - the composer yields only these
-            raise self._err(node, "unsupported YAML node")
-        if self.memo:
-            self.active.discard(key)
-            self.built[key] = (value, size)
-        return value, size
+    def __init__(self, value: Any, event: Any) -> None:
+        self.value = value
+        self.event = event
+        self.anchor = event.anchor
+        self.size = 1
+        self.key: Any = None  # the pending key of a mapping (None: the next value is a key)
+        self.key_event: Any = None
+        self.seen: dict[str, int] = {}
+        self.merges: list[tuple[Any, Any]] = []
 
-    def _mapping(self, node: Any, depth: int) -> tuple[dict[str, Any], int]:
-        result: dict[str, Any] = {}
+
+def parse_yaml(text: str, file: str) -> tuple[list[Any], list[int]]:
+    """Parse every YAML document of ``text`` into plain data; empty documents are skipped.
+
+    Built straight from libyaml's event stream with an explicit stack (libyaml's own composer
+    recurses in C and would overflow the C stack on a file nested 100,000 deep). Returns
+    ``(documents, index of each in the file)``.
+
+    Raises:
+        InputError: syntax error, a tag other than the standard ones, a duplicate or non-scalar
+            key, an undefined or recursive alias, an alias expansion over :data:`MAX_ALIAS_NODES`,
+            nesting over :data:`MAX_DEPTH`, a non-finite float or an integer outside int64; with
+            line:column.
+    """
+    loader = _new_loader(text, file)
+    try:
+        return _events_to_data(loader, file)
+    except yaml.YAMLError as e:
+        raise _yaml_error(e, file) from None
+    finally:
+        loader.dispose()
+
+
+def _err(file: str, event: Any, message: str) -> InputError:
+    return InputError(message, _pos(file, event))
+
+
+def _events_to_data(loader: Any, file: str) -> tuple[list[Any], list[int]]:
+    scalar_ev, alias_ev = yaml.ScalarEvent, yaml.AliasEvent
+    seq_start, map_start = yaml.SequenceStartEvent, yaml.MappingStartEvent
+    seq_end, map_end = yaml.SequenceEndEvent, yaml.MappingEndEvent
+    doc_start = yaml.DocumentStartEvent
+    docs: list[Any] = []
+    index: list[int] = []
+    doc_no = -1
+    stack: list[_Frame] = []
+    anchors: dict[str, tuple[Any, int]] = {}
+    open_anchors: set[str] = set()
+    extra = 0
+    resolve = loader.resolve
+    while loader.check_event():
+        ev = loader.get_event()
+        cls = type(ev)
         size = 1
-        merges: list[Any] = []
-        seen: dict[str, int] = {}
-        for knode, vnode in node.value:
-            if knode.tag == _MERGE and isinstance(knode, yaml.ScalarNode):
-                merges.append(vnode)
-                continue
-            if not isinstance(knode, yaml.ScalarNode):
-                raise self._err(knode, "mapping keys must be plain scalars, not mappings or sequences")
-            if knode.tag not in _SCALAR_TAGS:
-                raise self._err(knode, _tag_problem(knode.tag, "a scalar"))
-            k = str(knode.value)
-            if k in seen:
-                raise self._err(knode, f"duplicate key {k[:60]!r} (first defined at line {seen[k]})")
-            seen[k] = knode.start_mark.line + 1
-            v, n = self._build(vnode, depth + 1)
-            result[k] = v
-            size += n + 1
-        for m in merges:  # earlier merge sources win over later ones, explicit keys over all
-            sources = m.value if isinstance(m, yaml.SequenceNode) else [m]
-            for src in sources:
-                if not isinstance(src, yaml.MappingNode):
-                    raise self._err(src, "a merge key (<<) needs a mapping or a list of mappings")
-                merged, n = self._build(src, depth + 1)
-                size += n
-                for k, v in merged.items():
-                    result.setdefault(k, v)
-        return result, size
+        if cls is scalar_ev:
+            tag = ev.tag
+            if tag is None or tag == "!":
+                tag = resolve(yaml.ScalarNode, ev.value, ev.implicit)
+            if tag not in _SCALAR_TAGS and tag != _MERGE:
+                raise _err(file, ev, _tag_problem(tag, "a scalar"))
+            if tag == _MERGE and stack and type(stack[-1].value) is dict and stack[-1].key is None:
+                value: Any = _MERGE_KEY
+            else:
+                value = _scalar(file, ev, tag)
+            if ev.anchor is not None:
+                anchors[ev.anchor] = (value, 1)
+        elif cls is alias_ev:
+            name = ev.anchor
+            if name in open_anchors:
+                raise _err(file, ev, "recursive YAML alias: an anchor refers to itself (the document would be "
+                                     "infinite)")
+            if name not in anchors:
+                raise _err(file, ev, f"undefined YAML alias *{name[:40]}")
+            value, size = anchors[name]
+            extra += size
+            if extra > MAX_ALIAS_NODES:
+                raise _err(file, ev, f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias "
+                                     "expansion bomb?)")
+            if isinstance(value, dict | list):
+                value = copy.deepcopy(value)
+        elif cls is seq_start or cls is map_start:
+            tag = ev.tag
+            want = _SEQ if cls is seq_start else _MAP
+            if tag is not None and tag != "!" and tag != want:
+                raise _err(file, ev, _tag_problem(tag, "a sequence" if cls is seq_start else "a mapping"))
+            if stack and type(stack[-1].value) is dict and stack[-1].key is None:
+                raise _err(file, ev, "mapping keys must be plain scalars, not mappings or sequences")
+            if len(stack) >= MAX_DEPTH:
+                raise _err(file, ev, f"YAML nesting is deeper than {MAX_DEPTH} levels")
+            stack.append(_Frame([] if cls is seq_start else {}, ev))
+            if ev.anchor is not None:
+                open_anchors.add(ev.anchor)
+            continue
+        elif cls is seq_end or cls is map_end:
+            frame = stack.pop()
+            value, size = frame.value, frame.size
+            if frame.merges:
+                value, size = _merge(file, frame, size)
+            if frame.anchor is not None:
+                open_anchors.discard(frame.anchor)
+                anchors[frame.anchor] = (value, size)
+            ev = frame.event
+        elif cls is doc_start:
+            doc_no += 1
+            anchors = {}
+            continue
+        else:
+            continue
+        # place the value in its parent (or as the document root)
+        if not stack:
+            if not (cls is scalar_ev and value is None):
+                docs.append(value)
+                index.append(doc_no)
+            continue
+        top = stack[-1]
+        top.size += size
+        if type(top.value) is list:
+            top.value.append(value)
+        elif top.key is None:
+            if cls is not scalar_ev and value is not _MERGE_KEY:
+                raise _err(file, ev, "mapping keys must be plain scalars, not aliases of mappings or sequences"
+                           if isinstance(value, dict | list) else "mapping keys must be plain scalars")
+            if value is _MERGE_KEY:
+                top.key = _MERGE_KEY
+            else:
+                key = ev.value if cls is scalar_ev else str(value)
+                if key in top.seen:
+                    raise _err(file, ev, f"duplicate key {key[:60]!r} (first defined at line {top.seen[key]})")
+                top.seen[key] = ev.start_mark.line + 1
+                top.key = key
+        else:
+            if top.key is _MERGE_KEY:
+                top.merges.append((value, ev))
+            else:
+                top.value[top.key] = value
+            top.key = None
+    return docs, index
 
-    def _scalar(self, node: Any) -> Any:
-        tag, text = node.tag, str(node.value)
-        if tag in (_STR, _TIMESTAMP):
-            return text
-        if tag == _NULL:
-            if text not in ("", "~", "null", "Null", "NULL"):
-                raise self._err(node, f"{text[:40]!r} is not null")
-            return None
-        if tag == _BOOL:
-            if text not in _TRUE and text not in _FALSE:
-                raise self._err(node, f"{text[:40]!r} is not a boolean (true or false)")
-            return text in _TRUE
-        if tag == _INT:
-            s = text.replace("_", "")
-            if len(s.lstrip("+-")) > 20:
-                raise self._err(node, f"an integer with {len(s)} digits is outside int64")
-            try:
-                v = int(s, 0) if s.lstrip("+-")[:2].lower() in ("0x", "0o") else int(s, 10)
-            except ValueError:
-                raise self._err(node, f"{text[:40]!r} is not an integer") from None
-            if not INT64[0] <= v <= INT64[1]:
-                raise self._err(node, f"integer {text[:40]} is outside int64")
-            return v
+
+def _merge(file: str, frame: _Frame, size: int) -> tuple[Any, int]:
+    """Apply a mapping's merge keys (``<<``): explicit keys win, earlier sources over later ones."""
+    result: dict[str, Any] = frame.value
+    for value, ev in frame.merges:
+        sources = value if isinstance(value, list) else [value]
+        for src in sources:
+            if not isinstance(src, dict):
+                raise _err(file, ev, "a merge key (<<) needs a mapping or a list of mappings")
+            for k, v in src.items():
+                if k not in result:
+                    result[k] = v
+                    size += 1
+    return result, size
+
+
+def _scalar(file: str, ev: Any, tag: str) -> Any:
+    text = ev.value
+    if tag in (_STR, _TIMESTAMP):
+        return text
+    if tag == _NULL:
+        if text not in ("", "~", "null", "Null", "NULL"):
+            raise _err(file, ev, f"{text[:40]!r} is not null")
+        return None
+    if tag == _BOOL:
+        if text not in _TRUE and text not in _FALSE:
+            raise _err(file, ev, f"{text[:40]!r} is not a boolean (true or false)")
+        return text in _TRUE
+    if tag == _INT:
+        s = text.replace("_", "")
+        if len(s.lstrip("+-")) > 20:
+            raise _err(file, ev, f"an integer with {len(s)} digits is outside int64")
         try:
-            f = float(text.replace("_", "").replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
-                      .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
+            v = int(s, 0) if s.lstrip("+-")[:2].lower() in ("0x", "0o") else int(s, 10)
         except ValueError:
-            raise self._err(node, f"{text[:40]!r} is not a number") from None
-        if not math.isfinite(f):
-            raise self._err(node, f"{text[:40]} is not a finite number (Kubernetes objects hold no NaN or infinity)")
-        return f
+            raise _err(file, ev, f"{text[:40]!r} is not an integer") from None
+        if not INT64[0] <= v <= INT64[1]:
+            raise _err(file, ev, f"integer {text[:40]} is outside int64")
+        return v
+    try:
+        f = float(text.replace("_", "").replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
+                  .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
+    except ValueError:
+        raise _err(file, ev, f"{text[:40]!r} is not a number") from None
+    if not math.isfinite(f):
+        raise _err(file, ev, f"{text[:40]} is not a finite number (Kubernetes objects hold no NaN or infinity)")
+    return f
 
 
 def _tag_problem(tag: str | None, on: str) -> str:

@@ -170,3 +170,11 @@ def test_json_nested_ten_thousand_deep(tmp_path: Path, capsys: pytest.CaptureFix
     bad.write_text('{"apiVersion": "v1", "kind": "List", "items": [' + "[" * 10000 + "]" * 10000 + "]}")
     for line in run_both(bad, bad, None, tmp_path, capsys):
         check_message(line, bad, "nesting is deeper", "")
+
+
+def test_yaml_nested_200000_deep_is_refused_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # libyaml's composer recurses in C and overflowed the C stack here (a segmentation fault)
+    bad = tmp_path / "deep.yaml"
+    bad.write_text("a: " + "[" * 200_000 + "]" * 200_000 + "\n")
+    for line in run_both(bad, bad, None, tmp_path, capsys):
+        check_message(line, bad, "nesting is deeper than 100", "")
