@@ -417,6 +417,8 @@ def _pos(file: str, node: Any) -> SourcePos:
 
 
 _MERGE_KEY = object()
+#: First characters of plain scalars the core schema may read as something other than a string.
+_MAY_NOT_BE_STR = frozenset("-+.0123456789~nNtTfF<")
 
 
 class _Frame:
@@ -481,7 +483,12 @@ def _events_to_data(loader: Any, file: str) -> tuple[list[Any], list[int]]:
         if cls is scalar_ev:
             tag = ev.tag
             if tag is None or tag == "!":
-                tag = resolve(yaml.ScalarNode, ev.value, ev.implicit)
+                if ev.style or not ev.implicit[0]:
+                    tag = _STR  # quoted or block scalar: a string
+                elif not ev.value or ev.value[0] in _MAY_NOT_BE_STR:
+                    tag = resolve(yaml.ScalarNode, ev.value, ev.implicit)
+                else:
+                    tag = _STR
             if tag not in _SCALAR_TAGS and tag != _MERGE:
                 raise _err(file, ev, _tag_problem(tag, "a scalar"))
             if tag == _MERGE and stack and type(stack[-1].value) is dict and stack[-1].key is None:
