@@ -231,7 +231,8 @@ def main() -> None:
         print(json.dumps(measure(*a.one)))
         return
     print(f"plan end to end on a kubectl snapshot: {PACKAGES} packages of recorded state per node, 10 % of nodes "
-          "one package behind, 3 pods per node, 1 PDB")
+          "one package behind, 3 pods per node, 1 PDB (load average at start: "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     run(a.sizes, a.formats, a.keep, a.yaml_max)
 
 

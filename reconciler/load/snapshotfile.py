@@ -9,11 +9,12 @@ their recorded package state), so parsing must not go through a pure-Python pars
   outside int64 are errors (Kubernetes' JSON has none of them); nesting is bounded by
   :data:`MAX_DEPTH` (through the interpreter's recursion guard, which the C decoder honours).
   Lone UTF-16 surrogate escapes (``"\\ud800"``) are refused: they cannot be written back as UTF-8.
-* **YAML** is composed by libyaml through PyYAML's ``CSafeLoader`` (a C scanner, parser and
-  composer), resolved with the YAML 1.2 core schema like our recipes (``yes``/``on`` stay strings;
-  timestamps stay text), then built into plain data here: only the standard tags, no duplicate
-  keys, keys are scalars, and aliases are measured as if expanded (a "billion laughs" file is
-  refused before anything is expanded; expansion may add at most :data:`MAX_ALIAS_NODES` nodes).
+* **YAML** is scanned and parsed by libyaml through PyYAML's ``CSafeLoader`` (C), and its event
+  stream built into plain data here with an explicit stack (libyaml's composer recurses in C: a
+  file nested 200,000 deep crashed it), resolved with the YAML 1.2 core schema like our recipes
+  (``yes``/``on`` stay strings; timestamps stay text): only the standard tags, no duplicate keys,
+  keys are scalars, nesting at most :data:`MAX_DEPTH`, and aliases counted as they expand (a
+  "billion laughs" file is refused once expansion adds :data:`MAX_ALIAS_NODES` nodes).
   Without libyaml the loader refuses YAML with a message saying to install it or convert the
   snapshot to JSON (``kubectl ... -o json``) rather than silently taking minutes.
 
@@ -42,7 +43,7 @@ import yaml
 from reconciler.errors import InputError, SourcePos
 
 #: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
-#: node and 3 pods per node is about 1 GiB of kubectl JSON.
+#: node and 3 pods per node is about 1.9 GB of kubectl JSON (and needs about 7 GB of memory to plan).
 MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024 * 1024
 
 #: Deepest nesting of mappings/sequences accepted. Kubernetes objects nest about 15 deep
