@@ -8,6 +8,7 @@ kube adapter. Pure functions; unknown fields are ignored.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from reconciler.model.observed import NodeInfo, OwnerRef, PdbInfo, PodInfo
@@ -17,16 +18,26 @@ Obj = dict[str, Any]
 
 
 def parse_time(value: Any) -> float | None:
-    """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid."""
+    """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid.
+    Text is memoised (the pods of a fleet share start times; hundreds of thousands are read)."""
     if not value:
         return None
+    if isinstance(value, str):
+        return _parse_text_time(value)
     if isinstance(value, datetime):
         dt = value
-    else:
-        try:
-            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        except ValueError:
-            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        return dt.timestamp()
+    return _parse_text_time(str(value))
+
+
+@lru_cache(maxsize=65536)
+def _parse_text_time(text: str) -> float | None:
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
@@ -103,17 +114,21 @@ def _tolerations(raw: Any) -> tuple[Toleration, ...]:
 def pod_from(obj: Obj) -> PodInfo:
     """A Pod dict → PodInfo (Ready from ``status.conditions``, emptyDir from ``spec.volumes``)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
-    owners = tuple(
-        OwnerRef(
-            kind=o.get("kind", ""),
-            name=o.get("name", ""),
-            controller=bool(o.get("controller", False)),
-            api_version=o.get("apiVersion", ""),
-            uid=o.get("uid", ""),
-        )
+    ready = False
+    for c in status.get("conditions") or ():
+        if c.get("type") == "Ready" and c.get("status") == "True":
+            ready = True
+            break
+    owners = tuple([
+        OwnerRef(o.get("kind", ""), o.get("name", ""), bool(o.get("controller", False)), o.get("apiVersion", ""),
+                 o.get("uid", ""))
         for o in meta.get("ownerReferences") or ()
-    )
+    ])
+    emptydir = False
+    for v in spec.get("volumes") or ():
+        if "emptyDir" in v:
+            emptydir = True
+            break
     return PodInfo(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
@@ -124,7 +139,7 @@ def pod_from(obj: Obj) -> PodInfo:
         phase=status.get("phase") or "Pending",
         ready=ready,
         owners=owners,
-        emptydir=any("emptyDir" in v for v in spec.get("volumes") or ()),
+        emptydir=emptydir,
         deletion_ts=parse_time(meta.get("deletionTimestamp")),
         tolerations=_tolerations(spec.get("tolerations")),
         grace_seconds=int(spec.get("terminationGracePeriodSeconds", 30) or 0),

@@ -253,6 +253,9 @@ _SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-f
                         r"(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
+_SURROGATE_HINT = re.compile(r"\\u[dD]")
+
+
 def parse_json(text: str, file: str) -> Any:
     """Parse JSON text strictly (see the module docstring).
 
@@ -275,7 +278,7 @@ def parse_json(text: str, file: str) -> Any:
         raise InputError(f"number {e.literal} {e.why}", pos) from None
     finally:
         sys.setrecursionlimit(old)
-    if "\\ud" in text or "\\uD" in text:
+    if _SURROGATE_HINT.search(text):  # one scan; the exact pattern only when there is a candidate
         m = _SURROGATE.search(text)
         if m:
             raise InputError(f"{m.group(0)} is a lone UTF-16 surrogate escape, not a character",
