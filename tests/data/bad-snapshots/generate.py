@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[2]))
+ROOT = next(p for p in HERE.parents if (p / "pyproject.toml").is_file())
+sys.path.insert(0, str(ROOT))
 
 from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS  # noqa: E402
 from reconciler.adapters.simwrite import dumps_list  # noqa: E402
