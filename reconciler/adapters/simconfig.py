@@ -31,8 +31,11 @@ Seconds = Annotated[float, Strict(), Field(ge=0, le=MAX_SECONDS)]
 Count = Annotated[int, Strict()]
 StageName = Literal["apply", "config", "interrupt", "post-interrupt", "upgrade", "uninstall", "uninstall-interrupt"]
 NodeName = Annotated[str, Strict(), StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
-Pattern = Literal["*"] | Annotated[str, Strict(),
-                                   StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)]
+#: A package name (or node name) to match: pydantic's Rust regex, where ``$`` is the end of the text.
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+#: A Kubernetes reason (CamelCase word) for an injected failure.
+REASON_PATTERN = r"^[A-Za-z][A-Za-z0-9]{0,62}$"
+Pattern = Literal["*"] | Annotated[str, Strict(), StringConstraints(pattern=NAME_PATTERN, max_length=253)]
 
 
 class _Strict(Frozen):
@@ -49,7 +52,7 @@ class StageFailure(_Strict):
     stage: StageName | Literal["*"] = "*"
     exitCode: Count = Field(default=1, ge=1, le=255)
     times: Count = Field(default=1, ge=1, le=1_000_000)
-    reason: Annotated[str, Strict(), StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9]{0,62}$")] = "Error"
+    reason: Annotated[str, Strict(), StringConstraints(pattern=REASON_PATTERN)] = "Error"
     logTail: Annotated[str, Strict(), Field(max_length=64 * 1024)] = ""
 
     def matches(self, node: str, package: str, stage: str) -> bool:

@@ -32,11 +32,11 @@ class _Dumper(_BASE):  # type: ignore[misc]
 
 _STD = "tag:yaml.org,2002:"
 for _tag, _regexp, _first in (
-    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
-    ("null", r"^(?:~|null|Null|NULL|)$", "~nN"),
-    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)\Z", "tTfF"),
+    ("null", r"^(?:~|null|Null|NULL|)\Z", "~nN"),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z", "-+0123456789"),
     ("float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)"
-              r"|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
+              r"|\.(?:nan|NaN|NAN))\Z", "-+.0123456789"),
 ):
     _Dumper.add_implicit_resolver(_STD + _tag, re.compile(_regexp), list(_first))
 

@@ -4,6 +4,7 @@ through ``--kubeconfig``/``--context`` (or in-cluster config)."""
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,7 +76,6 @@ def _freeze_if_large(path: str) -> None:
     no cycles, and every later full collection would otherwise rescan its millions of objects.
     Small snapshots (tests) are left alone."""
     import gc
-    import os
 
     try:
         if os.stat(path).st_size >= FREEZE_BYTES:
@@ -101,6 +101,10 @@ def load_sim_config(path: str) -> SimConfig:
     from reconciler.load.snapshot import best_errors, loc_path, pydantic_message
     from reconciler.load.yamlsafe import load_file
 
+    try:
+        os.stat(path)
+    except OSError as e:
+        raise InputError(f"cannot read simulation config: {e.strerror or e}", SourcePos(path)) from None
     docs = load_file(path)
     if not docs:
         raise InputError("simulation config holds no settings (leave out --sim-config to use the defaults)",

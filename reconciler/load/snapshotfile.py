@@ -141,7 +141,7 @@ def read_snapshot(path: str, *, max_bytes: int | None = None) -> SnapshotText:
         with open(path, "rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as e:
-        raise InputError(f"cannot read fleet snapshot: {e.strerror or e}", SourcePos(path)) from None
+        raise InputError(f"cannot read fleet file: {e.strerror or e}", SourcePos(path)) from None
     if len(raw) > max_bytes:
         raise InputError(f"fleet snapshot is larger than the {max_bytes} byte limit", SourcePos(path, 1, 1))
     text = decode_snapshot(raw, path)
@@ -201,7 +201,7 @@ def parse_snapshot(text: str, file: str) -> SnapshotText:
     Raises:
         InputError: see :func:`read_snapshot`.
     """
-    lead = _WS.match(text)
+    lead = _WS.match(text)  # prefix match
     head = text[lead.end() if lead else 0:][:1] if text[:1] in " \t\r\n" else text[:1]
     if head in ("{", "["):
         return SnapshotText(file, text, "json", [parse_json(text, file)], [0])
@@ -365,12 +365,12 @@ def _loader_class() -> Any:
 
     CoreLoader.yaml_implicit_resolvers = {}
     add = CoreLoader.add_implicit_resolver
-    add(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-    add(_NULL, re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""])
-    add(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"), list("-+0123456789"))
+    add(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), list("tTfF"))
+    add(_NULL, re.compile(r"^(?:~|null|Null|NULL|)\Z"), ["~", "n", "N", ""])
+    add(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z"), list("-+0123456789"))
     add(_FLOAT, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-                           r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"), list("-+.0123456789"))
-    add(_MERGE, re.compile(r"^<<$"), ["<"])
+                           r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z"), list("-+.0123456789"))
+    add(_MERGE, re.compile(r"^<<\Z"), ["<"])
     return CoreLoader
 
 

@@ -149,3 +149,21 @@ def test_metadata_fields(meta: Any, ok: bool) -> None:
 def test_every_pattern_has_an_explanation_and_is_anchored() -> None:
     for pattern, text in k.PATTERN_HELP.items():
         assert pattern.startswith("^") and pattern.endswith("$") and text
+
+
+@pytest.mark.parametrize(("doc", "ok"), [
+    ({"neverReturns": ["gpu-a-001"]}, True), ({"neverReturns": ["gpu-a-001\n"]}, False),
+    ({"failures": [{"node": "*", "package": "tuned"}]}, True), ({"failures": [{"node": "gpu\n"}]}, False),
+    ({"failures": [{"reason": "ImagePullBackOff"}]}, True), ({"failures": [{"reason": "Image Pull"}]}, False),
+    ({"failures": [{"reason": "Error\n"}]}, False), ({"startTime": "2026-11-30T12:00:00Z\n"}, False),
+    ({"stageSeconds": {"apply": 60, "default": 30}}, True), ({"stageSeconds": {"apply\n": 60}}, False),
+])
+def test_sim_config_names_match_the_whole_value(doc: Any, ok: bool) -> None:
+    from reconciler.adapters.simconfig import SimConfig
+
+    try:
+        SimConfig.model_validate(doc)
+    except ValidationError:
+        assert not ok
+    else:
+        assert ok
