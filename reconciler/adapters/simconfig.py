@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, Strict, StringConstraints
 
-from reconciler.load.kubeshapes import DNS_SUBDOMAIN, RFC3339
+from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339
 from reconciler.model.base import Frozen
 
 #: Longest simulated duration accepted for one step (seconds; about 31 years).
@@ -31,10 +31,9 @@ Seconds = Annotated[float, Strict(), Field(ge=0, le=MAX_SECONDS)]
 Count = Annotated[int, Strict()]
 StageName = Literal["apply", "config", "interrupt", "post-interrupt", "upgrade", "uninstall", "uninstall-interrupt"]
 NodeName = Annotated[str, Strict(), StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
-#: A package name (or node name) to match: pydantic's Rust regex, where ``$`` is the end of the text.
-NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
-#: A Kubernetes reason (CamelCase word) for an injected failure.
-REASON_PATTERN = r"^[A-Za-z][A-Za-z0-9]{0,62}$"
+# pydantic patterns (Rust regex: ``$`` is the end of the text): a node or package name to match,
+# and a Kubernetes reason (CamelCase word) for an injected failure
+NAME_PATTERN, REASON_PATTERN = NAME_OR_PACKAGE, REASON
 Pattern = Literal["*"] | Annotated[str, Strict(), StringConstraints(pattern=NAME_PATTERN, max_length=253)]
 
 

@@ -51,6 +51,8 @@ ANNOTATION_KEY = rf"^(?:{_SUB_ANY_CASE}/)?{_NAME63}$"
 LABEL_VALUE = rf"^(?:{_NAME63})?$"
 NODE_NAME_OR_EMPTY = rf"^(?:{_SUB})?$"
 CONFIGMAP_KEY = r"^[-._a-zA-Z0-9]+$"
+NAME_OR_PACKAGE = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+REASON = r"^[A-Za-z][A-Za-z0-9]{0,62}$"
 PERCENT = r"^(?:100|[1-9]?[0-9])%$"
 RESOURCE_VERSION = r"^[0-9]{0,20}$"
 RFC3339 = (r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])[Tt ](?:[01][0-9]|2[0-3]):[0-5][0-9]:"
@@ -69,6 +71,8 @@ PATTERN_HELP = {
     LABEL_VALUE: "is not a valid label value (empty, or at most 63 characters of [-A-Za-z0-9_.] starting and "
                  "ending with a letter or digit)",
     NODE_NAME_OR_EMPTY: "is not a valid node name (a DNS-1123 subdomain)",
+    NAME_OR_PACKAGE: "is not a node or package name (lowercase letters, digits, '-' and '.')",
+    REASON: "is not a reason (a CamelCase word such as Error or ImagePullBackOff)",
     CONFIGMAP_KEY: "is not a valid ConfigMap key (letters, digits, '-', '_' and '.')",
     PERCENT: "is not an integer or a percentage from 0% to 100%",
     RESOURCE_VERSION: "is not a resourceVersion (a decimal string)",
