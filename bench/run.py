@@ -1,6 +1,7 @@
 """Benchmarks: planning cost and simulated rollout overhead, printed as a table.
 
-    python bench/run.py                 # plan 1k/10k/50k nodes, simulated rollout of 10k nodes, and
+    python bench/run.py                 # plan 1k/10k/50k nodes, simulated rollout of 10k nodes, plan
+                                        # end to end on 1k/10k/100k-node kubectl snapshots, and
                                         # API economy on a real control plane (500 kwok nodes)
     python bench/run.py --quick         # smaller sizes, no control plane (a smoke run)
 
@@ -165,6 +166,11 @@ def main() -> None:
           f"{'cpu ms/node':>12} {'writes/node':>12} {'peak MB':>8}")
     print(f"{r['nodes']:>8} {r['batches']:>8} {r['makespan_s']:>11.0f} {r['ideal_s']:>8.0f} {r['ratio']:>6.3f} "
           f"{r['cpu_s']:>7.1f} {r['cpu_ms_per_node']:>12.2f} {r['writes_per_node']:>12.1f} {r['rss_mb']:>8.0f}")
+    # a kubectl snapshot loaded and planned end to end through the CLI (bench/snapshot.py)
+    print(flush=True)
+    snap = [sys.executable, os.path.join(HERE, "snapshot.py"), "--sizes",
+            *(["200", "1000"] if a.quick else ["1000", "10000", "100000"])]
+    subprocess.run(snap, check=True)
     if a.quick or a.no_controlplane:
         return
     from tests.controlplane.cluster import missing_binaries

@@ -8,6 +8,7 @@ kube adapter. Pure functions; unknown fields are ignored.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from reconciler.model.observed import NodeInfo, OwnerRef, PdbInfo, PodInfo
@@ -17,16 +18,26 @@ Obj = dict[str, Any]
 
 
 def parse_time(value: Any) -> float | None:
-    """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid."""
+    """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid.
+    Text is memoised (the pods of a fleet share start times; hundreds of thousands are read)."""
     if not value:
         return None
+    if isinstance(value, str):
+        return _parse_text_time(value)
     if isinstance(value, datetime):
         dt = value
-    else:
-        try:
-            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        except ValueError:
-            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=UTC)
+        return dt.timestamp()
+    return _parse_text_time(str(value))
+
+
+@lru_cache(maxsize=65536)
+def _parse_text_time(text: str) -> float | None:
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
@@ -77,36 +88,47 @@ def node_from(obj: Obj) -> NodeInfo:
     )
 
 
+_TOLERATIONS: dict[tuple[Any, ...], Toleration] = {}
+
+
 def _tolerations(raw: Any) -> tuple[Toleration, ...]:
+    """Tolerations of a pod dict. Built without re-validation (``model_construct``): the shapes
+    come from the API server or from a snapshot checked at load (:mod:`reconciler.load.kubeshapes`);
+    and memoised, since the pods of a fleet repeat a handful of tolerations (models are frozen)."""
     out = []
     for t in raw or ():
-        op = t.get("operator") or "Equal"
-        out.append(
-            Toleration(
-                key=t.get("key") or "",
-                operator=op,
-                value=str(t.get("value") or ""),
-                effect=t.get("effect") or "",
-                tolerationSeconds=t.get("tolerationSeconds"),
-            )
-        )
+        secs = t.get("tolerationSeconds")
+        key: tuple[Any, ...] = (t.get("key") or "", t.get("operator") or "Equal", str(t.get("value") or ""),
+               t.get("effect") or "",
+               int(secs) if secs is not None else None)
+        hit = _TOLERATIONS.get(key)
+        if hit is None:
+            if len(_TOLERATIONS) > 4096:
+                _TOLERATIONS.clear()
+            hit = _TOLERATIONS[key] = Toleration.model_construct(
+                key=key[0], operator=key[1], value=key[2], effect=key[3], tolerationSeconds=key[4])
+        out.append(hit)
     return tuple(out)
 
 
 def pod_from(obj: Obj) -> PodInfo:
     """A Pod dict → PodInfo (Ready from ``status.conditions``, emptyDir from ``spec.volumes``)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
-    owners = tuple(
-        OwnerRef(
-            kind=o.get("kind", ""),
-            name=o.get("name", ""),
-            controller=bool(o.get("controller", False)),
-            api_version=o.get("apiVersion", ""),
-            uid=o.get("uid", ""),
-        )
+    ready = False
+    for c in status.get("conditions") or ():
+        if c.get("type") == "Ready" and c.get("status") == "True":
+            ready = True
+            break
+    owners = tuple([
+        OwnerRef(o.get("kind", ""), o.get("name", ""), bool(o.get("controller", False)), o.get("apiVersion", ""),
+                 o.get("uid", ""))
         for o in meta.get("ownerReferences") or ()
-    )
+    ])
+    emptydir = False
+    for v in spec.get("volumes") or ():
+        if "emptyDir" in v:
+            emptydir = True
+            break
     return PodInfo(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
@@ -117,7 +139,7 @@ def pod_from(obj: Obj) -> PodInfo:
         phase=status.get("phase") or "Pending",
         ready=ready,
         owners=owners,
-        emptydir=any("emptyDir" in v for v in spec.get("volumes") or ()),
+        emptydir=emptydir,
         deletion_ts=parse_time(meta.get("deletionTimestamp")),
         tolerations=_tolerations(spec.get("tolerations")),
         grace_seconds=int(spec.get("terminationGracePeriodSeconds", 30) or 0),

@@ -29,29 +29,23 @@ from __future__ import annotations
 
 import copy
 import heapq
-import io
 import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from functools import partial
-from pathlib import Path
 from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from reconciler.adapters.kubeobjects import format_time, node_from, parse_time, pdb_from, pod_from
 from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
 from reconciler.errors import (
     ConflictError,
     CrashInjected,
-    InputError,
     LeaseHeldError,
     NotFoundError,
     ServerError,
-    SourcePos,
     TooManyRequestsError,
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
@@ -60,10 +54,8 @@ from reconciler.ports import StageSpec, StageStatus
 
 Obj = dict[str, Any]
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap")
-#: Annotation carrying the simulation's pending timers on saved objects, so a saved fleet resumes.
-SIM_ANN = "sim.reconciler.nodewright.dev/state"
-CLOCK_NAME = ("kube-system", "reconciler-sim-clock")
-STAGE_NS = "node-reconciler"
+# SIM_ANN (the annotation carrying the simulation's pending timers on saved objects, so a saved
+# fleet resumes), CLOCK_NAME and STAGE_NS live in reconciler.adapters.simsaved with their checks.
 RECREATED_BY = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job")
 
 
@@ -101,22 +93,33 @@ def _int_or_percent(value: int | str | None, total: int, round_up: bool) -> int 
     return int(text)
 
 
+def _selects(pdb: PdbInfo, pod: Obj) -> bool:
+    """``pdb.selects(pod_from(pod))`` read straight from the pod dict (PDB status covers every pod)."""
+    meta = pod["metadata"]
+    return (pdb.selector is not None and (meta.get("namespace") or "default") == pdb.namespace
+            and pdb.selector.matches(meta.get("labels") or {}))
+
+
 class SimFleet:
     """In-process simulated cluster implementing ``reconciler.ports.Cluster`` and ``Clock``.
 
     Args:
         objects: raw Kubernetes object dicts (Nodes, Pods, PDBs, DaemonSets); others are ignored.
+            Trusted: :meth:`from_file` validates a file's objects before they get here.
         config: behaviour; defaults as in :class:`SimConfig`.
         crash_after: raise ``CrashInjected`` right after this many writes (None: never); every
             write counts — node patches and conditions, events, evictions, stage pods, Lease
             acquire/renew/release, ConfigMap patches.
+        copy_objects: copy ``objects`` (False: take ownership of them, as :meth:`from_file` does).
 
     ``save_on_crash`` (a path, default None): when set, the fleet as the crash left it is saved
     there right before ``CrashInjected`` is raised, wherever the write happened (``--sim-save``
     with ``--sim-crash-after``), so the next run can resume from it.
     """
 
-    def __init__(self, objects: list[Obj], config: SimConfig | None = None, crash_after: int | None = None):
+    def __init__(self, objects: list[Obj], config: SimConfig | None = None, crash_after: int | None = None,
+                 *, copy_objects: bool = True):
+        self._copy_objects = copy_objects
         self.config = config or SimConfig()
         self.crash_after = crash_after
         self.save_on_crash: str | None = None
@@ -145,8 +148,9 @@ class SimFleet:
         self._assign_resource_versions()
         self.epoch: float
         if self._saved_clock is not None:
-            self.epoch = float(self._saved_clock["now"])
-            self._uid = max(self._uid, int(self._saved_clock.get("uids", 0)))
+            now, uids = parse_clock(self._saved_clock)
+            self.epoch = now
+            self._uid = max(self._uid, uids)
         else:
             start = parse_time(self.config.startTime) if self.config.startTime else None
             self.epoch = start if start is not None else self._newest_timestamp()
@@ -170,36 +174,21 @@ class SimFleet:
     # ---------------------------------------------------------------- loading / saving
     @classmethod
     def from_file(cls, path: str, config: SimConfig | None = None, crash_after: int | None = None) -> SimFleet:
-        """Load a fleet from kubectl YAML (a ``v1 List`` or multi-document YAML).
+        """Load a fleet from a snapshot file: kubectl JSON or YAML (a ``List``, several documents)
+        or a fleet saved by :meth:`save`; every object and the saved simulation state validated
+        first (:mod:`reconciler.load.snapshot`, :mod:`reconciler.adapters.simsaved`).
 
         Raises:
-            InputError: unreadable file, YAML syntax error, or an object without kind/name.
+            InputError: unreadable, malformed or invalid file, positioned (file:line:column, object, field).
         """
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 text ({e.reason} at byte {e.start})", SourcePos(path)) from None
-        except OSError as e:
-            raise InputError(f"cannot read fleet file: {e.strerror}", SourcePos(path)) from None
-        yaml = YAML(typ="safe", pure=False)
-        try:
-            docs = [d for d in yaml.load_all(text) if d is not None]
-        except YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            pos = SourcePos(path, mark.line + 1, mark.column + 1) if mark else SourcePos(path)
-            raise InputError(f"YAML syntax error: {getattr(e, 'problem', e)}", pos) from None
-        objects: list[Obj] = []
-        for i, doc in enumerate(docs):
-            if not isinstance(doc, dict):
-                raise InputError(f"document {i + 1} is not a Kubernetes object", SourcePos(path))
-            items = doc.get("items") if doc.get("kind", "").endswith("List") else [doc]
-            for item in items or ():
-                if not isinstance(item, dict) or not item.get("kind") or not (item.get("metadata") or {}).get("name"):
-                    raise InputError("every object needs kind and metadata.name", SourcePos(path), f"document {i + 1}")
-                objects.append(item)
-        if not any(o["kind"] == "Node" for o in objects):
-            raise InputError("the fleet file holds no Node objects", SourcePos(path))
-        return cls(objects, config, crash_after)
+        from reconciler.adapters.simsaved import check_saved_state
+        from reconciler.load.snapshot import load_snapshot
+        from reconciler.load.snapshotfile import paused_gc
+
+        with paused_gc():
+            snap = load_snapshot(path)
+            check_saved_state(snap)
+            return cls(snap.objects, config, crash_after, copy_objects=False)
 
     def to_objects(self) -> list[Obj]:
         """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name), then
@@ -225,6 +214,7 @@ class SimFleet:
             "recipe": spec.recipe, "package": spec.package, "version": spec.version, "stage": spec.stage,
             "runId": spec.run_id, "attempt": spec.attempt, "pullRef": spec.pull_ref,
             "interrupt": spec.interrupt.type if spec.interrupt else None,
+            "interruptServices": list(spec.interrupt.services) if spec.interrupt else [],
             "phase": rec["phase"], "exit": rec["exit"], "reason": rec["reason"], "log": rec["log"],
             "started": self.epoch + rec["started"], "doneAt": rec.get("done_at"),
             "pendingExit": rec.get("pending_exit", 0), "pendingReason": rec.get("pending_reason", ""),
@@ -246,7 +236,8 @@ class SimFleet:
             spec = StageSpec(
                 recipe=st["recipe"], node=obj["spec"]["nodeName"], package=st["package"], version=st["version"],
                 stage=st["stage"], pull_ref=st.get("pullRef", ""), run_id=st["runId"], attempt=int(st["attempt"]),
-                interrupt=Interrupt(type=st["interrupt"]) if st.get("interrupt") else None,
+                interrupt=Interrupt(type=st["interrupt"], services=tuple(st.get("interruptServices") or ()))
+                if st.get("interrupt") else None,
             )
             rec: Obj = {"spec": spec, "phase": st["phase"], "started": float(st["started"]) - self.epoch,
                         "exit": st["exit"], "reason": st["reason"], "log": st["log"], "done_at": st.get("doneAt")}
@@ -293,20 +284,19 @@ class SimFleet:
                 del obj["metadata"]["annotations"]
 
     def save(self, path: str) -> None:
-        """Write the fleet as a ``v1 List`` in kubectl YAML (simulated time written into the
-        objects' timestamps, so a later run continues from it)."""
-        doc = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": self.to_objects()}
-        buf = io.StringIO()
-        yaml = YAML(typ="safe", pure=True)
-        yaml.default_flow_style = False
-        yaml.dump(doc, buf)
-        Path(path).write_text(buf.getvalue(), encoding="utf-8")
+        """Write the fleet as a ``v1 List`` (simulated time written into the objects' timestamps, so
+        a later run continues from it): JSON when ``path`` ends in ``.json``, else YAML; both through
+        C encoders (:func:`reconciler.adapters.simwrite.write_list`), replacing ``path`` atomically."""
+        from reconciler.adapters.simwrite import write_list
+
+        write_list(path, self.to_objects())
 
     def _add(self, obj: Obj) -> None:
         kind = obj.get("kind")
         if kind not in KINDS:
             return
-        obj = copy.deepcopy(obj)
+        if self._copy_objects:
+            obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
         if kind == "ConfigMap":
             if (meta.get("namespace"), meta.get("name")) == CLOCK_NAME:
@@ -318,11 +308,11 @@ class SimFleet:
             self._saved_stages.append(obj)
             return
         if kind == "Node":
-            meta.setdefault("uid", self._new_uid())
+            self._ensure_uid(meta)
             self.nodes[meta["name"]] = obj
         elif kind == "Pod":
             meta.setdefault("namespace", "default")
-            meta.setdefault("uid", self._new_uid())
+            self._ensure_uid(meta)
             self.pods[(meta["namespace"], meta["name"])] = obj
         elif kind == "PodDisruptionBudget":
             meta.setdefault("namespace", "default")
@@ -330,17 +320,38 @@ class SimFleet:
         else:
             self.daemonsets.add((meta.get("namespace") or "default", meta["name"]))
 
+    def _ensure_uid(self, meta: Obj) -> None:
+        """Give an object without a uid a new one; the counter advances either way (uids stay the
+        same as when every object drew one)."""
+        if "uid" in meta:
+            self._uid += 1
+        else:
+            meta["uid"] = self._new_uid()
+
     def _newest_timestamp(self) -> float:
+        # canonical UTC stamps (2026-11-30T12:00:00Z, as kubectl prints them) order as text: only
+        # the newest of those and any other spelling are parsed
+        canonical = ""
         newest = 0.0
         for o in [*self.nodes.values(), *self.pods.values()]:
+            status = o.get("status") or {}
             for v in (
                 (o.get("metadata") or {}).get("creationTimestamp"),
-                (o.get("status") or {}).get("startTime"),
-                *[c.get("lastTransitionTime") for c in (o.get("status") or {}).get("conditions") or ()],
+                status.get("startTime"),
+                *[c.get("lastTransitionTime") for c in status.get("conditions") or ()],
             ):
+                if not v:
+                    continue
+                if isinstance(v, str) and len(v) == 20 and v[19] == "Z":
+                    if v > canonical:
+                        canonical = v
+                    continue
                 t = parse_time(v)
                 if t and t > newest:
                     newest = t
+        t = parse_time(canonical)
+        if t and t > newest:
+            newest = t
         return newest or 1767225600.0  # 2026-01-01T00:00:00Z
 
     def _schedule_deadlines(self) -> None:
@@ -545,7 +556,7 @@ class SimFleet:
     def _refresh_pdb_status(self, key: tuple[str, str]) -> None:
         pdb = self.pdbs[key]
         info = pdb_from(pdb)
-        matching = [p for p in self.pods.values() if info.selects(pod_from(p))]
+        matching = [p for p in self.pods.values() if _selects(info, p)]
         matching = [p for p in matching if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
         expected = len(matching)
         healthy = sum(1 for p in matching if self._healthy(p))

@@ -17,43 +17,64 @@ terminating), ``interruptSeconds`` (service/restartAllServices/noop interrupts),
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated, Literal
 
+from pydantic import ConfigDict, Field, Strict, StringConstraints
+
+from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339
 from reconciler.model.base import Frozen
 
+#: Longest simulated duration accepted for one step (seconds; about 31 years).
+MAX_SECONDS = 1e9
 
-class StageFailure(Frozen):
+Seconds = Annotated[float, Strict(), Field(ge=0, le=MAX_SECONDS)]
+Count = Annotated[int, Strict()]
+StageName = Literal["apply", "config", "interrupt", "post-interrupt", "upgrade", "uninstall", "uninstall-interrupt"]
+NodeName = Annotated[str, Strict(), StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
+# pydantic patterns (Rust regex: ``$`` is the end of the text): a node or package name to match,
+# and a Kubernetes reason (CamelCase word) for an injected failure
+NAME_PATTERN, REASON_PATTERN = NAME_OR_PACKAGE, REASON
+Pattern = Literal["*"] | Annotated[str, Strict(), StringConstraints(pattern=NAME_PATTERN, max_length=253)]
+
+
+class _Strict(Frozen):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+
+class StageFailure(_Strict):
     """Make ``stage`` of ``package`` on ``node`` fail ``times`` times with ``exitCode``
-    (or never pull its image when ``reason`` is ``ImagePullBackOff``)."""
+    (or never pull its image when ``reason`` is ``ImagePullBackOff``). ``node`` and ``package``
+    are names or ``*``; ``stage`` a stage name or ``*``."""
 
-    node: str = "*"
-    package: str = "*"
-    stage: str = "*"
-    exitCode: int = Field(default=1, ge=1, le=255)
-    times: int = Field(default=1, ge=1)
-    reason: str = "Error"
-    logTail: str = ""
+    node: Pattern = "*"
+    package: Pattern = "*"
+    stage: StageName | Literal["*"] = "*"
+    exitCode: Count = Field(default=1, ge=1, le=255)
+    times: Count = Field(default=1, ge=1, le=1_000_000)
+    reason: Annotated[str, Strict(), StringConstraints(pattern=REASON_PATTERN)] = "Error"
+    logTail: Annotated[str, Strict(), Field(max_length=64 * 1024)] = ""
 
     def matches(self, node: str, package: str, stage: str) -> bool:
         """Whether this rule applies to (node, package, stage); ``*`` matches anything."""
         return all(pat in ("*", val) for pat, val in ((self.node, node), (self.package, package), (self.stage, stage)))
 
 
-class SimConfig(Frozen):
-    """Simulated fleet behaviour; see the module docstring."""
+class SimConfig(_Strict):
+    """Simulated fleet behaviour; see the module docstring. Durations are finite seconds in
+    ``[0, MAX_SECONDS]``; ``stageSeconds`` as a map takes stage names and ``default``."""
 
-    stageSeconds: float | dict[str, float] = 30.0
-    rebootSeconds: float = Field(default=120.0, ge=0)
-    interruptSeconds: float = Field(default=5.0, ge=0)
-    podStartSeconds: float = Field(default=5.0, ge=0)
-    rescheduleSeconds: float = Field(default=2.0, ge=0)
-    maxTerminationSeconds: float = Field(default=30.0, ge=0)
-    failures: tuple[StageFailure, ...] = ()
-    neverReturns: tuple[str, ...] = ()
-    startTime: str | None = None
+    stageSeconds: Seconds | dict[StageName | Literal["default"], Seconds] = 30.0
+    rebootSeconds: Seconds = 120.0
+    interruptSeconds: Seconds = 5.0
+    podStartSeconds: Seconds = 5.0
+    rescheduleSeconds: Seconds = 2.0
+    maxTerminationSeconds: Seconds = 30.0
+    failures: tuple[StageFailure, ...] = Field(default=(), max_length=10_000)
+    neverReturns: tuple[NodeName, ...] = Field(default=(), max_length=1_000_000)
+    startTime: Annotated[str, Strict(), StringConstraints(pattern=RFC3339)] | None = None
 
     def stage_duration(self, stage: str) -> float:
         """Seconds one stage (with its check) takes."""
         if isinstance(self.stageSeconds, dict):
-            return float(self.stageSeconds.get(stage, self.stageSeconds.get("default", 30.0)))
+            return float(self.stageSeconds.get(stage, self.stageSeconds.get("default", 30.0)))  # type: ignore[call-overload]
         return float(self.stageSeconds)

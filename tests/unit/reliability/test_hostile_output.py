@@ -18,7 +18,10 @@ import pytest
 
 from reconciler.adapters import sim as sim_adapter
 from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.cli import clusters
 from reconciler.cli.main import main
+from reconciler.load.snapshotfile import read_snapshot
 from reconciler.report.safetext import markup, visible
 from reconciler.testing.fleetgen import make_node
 
@@ -57,6 +60,9 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     def from_file(cls: type[SimFleet], path: str, config: Any = None, crash_after: int | None = None) -> SimFleet:
         if path == "HOSTILE":
             return SimFleet(objects, config, crash_after)
+        if Path(path).is_relative_to(tmp_path):  # a fleet this test saved: the hostile names on purpose
+            # (the snapshot loader refuses names Kubernetes would refuse; the output must cope anyway)
+            return SimFleet(read_snapshot(path).docs[0]["items"], config, crash_after)
         return real(path, config, crash_after)
 
     monkeypatch.setattr(sim_adapter.SimFleet, "from_file", classmethod(from_file))
@@ -64,6 +70,10 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     cfg.write_text(json.dumps({"failures": [
         {"node": n, "package": "base", "stage": "apply", "exitCode": 3, "times": 99, "logTail": LOG_TAIL}
         for n in NODES[:3]]}))
+    # the sim-config loader refuses a failure for a node name that cannot exist: built directly
+    failures = tuple(StageFailure.model_construct(node=n, package="base", stage="apply", exitCode=3, times=99,
+                                                  reason="Error", logTail=LOG_TAIL) for n in NODES[:3])
+    monkeypatch.setattr(clusters, "load_sim_config", lambda _path: SimConfig(failures=failures))
     return {"recipe": recipe(tmp_path / "r.yaml"), "config": cfg, "save": tmp_path / "after.yaml"}
 
 

@@ -1,0 +1,652 @@
+"""Fleet snapshot files (``--cluster sim:FILE``): bytes → plain documents, fast and bounded.
+
+A snapshot is what ``kubectl get nodes,pods,pdb -A -o json|yaml`` prints (one ``List``), several
+YAML documents, or a fleet saved by ``--sim-save``. Files reach hundreds of MB (100,000 nodes with
+their recorded package state), so parsing must not go through a pure-Python parser:
+
+* **JSON** (the first non-blank character is ``{`` or ``[``) is parsed by the standard library's C
+  decoder. ``NaN``/``Infinity`` literals, numbers that overflow a float (``1e400``) and integers
+  outside int64 are errors (Kubernetes' JSON has none of them); nesting is bounded by
+  :data:`MAX_DEPTH` (through the interpreter's recursion guard, which the C decoder honours).
+  Lone UTF-16 surrogate escapes (``"\\ud800"``) are refused: they cannot be written back as UTF-8.
+* **YAML** is scanned and parsed by libyaml through PyYAML's ``CSafeLoader`` (C), and its event
+  stream built into plain data here with an explicit stack (libyaml's composer recurses in C: a
+  file nested 200,000 deep crashed it), resolved with the YAML 1.2 core schema like our recipes
+  (``yes``/``on`` stay strings; timestamps stay text): only the standard tags, no duplicate keys,
+  keys are scalars, nesting at most :data:`MAX_DEPTH`, and aliases counted as they expand (a
+  "billion laughs" file is refused once expansion adds :data:`MAX_ALIAS_NODES` nodes).
+  Without libyaml the loader refuses YAML with a message saying to install it or convert the
+  snapshot to JSON (``kubectl ... -o json``) rather than silently taking minutes.
+
+Before parsing, the file is ``stat``-ed (at most :data:`MAX_SNAPSHOT_BYTES`), gzip and other
+binary content, UTF-16/32 and non-UTF-8 bytes are refused with their position, a UTF-8 BOM is
+dropped. No position table is kept while parsing (it would double the memory of a large fleet):
+:meth:`SnapshotText.locate` finds the ``line:column`` of a path only when an error needs it.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from reconciler.errors import InputError, SourcePos
+
+#: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
+#: node and 3 pods per node is about 1.9 GB of kubectl JSON (and needs about 7 GB of memory to plan).
+MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024 * 1024
+
+#: Deepest nesting of mappings/sequences accepted. Kubernetes objects nest about 15 deep
+#: (``metadata.managedFields[].fieldsV1``); the bound keeps saving a fleet back safe.
+MAX_DEPTH = 100
+
+#: How many YAML nodes aliases may add when expanded (kubectl never writes aliases).
+MAX_ALIAS_NODES = 1_000_000
+
+INT64 = (-(2**63), 2**63 - 1)
+
+Path = tuple[str | int, ...]
+"""A path into a document: mapping keys (str) and sequence indices (int)."""
+
+_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def format_path(path: Sequence[str | int]) -> str:
+    """``items[3].metadata.labels["a.b/c"]``: indices as ``[i]``, keys with punctuation quoted."""
+    out = ""
+    for k in path:
+        if isinstance(k, int):
+            out += f"[{k}]"
+        elif _SIMPLE_KEY.fullmatch(k):
+            out += f".{k}" if out else k
+        else:
+            out += f"[{json.dumps(k, ensure_ascii=True)}]"
+    return out
+
+
+@dataclass
+class SnapshotText:
+    """A snapshot file's decoded text and its parsed documents.
+
+    ``fmt`` is ``"json"`` or ``"yaml"``; ``docs`` the non-empty documents as plain ``dict``/
+    ``list``/``str``/``int``/``float``/``bool``/``None`` data (a JSON file is one document);
+    ``doc_index[i]`` the 0-based number of ``docs[i]`` in the file.
+    """
+
+    file: str
+    text: str
+    fmt: str
+    docs: list[Any]
+    doc_index: list[int]
+
+    def locate(self, doc: int, path: Sequence[str | int]) -> SourcePos:
+        """``file:line:column`` of ``path`` in document ``doc`` (of a mapping entry: its key; of a
+        sequence item: the item), or of the nearest ancestor found; only the file when the text
+        cannot be walked. Called on the error path only: it re-reads the text."""
+        try:
+            if self.fmt == "json":
+                offset = _json_offset(self.text, path)
+                return _offset_pos(self.text, offset, self.file)
+            return _yaml_locate(self.text, self.file, self.doc_index[doc], path)
+        except (ValueError, IndexError, RecursionError, TypeError, KeyError, InputError):
+            return SourcePos(self.file, 1, 1)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Run the block with the cyclic garbage collector paused (restored after, even on error).
+
+    Parsing a snapshot allocates millions of dicts, lists and strings and frees none of them; each
+    allocation burst would trigger collections that scan the whole growing heap for cycles the
+    parsed data cannot have. Pausing it halves parse and validation time of large snapshots.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading bytes
+
+
+def read_snapshot(path: str, *, max_bytes: int | None = None) -> SnapshotText:
+    """Read and parse the snapshot at ``path`` (see the module docstring); at most ``max_bytes``
+    (default :data:`MAX_SNAPSHOT_BYTES`, read when called).
+
+    Raises:
+        InputError: unreadable, too large, compressed or binary, not UTF-8, empty, or a JSON/YAML
+            syntax or limit error, each with ``file:line:column`` where one exists.
+    """
+    if max_bytes is None:
+        max_bytes = MAX_SNAPSHOT_BYTES
+    try:
+        size = os.stat(path).st_size
+        if size > max_bytes:
+            raise InputError(f"fleet snapshot is {size} bytes, larger than the {max_bytes} byte limit",
+                             SourcePos(path, 1, 1))
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except OSError as e:
+        raise InputError(f"cannot read fleet file: {e.strerror or e}", SourcePos(path)) from None
+    if len(raw) > max_bytes:
+        raise InputError(f"fleet snapshot is larger than the {max_bytes} byte limit", SourcePos(path, 1, 1))
+    text = decode_snapshot(raw, path)
+    return parse_snapshot(text, path)
+
+
+_MAGIC = ((b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip)"),
+          (b"BZh", "bzip2-compressed (decompress it first: bunzip2)"),
+          (b"\xfd7zXZ\x00", "xz-compressed (decompress it first: unxz)"),
+          (b"\x28\xb5\x2f\xfd", "zstd-compressed (decompress it first: unzstd)"),
+          (b"PK\x03\x04", "a zip archive (extract the snapshot first)"),
+          (b"\xff\xfe\x00\x00", "UTF-32 text (save it as UTF-8)"),
+          (b"\x00\x00\xfe\xff", "UTF-32 text (save it as UTF-8)"),
+          (b"\xff\xfe", "UTF-16 text (save it as UTF-8)"),
+          (b"\xfe\xff", "UTF-16 text (save it as UTF-8)"))
+
+
+def decode_snapshot(raw: bytes, file: str) -> str:
+    """Decode a snapshot's bytes: UTF-8 (a BOM is dropped), no NUL byte.
+
+    Raises:
+        InputError: compressed or archive content, UTF-16/32, a NUL byte or invalid UTF-8 (with
+            the line and column of the first bad byte), or an empty file.
+    """
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            raise InputError(f"fleet snapshot is {what}, not JSON or YAML text", SourcePos(file, 1, 1))
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise InputError("NUL byte: a fleet snapshot must be JSON or YAML text", _byte_pos(raw, nul, file))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"byte 0x{raw[e.start]:02x} is not valid UTF-8 (a fleet snapshot must be UTF-8 text)",
+                         _byte_pos(raw, e.start, file)) from None
+    if not text.strip():
+        raise InputError("fleet snapshot is empty (expected kubectl get nodes,pods,pdb -A -o json|yaml output)",
+                         SourcePos(file, 1, 1))
+    return text
+
+
+def _byte_pos(raw: bytes, offset: int, file: str) -> SourcePos:
+    line = raw.count(b"\n", 0, offset) + 1
+    return SourcePos(file, line, offset - (raw.rfind(b"\n", 0, offset) + 1) + 1)
+
+
+def _offset_pos(text: str, offset: int, file: str) -> SourcePos:
+    line = text.count("\n", 0, offset) + 1
+    return SourcePos(file, line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
+def parse_snapshot(text: str, file: str) -> SnapshotText:
+    """Parse decoded snapshot text as JSON (first non-blank character ``{``/``[``) or YAML.
+
+    Raises:
+        InputError: see :func:`read_snapshot`.
+    """
+    lead = _WS.match(text)  # prefix match
+    head = text[lead.end() if lead else 0:][:1] if text[:1] in " \t\r\n" else text[:1]
+    if head in ("{", "["):
+        return SnapshotText(file, text, "json", [parse_json(text, file)], [0])
+    docs, index = parse_yaml(text, file)
+    return SnapshotText(file, text, "yaml", docs, index)
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+
+
+class _BadNumber(Exception):
+    def __init__(self, literal: str, why: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+        self.why = why
+
+
+def _parse_float(s: str) -> float:
+    v = float(s)
+    if not math.isfinite(v):
+        raise _BadNumber(s, "overflows a 64-bit float")
+    return v
+
+
+def _parse_int(s: str) -> int:
+    if len(s) > 20:
+        raise _BadNumber(s[:30] + ("..." if len(s) > 30 else ""), f"has {len(s)} digits, outside int64")
+    v = int(s)
+    if not INT64[0] <= v <= INT64[1]:
+        raise _BadNumber(s, "is outside int64")
+    return v
+
+
+def _parse_constant(s: str) -> float:
+    raise _BadNumber(s, "is not a JSON number (NaN and Infinity are not JSON)")
+
+
+def _stack_depth() -> int:
+    f = sys._getframe()
+    n = 0
+    while f is not None:
+        n += 1
+        f = f.f_back  # type: ignore[assignment]
+    return n
+
+
+_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
+                        r"(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+_SURROGATE_HINT = re.compile(r"\\u[dD]")
+
+
+def parse_json(text: str, file: str) -> Any:
+    """Parse JSON text strictly (see the module docstring).
+
+    Raises:
+        InputError: syntax error (line:column), a bad number (line:column of its first
+            occurrence), nesting deeper than :data:`MAX_DEPTH`, or a lone surrogate escape.
+    """
+    old = sys.getrecursionlimit()
+    # the C decoder guards its recursion with the interpreter's limit: this bounds the nesting
+    sys.setrecursionlimit(_stack_depth() + MAX_DEPTH + 5)
+    try:
+        data = json.loads(text, parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"JSON syntax error: {e.msg}", _offset_pos(text, e.pos, file)) from None
+    except RecursionError:
+        raise InputError(f"JSON nesting is deeper than {MAX_DEPTH} levels", SourcePos(file, 1, 1)) from None
+    except _BadNumber as e:
+        at = _number_offset(text, e.literal.rstrip("."))
+        pos = _offset_pos(text, at, file) if at >= 0 else SourcePos(file, 1, 1)
+        raise InputError(f"number {e.literal} {e.why}", pos) from None
+    finally:
+        sys.setrecursionlimit(old)
+    if _SURROGATE_HINT.search(text):  # one scan; the exact pattern only when there is a candidate
+        m = _SURROGATE.search(text)
+        if m:
+            raise InputError(f"{m.group(0)} is a lone UTF-16 surrogate escape, not a character",
+                             _offset_pos(text, m.start(), file))
+    return data
+
+
+def _number_offset(text: str, literal: str) -> int:
+    m = re.search(r"(?<![\w.\"-])" + re.escape(literal), text)
+    return m.start() if m else -1
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _json_offset(text: str, path: Sequence[str | int]) -> int:
+    """Offset of ``path`` in JSON ``text`` (a key's opening quote, an item's first character), or
+    of the deepest ancestor found; walks with the C decoder (siblings before the path are decoded
+    and dropped)."""
+    dec = json.JSONDecoder()
+    scan = json.decoder.scanstring  # type: ignore[attr-defined]
+
+    def ws(j: int) -> int:
+        m = _WS.match(text, j)
+        return m.end() if m else j
+
+    i = ws(0)
+    for depth, key in enumerate(path):
+        last = depth == len(path) - 1
+        c = text[i]
+        if c == "{" and isinstance(key, str):
+            j = ws(i + 1)
+            while text[j] == '"':
+                start = j
+                k, j = scan(text, j + 1)
+                j = ws(ws(j) + 1)  # past ':'
+                if k == key:
+                    break
+                _, j = dec.raw_decode(text, j)
+                j = ws(j)
+                if text[j] == ",":
+                    j = ws(j + 1)
+            else:
+                return i
+            if last:
+                return start
+            i = j
+        elif c == "[" and isinstance(key, int):
+            j = ws(i + 1)
+            for _ in range(key):
+                if text[j] == "]":
+                    return i
+                _, j = dec.raw_decode(text, j)
+                j = ws(j)
+                if text[j] == ",":
+                    j = ws(j + 1)
+            if text[j] == "]":
+                return i
+            i = j
+        else:
+            return i
+    return i
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML
+
+_STD = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (_STD + t for t in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ, _TIMESTAMP, _MERGE = (_STD + t for t in ("map", "seq", "timestamp", "merge"))
+_SCALAR_TAGS = frozenset({_STR, _INT, _FLOAT, _BOOL, _NULL, _TIMESTAMP})
+_TRUE = frozenset({"true", "True", "TRUE"})
+_FALSE = frozenset({"false", "False", "FALSE"})
+
+
+def _loader_class() -> Any:
+    """PyYAML's ``CSafeLoader`` with YAML 1.2 core-schema resolution, or None without libyaml."""
+    base = getattr(yaml, "CSafeLoader", None)
+    if base is None:  # PyYAML built without libyaml
+        return None
+
+    class CoreLoader(base):  # type: ignore[misc, valid-type]
+        """libyaml composer; YAML 1.2 core schema for plain scalars."""
+
+    CoreLoader.yaml_implicit_resolvers = {}
+    add = CoreLoader.add_implicit_resolver
+    add(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)\Z"), list("tTfF"))
+    add(_NULL, re.compile(r"^(?:~|null|Null|NULL|)\Z"), ["~", "n", "N", ""])
+    add(_INT, re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)\Z"), list("-+0123456789"))
+    add(_FLOAT, re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                           r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z"), list("-+.0123456789"))
+    add(_MERGE, re.compile(r"^<<\Z"), ["<"])
+    return CoreLoader
+
+
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    global _LOADER
+    if _LOADER is None:
+        _LOADER = _loader_class() or False
+    return _LOADER
+
+
+def _new_loader(text: str, file: str) -> Any:
+    loader_cls = _loader()
+    if not loader_cls:
+        raise InputError("reading a YAML fleet snapshot needs PyYAML built with libyaml (pip install "
+                         "--force-reinstall pyyaml); or give the snapshot as JSON (kubectl get ... -o json)",
+                         SourcePos(file, 1, 1))
+    return loader_cls(text)
+
+
+def _yaml_error(e: Exception, file: str) -> InputError:
+    if isinstance(e, yaml.MarkedYAMLError):
+        mark = e.problem_mark or e.context_mark
+        pos = SourcePos(file, mark.line + 1, mark.column + 1) if mark is not None else SourcePos(file, 1, 1)
+        what = " ".join(x for x in (e.context, e.problem) if x)
+        return InputError(f"YAML syntax error: {what or e}", pos)
+    return InputError(f"YAML error: {' '.join(str(e).split())}", SourcePos(file, 1, 1))
+
+
+def _compose_all(text: str, file: str) -> Iterator[Any]:
+    """libyaml's node graphs, one per document. Its composer recurses in C: only for text
+    :func:`parse_yaml` has accepted (nesting bounded), as :meth:`SnapshotText.locate` does."""
+    loader = _new_loader(text, file)
+    try:
+        while loader.check_node():
+            yield loader.get_node()
+    except yaml.YAMLError as e:
+        raise _yaml_error(e, file) from None
+    finally:
+        loader.dispose()
+
+
+def _pos(file: str, node: Any) -> SourcePos:
+    m = node.start_mark
+    return SourcePos(file, m.line + 1, m.column + 1)
+
+
+_MERGE_KEY = object()
+#: First characters of plain scalars the core schema may read as something other than a string.
+_MAY_NOT_BE_STR = frozenset("-+.0123456789~nNtTfF<")
+
+
+class _Frame:
+    """A mapping or sequence being built from parser events."""
+
+    __slots__ = ("anchor", "event", "key", "key_event", "merges", "seen", "size", "value")
+
+    def __init__(self, value: Any, event: Any) -> None:
+        self.value = value
+        self.event = event
+        self.anchor = event.anchor
+        self.size = 1
+        self.key: Any = None  # the pending key of a mapping (None: the next value is a key)
+        self.key_event: Any = None
+        self.seen: dict[str, int] = {}
+        self.merges: list[tuple[Any, Any]] = []
+
+
+def parse_yaml(text: str, file: str) -> tuple[list[Any], list[int]]:
+    """Parse every YAML document of ``text`` into plain data; empty documents are skipped.
+
+    Built straight from libyaml's event stream with an explicit stack (libyaml's own composer
+    recurses in C and would overflow the C stack on a file nested 100,000 deep). Returns
+    ``(documents, index of each in the file)``.
+
+    Raises:
+        InputError: syntax error, a tag other than the standard ones, a duplicate or non-scalar
+            key, an undefined or recursive alias, an alias expansion over :data:`MAX_ALIAS_NODES`,
+            nesting over :data:`MAX_DEPTH`, a non-finite float or an integer outside int64; with
+            line:column.
+    """
+    loader = _new_loader(text, file)
+    try:
+        return _events_to_data(loader, file)
+    except yaml.YAMLError as e:
+        raise _yaml_error(e, file) from None
+    finally:
+        loader.dispose()
+
+
+def _err(file: str, event: Any, message: str) -> InputError:
+    return InputError(message, _pos(file, event))
+
+
+def _events_to_data(loader: Any, file: str) -> tuple[list[Any], list[int]]:
+    scalar_ev, alias_ev = yaml.ScalarEvent, yaml.AliasEvent
+    seq_start, map_start = yaml.SequenceStartEvent, yaml.MappingStartEvent
+    seq_end, map_end = yaml.SequenceEndEvent, yaml.MappingEndEvent
+    doc_start = yaml.DocumentStartEvent
+    docs: list[Any] = []
+    index: list[int] = []
+    doc_no = -1
+    stack: list[_Frame] = []
+    anchors: dict[str, tuple[Any, int]] = {}
+    open_anchors: set[str] = set()
+    extra = 0
+    resolve = loader.resolve
+    while loader.check_event():
+        ev = loader.get_event()
+        cls = type(ev)
+        size = 1
+        if cls is scalar_ev:
+            tag = ev.tag
+            if tag is None or tag == "!":
+                if ev.style or not ev.implicit[0]:
+                    tag = _STR  # quoted or block scalar: a string
+                elif not ev.value or ev.value[0] in _MAY_NOT_BE_STR:
+                    tag = resolve(yaml.ScalarNode, ev.value, ev.implicit)
+                else:
+                    tag = _STR
+            if tag not in _SCALAR_TAGS and tag != _MERGE:
+                raise _err(file, ev, _tag_problem(tag, "a scalar"))
+            if tag == _MERGE and stack and type(stack[-1].value) is dict and stack[-1].key is None:
+                value: Any = _MERGE_KEY
+            else:
+                value = _scalar(file, ev, tag)
+            if ev.anchor is not None:
+                anchors[ev.anchor] = (value, 1)
+        elif cls is alias_ev:
+            name = ev.anchor
+            if name in open_anchors:
+                raise _err(file, ev, "recursive YAML alias: an anchor refers to itself (the document would be "
+                                     "infinite)")
+            if name not in anchors:
+                raise _err(file, ev, f"undefined YAML alias *{name[:40]}")
+            value, size = anchors[name]
+            extra += size
+            if extra > MAX_ALIAS_NODES:
+                raise _err(file, ev, f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias "
+                                     "expansion bomb?)")
+            if isinstance(value, dict | list):
+                value = copy.deepcopy(value)
+        elif cls is seq_start or cls is map_start:
+            tag = ev.tag
+            want = _SEQ if cls is seq_start else _MAP
+            if tag is not None and tag != "!" and tag != want:
+                raise _err(file, ev, _tag_problem(tag, "a sequence" if cls is seq_start else "a mapping"))
+            if stack and type(stack[-1].value) is dict and stack[-1].key is None:
+                raise _err(file, ev, "mapping keys must be plain scalars, not mappings or sequences")
+            if len(stack) >= MAX_DEPTH:
+                raise _err(file, ev, f"YAML nesting is deeper than {MAX_DEPTH} levels")
+            stack.append(_Frame([] if cls is seq_start else {}, ev))
+            if ev.anchor is not None:
+                open_anchors.add(ev.anchor)
+            continue
+        elif cls is seq_end or cls is map_end:
+            frame = stack.pop()
+            value, size = frame.value, frame.size
+            if frame.merges:
+                value, size = _merge(file, frame, size)
+            if frame.anchor is not None:
+                open_anchors.discard(frame.anchor)
+                anchors[frame.anchor] = (value, size)
+            ev = frame.event
+        elif cls is doc_start:
+            doc_no += 1
+            anchors = {}
+            continue
+        else:
+            continue
+        # place the value in its parent (or as the document root)
+        if not stack:
+            if not (cls is scalar_ev and value is None):
+                docs.append(value)
+                index.append(doc_no)
+            continue
+        top = stack[-1]
+        top.size += size
+        if type(top.value) is list:
+            top.value.append(value)
+        elif top.key is None:
+            if cls is not scalar_ev and value is not _MERGE_KEY:
+                raise _err(file, ev, "mapping keys must be plain scalars, not aliases of mappings or sequences"
+                           if isinstance(value, dict | list) else "mapping keys must be plain scalars")
+            if value is _MERGE_KEY:
+                top.key = _MERGE_KEY
+            else:
+                key = ev.value if cls is scalar_ev else str(value)
+                if key in top.seen:
+                    raise _err(file, ev, f"duplicate key {key[:60]!r} (first defined at line {top.seen[key]})")
+                top.seen[key] = ev.start_mark.line + 1
+                top.key = key
+        else:
+            if top.key is _MERGE_KEY:
+                top.merges.append((value, ev))
+            else:
+                top.value[top.key] = value
+            top.key = None
+    return docs, index
+
+
+def _merge(file: str, frame: _Frame, size: int) -> tuple[Any, int]:
+    """Apply a mapping's merge keys (``<<``): explicit keys win, earlier sources over later ones."""
+    result: dict[str, Any] = frame.value
+    for value, ev in frame.merges:
+        sources = value if isinstance(value, list) else [value]
+        for src in sources:
+            if not isinstance(src, dict):
+                raise _err(file, ev, "a merge key (<<) needs a mapping or a list of mappings")
+            for k, v in src.items():
+                if k not in result:
+                    result[k] = v
+                    size += 1
+    return result, size
+
+
+def _scalar(file: str, ev: Any, tag: str) -> Any:
+    text = ev.value
+    if tag in (_STR, _TIMESTAMP):
+        return text
+    if tag == _NULL:
+        if text not in ("", "~", "null", "Null", "NULL"):
+            raise _err(file, ev, f"{text[:40]!r} is not null")
+        return None
+    if tag == _BOOL:
+        if text not in _TRUE and text not in _FALSE:
+            raise _err(file, ev, f"{text[:40]!r} is not a boolean (true or false)")
+        return text in _TRUE
+    if tag == _INT:
+        s = text.replace("_", "")
+        if len(s.lstrip("+-")) > 20:
+            raise _err(file, ev, f"an integer with {len(s)} digits is outside int64")
+        try:
+            v = int(s, 0) if s.lstrip("+-")[:2].lower() in ("0x", "0o") else int(s, 10)
+        except ValueError:
+            raise _err(file, ev, f"{text[:40]!r} is not an integer") from None
+        if not INT64[0] <= v <= INT64[1]:
+            raise _err(file, ev, f"integer {text[:40]} is outside int64")
+        return v
+    try:
+        f = float(text.replace("_", "").replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
+                  .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
+    except ValueError:
+        raise _err(file, ev, f"{text[:40]!r} is not a number") from None
+    if not math.isfinite(f):
+        raise _err(file, ev, f"{text[:40]} is not a finite number (Kubernetes objects hold no NaN or infinity)")
+    return f
+
+
+def _tag_problem(tag: str | None, on: str) -> str:
+    shown = "(none)" if tag is None else "!!" + tag[len(_STD):] if tag.startswith(_STD) else tag
+    if tag in _SCALAR_TAGS or tag in (_MAP, _SEQ):
+        return f"YAML tag {shown} does not fit {on}"
+    return f"YAML tag {shown} is not allowed (plain YAML only)"
+
+
+def _yaml_locate(text: str, file: str, doc: int, path: Sequence[str | int]) -> SourcePos:
+    for i, node in enumerate(_compose_all(text, file)):
+        if i != doc:
+            continue
+        best = node
+        cur = node
+        for key in path:
+            nxt = None
+            if isinstance(cur, yaml.MappingNode) and isinstance(key, str):
+                for knode, vnode in cur.value:
+                    if isinstance(knode, yaml.ScalarNode) and str(knode.value) == key:
+                        best, nxt = knode, vnode
+                        break
+            elif isinstance(cur, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(cur.value):
+                nxt = cur.value[key]
+                best = nxt
+            if nxt is None:
+                break
+            cur = nxt
+        return _pos(file, best)
+    return SourcePos(file)
