@@ -160,16 +160,23 @@ class SimFleet:
     def _assign_resource_versions(self) -> None:
         """Every object of a fake API server has a resourceVersion: keep the snapshot's (numeric, as
         Kubernetes writes them), give the others new ones above the highest, so a conditional write
-        decided from a read always has a version to compare."""
-        objs = [*self.nodes.values(), *self.pods.values(), *self.pdbs.values(), *self.config_maps.values()]
-        for o in objs:
-            rv = str((o.get("metadata") or {}).get("resourceVersion") or "")
-            if rv.isdigit() and len(rv) < 20:
-                self._rv = max(self._rv, int(rv))
-        for o in objs:
-            meta = o.setdefault("metadata", {})
-            if not str(meta.get("resourceVersion") or "").isdigit():
-                self._bump(o)
+        decided from a read always has a version to compare. One pass; linear in objects."""
+        highest = self._rv
+        missing: list[Obj] = []
+        for group in (self.nodes, self.pods, self.pdbs, self.config_maps):
+            for o in group.values():
+                meta = o.get("metadata")
+                rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+                if isinstance(rv, str) and rv.isdigit() and len(rv) < 20:
+                    n = int(rv)
+                    if n > highest:
+                        highest = n
+                else:
+                    missing.append(o)
+        self._rv = highest
+        for o in missing:
+            o.setdefault("metadata", {})
+            self._bump(o)
 
     # ---------------------------------------------------------------- loading / saving
     @classmethod
