@@ -35,6 +35,8 @@ def open_cluster(args: argparse.Namespace) -> Opened:
         ClusterError: the real cluster cannot be reached.
     """
     spec = getattr(args, "cluster", None)
+    if spec and (getattr(args, "kubeconfig", None) or getattr(args, "context", None)):
+        raise InputError("--cluster sim:PATH and --kubeconfig/--context name two different clusters; give one")
     if getattr(args, "sim_save", None) is not None:  # written at the end: checked before any work
         from reconciler.cli.optcheck import output_file
 

@@ -132,3 +132,13 @@ def test_a_reviewed_multi_recipe_plan_admits_applying_one_of_its_recipes(
     third.write_text(RECIPE.replace("name: kernel-fix", "name: third-fix"))
     assert main(["apply", str(third), "--cluster", f"sim:{fleet}", "--plan", str(plan)]) == 2
     assert "no plan for recipe third-fix" in capsys.readouterr().err
+
+
+def test_a_simulated_fleet_and_a_kubeconfig_together_are_refused(tmp_path: Path) -> None:
+    """A new user's mix-up: both named, the kubeconfig was silently ignored."""
+    from reconciler.cli.main import main
+
+    root = Path(__file__).resolve().parents[3]
+    rc = main(["plan", str(root / "recipes"), "--cluster", f"sim:{root / 'examples' / 'fleets' / 'gpu-24.yaml'}",
+               "--kubeconfig", str(tmp_path / "nokube")])
+    assert rc == 2
