@@ -19,6 +19,7 @@ from enum import StrEnum
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, status_key
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import Taint
+from reconciler.model.vocab import IMAGE_PULL_REASONS, FailureReason
 
 
 class CordonAction(StrEnum):
@@ -97,9 +98,54 @@ def reboot_confirmed(node: NodeInfo, boot_id_before: str) -> bool:
     return bool(node.boot_id and boot_id_before and node.boot_id != boot_id_before and node.ready is True)
 
 
+class StageVerdict(StrEnum):
+    """What a stage pod's observed status means for the step (:func:`judge_stage`)."""
+
+    RUNNING = "running"  # look again by ``wake_in``
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # with ``reason`` (exit code and log tail come from the status)
+    MISSING = "missing"  # the pod is not there: create it again (a run stopped before it did)
+
+
+@dataclass(frozen=True)
+class StageJudgement:
+    """``verdict``; ``reason`` for FAILED (the pod's reason, ``StageTimeout``, or an image-pull
+    reason once the pull grace is over); ``wake_in``: seconds until the next look for RUNNING (the
+    earlier of the stage timeout and, while pending, the image-pull grace; capped by the caller's
+    poll interval)."""
+
+    verdict: StageVerdict
+    reason: str = ""
+    wake_in: float = 0.0
+
+
+def judge_stage(phase: str, reason: str, elapsed: float, *, timeout: float, pull_grace: float) -> StageJudgement:
+    """Judge a stage pod from its ``phase`` (pending|running|succeeded|failed|missing) and waiting
+    ``reason``, ``elapsed`` seconds after it started (UTC, from the pod's start time), under the
+    stage ``timeout`` and the image-pull grace (decision (e): image-pull failures and pods that
+    never start fail the stage; exit codes are kept by the caller)."""
+    if phase == "missing":
+        return StageJudgement(StageVerdict.MISSING)
+    if phase == "succeeded":
+        return StageJudgement(StageVerdict.SUCCEEDED)
+    pull_stuck = phase == "pending" and reason in IMAGE_PULL_REASONS and elapsed >= pull_grace
+    timed_out = elapsed >= timeout
+    if phase == "failed":
+        fallback = FailureReason.STAGE_TIMEOUT.value if timed_out else "Error"
+        return StageJudgement(StageVerdict.FAILED, reason or fallback)
+    if pull_stuck:
+        return StageJudgement(StageVerdict.FAILED, reason)
+    if timed_out:
+        return StageJudgement(StageVerdict.FAILED, FailureReason.STAGE_TIMEOUT.value)
+    wake = timeout - elapsed
+    if phase == "pending" and elapsed < pull_grace:  # once the grace is over it no longer sets the pace
+        wake = min(wake, pull_grace - elapsed)
+    return StageJudgement(StageVerdict.RUNNING, wake_in=wake)
+
+
 def _status(node: NodeInfo, recipe: str) -> str:
     return node.labels.get(status_key(recipe)) or node.annotations.get(status_key(recipe)) or ""
 
 
-__all__ = ["CordonAction", "CordonDecision", "ReleaseDecision", "cordon_claims", "decide_cordon",
-           "decide_release", "reboot_confirmed"]
+__all__ = ["CordonAction", "CordonDecision", "ReleaseDecision", "StageJudgement", "StageVerdict", "cordon_claims",
+           "decide_cordon", "decide_release", "judge_stage", "reboot_confirmed"]

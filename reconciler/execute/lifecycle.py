@@ -32,7 +32,15 @@ from reconciler.errors import (
     TooManyRequestsError,
     TransientError,
 )
-from reconciler.execute.decide import CordonAction, cordon_claims, decide_cordon, decide_release, reboot_confirmed
+from reconciler.execute.decide import (
+    CordonAction,
+    StageVerdict,
+    cordon_claims,
+    decide_cordon,
+    decide_release,
+    judge_stage,
+    reboot_confirmed,
+)
 from reconciler.execute.retry import DEFAULT_BOUNDS, Fail, Gone, Retry, RetryBounds, classify
 from reconciler.execute.timeline import Timeline
 from reconciler.model.nodestate import (
@@ -740,24 +748,17 @@ class NodeRun:
         utc = self._utc()
         if run.started is None:  # resumed: the pod's own start time (UTC) keeps the timeout across restarts
             run.started = st.started if st.started is not None else utc
-        if st.phase == "missing":
+        j = judge_stage(st.phase, st.reason, utc - run.started, timeout=self.recipe.timeouts.stage,
+                        pull_grace=self.ctx.image_pull_grace)  # pure (execute/decide.py)
+        if j.verdict is StageVerdict.MISSING:
             self.ctx.cluster.start_stage(spec)
             run.started = utc
             return now + self.ctx.poll_seconds
-        if st.phase == "succeeded":
+        if j.verdict is StageVerdict.SUCCEEDED:
             return self._stage_succeeded(run, spec)
-        pull_stuck = (
-            st.phase == "pending" and st.reason in IMAGE_PULL_REASONS and utc - run.started >= self.ctx.image_pull_grace
-        )
-        timed_out = utc - run.started >= self.recipe.timeouts.stage
-        if st.phase == "failed" or pull_stuck or timed_out:
-            reason = st.reason or (FailureReason.STAGE_TIMEOUT if timed_out else "Error")
-            if timed_out and st.phase != "failed":
-                reason = FailureReason.STAGE_TIMEOUT if not pull_stuck else st.reason
-            return self._stage_failed(run, spec, st.exit_code, reason, st.log_tail)
-        limit = now + (run.started + self.recipe.timeouts.stage - utc)
-        pull_limit = now + (run.started + self.ctx.image_pull_grace - utc) if st.phase == "pending" else limit
-        return min(now + self.ctx.poll_seconds, limit, pull_limit)
+        if j.verdict is StageVerdict.FAILED:
+            return self._stage_failed(run, spec, st.exit_code, j.reason, st.log_tail)
+        return now + min(self.ctx.poll_seconds, j.wake_in)
 
     def _stage_succeeded(self, run: _StageRun, spec: StageSpec) -> float | None:
         stage = run.stages[run.index]

@@ -68,3 +68,32 @@ def test_decide_release(n: NodeInfo, owns: bool, rt: bool, rt_recipes: tuple[str
 ])
 def test_reboot_confirmed(n: NodeInfo, before: str, done: bool) -> None:
     assert reboot_confirmed(n, before) is done
+
+
+from reconciler.execute.decide import StageVerdict, judge_stage  # noqa: E402
+
+T, G = 100.0, 60.0
+
+
+@pytest.mark.parametrize(("phase", "reason", "elapsed", "verdict", "why", "wake"), [
+    ("missing", "", 5, StageVerdict.MISSING, "", 0),
+    ("succeeded", "", 5, StageVerdict.SUCCEEDED, "", 0),
+    ("running", "", 10, StageVerdict.RUNNING, "", 90),
+    ("running", "", 100, StageVerdict.FAILED, "StageTimeout", 0),
+    ("failed", "Error", 10, StageVerdict.FAILED, "Error", 0),
+    ("failed", "", 10, StageVerdict.FAILED, "Error", 0),
+    ("failed", "", 150, StageVerdict.FAILED, "StageTimeout", 0),
+    ("failed", "OOMKilled", 150, StageVerdict.FAILED, "OOMKilled", 0),
+    ("pending", "ImagePullBackOff", 30, StageVerdict.RUNNING, "", 30),  # wait for the pull grace
+    ("pending", "ImagePullBackOff", 60, StageVerdict.FAILED, "ImagePullBackOff", 0),
+    ("pending", "ErrImagePull", 120, StageVerdict.FAILED, "ErrImagePull", 0),  # pull reason wins over timeout
+    ("pending", "ContainerCreating", 30, StageVerdict.RUNNING, "", 30),
+    # past the pull grace with no pull problem: paced by the stage timeout, never a busy loop
+    ("pending", "ContainerCreating", 70, StageVerdict.RUNNING, "", 30),
+    ("pending", "", 100, StageVerdict.FAILED, "StageTimeout", 0),
+])
+def test_judge_stage(phase: str, reason: str, elapsed: float, verdict: StageVerdict, why: str, wake: float) -> None:
+    j = judge_stage(phase, reason, elapsed, timeout=T, pull_grace=G)
+    assert (j.verdict, j.reason) == (verdict, why)
+    if verdict is StageVerdict.RUNNING:
+        assert j.wake_in == wake and j.wake_in > 0
