@@ -45,6 +45,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache
 from reconciler.adapters.kubeconfigmaps import KubeConfigMaps
+from reconciler.adapters.kubeconn import unreachable
 from reconciler.adapters.kubeobjects import node_from, parse_time, pdb_from, pod_from
 from reconciler.errors import (
     ClusterError,
@@ -697,7 +698,7 @@ class KubeCluster:
         except ApiException as e:
             raise translate_api_error(int(e.status or 0), e.body, _headers(e), what) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise TransientError(f"{what}: {type(e).__name__}: {_short(e)}") from None
+            raise unreachable(e, what, str(self.api_client.configuration.host or "")) from None
 
     def _json(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Obj:
         data = self._raw(fn, what, *args, **kwargs)
@@ -1276,6 +1277,3 @@ def _headers(e: ApiException) -> Mapping[str, str] | None:
     except AttributeError:
         return None
 
-
-def _short(e: BaseException) -> str:
-    return " ".join(str(e).split())[:300]

@@ -19,6 +19,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from reconciler.adapters.kubeconn import unreachable
 from reconciler.errors import ClusterError, NotFoundError, TransientError
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -32,6 +33,7 @@ class KubeConfigMaps:
     def __init__(self, api_client: client.ApiClient, request_timeout: float = 30.0) -> None:
         """``request_timeout``: read timeout per request in seconds (connect timeout 10 s)."""
         self._core = client.CoreV1Api(api_client)
+        self._server = str(api_client.configuration.host or "")
         self.request_timeout = request_timeout
 
     def _call(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
@@ -47,7 +49,7 @@ class KubeConfigMaps:
         except ApiException as e:
             raise translate_api_error(int(e.status or 0), e.body, dict(e.headers or {}), what) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise TransientError(f"{what}: {type(e).__name__}: {e}") from None
+            raise unreachable(e, what, self._server) from None
         try:
             return json.loads(raw) if raw else {}
         except ValueError:

@@ -89,6 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # urllib3 logs every retry of a refused connection as a warning; the adapter reports the
+    # failure once, in words (reconciler.adapters.kubeconn), so its retries show only with -vv
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if args.verbose >= 2 else logging.ERROR)
     real_stdout = sys.stdout
     guard = StdoutGuard(real_stdout if real_stdout is not None else open(os.devnull, "w"))  # noqa: SIM115
     sys.stdout = guard
