@@ -1,6 +1,8 @@
 """``reconciler node ignore|unignore|reset|status NODE...``.
 
-NODE is an exact node name or a regular expression matching whole names (``gpu-a-0[0-4]``).
+NODE is an exact node name or a regular expression matching whole names (``gpu-a-0[0-4]``). A
+NODE matching no node, or a ``--recipe`` with no record on any node and no control switch, is an
+error (exit 2) listing what exists.
 
 * ``ignore`` / ``unignore``: set / remove the label ``reconciler.nodewright.dev/ignore=true``
   (every recipe skips an ignored node);
@@ -19,6 +21,7 @@ from functools import partial
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.names import require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.ops.nodeops import ignore_patch, reset_patch
 from reconciler.ops.patches import NodeOp, plan_node_patches, select_nodes, write_node_patches
@@ -58,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
     opened = open_cluster(args)
     nodes = opened.cluster.list_nodes()
+    if getattr(args, "recipe", None):
+        require_recipe(args.recipe, opened.cluster, nodes)
     if args.node_cmd == "status":
         from reconciler.cli.statusviews import show
 

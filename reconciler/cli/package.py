@@ -15,6 +15,10 @@
   drop the node's failure record; the next ``apply`` runs it;
 * ``logs PKG --recipe R [--node N...]``: log tails of the package's stage pods that still exist
   (failed or running; successful ones are deleted) and the failure record's tail (best effort).
+
+For ``status``, ``rerun`` and ``logs`` a PKG recorded on no node (for ``--recipe`` when given), a
+``--recipe`` known nowhere on the cluster and a ``--node`` matching no node are errors (exit 2)
+listing what exists.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from functools import partial
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.names import require_package, require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.cli.optcheck import count
 from reconciler.cli.safeio import error_line
@@ -104,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
 
     opened = open_cluster(args)
     nodes = opened.cluster.list_nodes()
+    if args.recipe:
+        require_recipe(args.recipe, opened.cluster, nodes)
+    require_package(args.package, nodes, args.recipe)
     if cmd == "status":
         from reconciler.cli.statusviews import show
 

@@ -4,7 +4,9 @@ On every node with a record of RECIPE: remove its state, config digests, in-flig
 records and status (annotation and label), and **release the cordons RECIPE holds** (NodeWright's
 ``reset`` leaves nodes cordoned). Cordons placed by someone else stay. The next ``apply`` runs
 every package of the recipe again on every selected node. There is no persistent batch state to
-reset: each run computes its batches from the nodes. Write options as every operations verb
+reset: each run computes its batches from the nodes. An unknown RECIPE is an error (exit 2)
+listing the recipes known on the cluster; ``--ignore-not-found`` makes it "nothing to change" (a
+reset run twice). Write options as every operations verb
 (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o text|json``.
 """
 
@@ -14,6 +16,7 @@ import argparse
 from functools import partial
 from typing import Any
 
+from reconciler.cli.names import require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.ops.nodeops import reset_patch
 from reconciler.ops.patches import plan_node_patches, write_node_patches
@@ -27,6 +30,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("recipe", metavar="RECIPE", help="recipe name (metadata.name)")
     p.add_argument("--force", action="store_true",
                    help="even when a node still owes an interrupt (a pending reboot is then dropped)")
+    p.add_argument("--ignore-not-found", action="store_true",
+                   help="a recipe known nowhere is not an error: nothing to change (as kubectl delete)")
     add_write_args(p)
     p.set_defaults(func=run)
 
@@ -36,8 +41,11 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
+    nodes = opened.cluster.list_nodes()
+    if not args.ignore_not_found:
+        require_recipe(args.recipe, opened.cluster, nodes)
     op = partial(reset_patch, recipe=args.recipe, force=args.force)
-    patches = plan_node_patches(opened.cluster.list_nodes(), op)
+    patches = plan_node_patches(nodes, op)
     uncordon = sum(1 for p in patches if p.unschedulable is False)
     notes = [f"{uncordon} node(s) to uncordon (cordon held by {args.recipe})"] if uncordon else []
 

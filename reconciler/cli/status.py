@@ -79,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
 
     opened = open_cluster(args)
     nodes = opened.cluster.list_nodes()
+    if args.recipe:
+        from reconciler.cli.names import require_recipe
+
+        require_recipe(args.recipe, opened.cluster, nodes)
+    if args.package:
+        from reconciler.cli.names import require_package
+
+        require_package(args.package, nodes, args.recipe)
     if args.node or args.package or args.output == "yaml":  # node/package views, YAML (cli/statusviews.py)
         from reconciler.cli.statusviews import show
 
