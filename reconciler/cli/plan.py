@@ -5,7 +5,8 @@ Loads the recipes and policies, observes the cluster once, plans every recipe (i
 
 Output:
 
-* ``text``: one set of tables per recipe (colours only when stdout is a terminal);
+* ``text``: one set of tables per recipe (styles only on a terminal, never with ``NO_COLOR`` or
+  ``TERM=dumb``);
 * ``json``: one recipe → its plan document (``Plan.to_json()``); several → ``{"plans": [...]}``
   with the plan documents in order (``apply --plan`` reads both shapes);
 * ``markdown``: the PR comment body of each recipe, joined by a rule; with several recipes the
@@ -93,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
     opened = open_cluster(args)
     fleet = observe(opened.cluster)
     plans = [compute_plan(r, policies[r.name], fleet, revision=args.revision) for r in inputs.recipes]
-    sys.stdout.write(format_plans(plans, args.output, color=args.output == "text" and sys.stdout.isatty()))
+    from reconciler.cli.console import styles_allowed
+
+    sys.stdout.write(format_plans(plans, args.output, color=args.output == "text" and styles_allowed(sys.stdout)))
     if args.detailed_exitcode and any(pending(p) for p in plans):
         return EXIT_CHANGES
     return EXIT_OK
