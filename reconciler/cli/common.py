@@ -61,6 +61,32 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context", metavar="NAME", help="kubeconfig context")
 
 
-def add_output_arg(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
-    """``-o/--output`` with the given choices (first is the default)."""
-    p.add_argument("-o", "--output", choices=choices, default=choices[0], help="output format")
+#: what each ``-o`` format is, for the help (kubectl's names: table, wide, json, yaml, name)
+FORMATS = {
+    "table": "human-readable tables and lines (alias: text)",
+    "wide": "tables with more columns",
+    "json": "one JSON document",
+    "yaml": "the JSON document as YAML",
+    "name": "only the objects' names, one per line (kind/name)",
+    "markdown": "Markdown (a pull request comment or a CI step summary)",
+}
+#: accepted ``-o`` values that are other names of a format (kept so existing scripts work)
+ALIASES = {"text": "table"}
+
+
+def add_output_arg(p: argparse.ArgumentParser, choices: tuple[str, ...], *, headers: bool = False) -> None:
+    """``-o/--output`` with the given canonical choices (first is the default); ``text`` is
+    accepted for ``table`` and stored as ``table``. ``headers``: also ``--no-headers`` (table and
+    wide output without the header row, as ``kubectl get --no-headers``)."""
+    def fmt(value: str) -> str:
+        canon = ALIASES.get(value, value)
+        if canon not in choices:
+            offered = ", ".join(choices) + (" (or text)" if "table" in choices else "")
+            raise argparse.ArgumentTypeError(f"invalid choice {value!r} (choose from {offered})")
+        return canon
+
+    fmt.__name__ = "output format"
+    p.add_argument("-o", "--output", type=fmt, default=choices[0], metavar="|".join(choices),
+                   help="output format: " + "; ".join(f"{c}: {FORMATS.get(c, c)}" for c in choices))
+    if headers:
+        p.add_argument("--no-headers", action="store_true", help="table output without the header row")

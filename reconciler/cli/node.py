@@ -51,7 +51,7 @@ def add_parser(sub: Any) -> None:
     s.add_argument("nodes", nargs="*", metavar="NODE", help="node names or regular expressions (default: all)")
     s.add_argument("--recipe", help="only this recipe")
     add_cluster_args(s)
-    add_output_arg(s, ("table", "wide", "json", "yaml"))
+    add_output_arg(s, ("table", "wide", "json", "yaml", "name"), headers=True)
     s.set_defaults(func=run)
 
 

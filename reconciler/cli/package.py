@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
     v = psub.add_parser("validate", help="check NodeWright package directories (config.json schema v1)")
     v.add_argument("dirs", nargs="+", metavar="DIR", help="package directory, unpacked image or config.json")
     v.add_argument("--strict", action="store_true", help="warnings fail too")
-    add_output_arg(v, ("text", "json"))
+    add_output_arg(v, ("table", "json"))
     v.set_defaults(func=run)
 
     r = psub.add_parser("render", help="ConfigMaps a stage pod of the package gets")
@@ -73,7 +73,7 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--recipe", help="only this recipe")
     s.add_argument("--node", action="append", default=[], metavar="NODE", help="only these nodes (repeatable)")
     add_cluster_args(s)
-    add_output_arg(s, ("table", "wide", "json", "yaml"))
+    add_output_arg(s, ("table", "wide", "json", "yaml", "name"), headers=True)
     s.set_defaults(func=run)
 
     rr = psub.add_parser("rerun", help="run a package (or one of its stages) again on nodes")
@@ -94,7 +94,7 @@ def add_parser(sub: Any) -> None:
     lg.add_argument("--stage", help="stage (default: the stage recorded on the node)")
     lg.add_argument("--attempts", type=count(1, 1000), default=6, help="attempts to look up per stage (default 6)")
     add_cluster_args(lg)
-    add_output_arg(lg, ("text", "json"))
+    add_output_arg(lg, ("table", "json"))
     lg.set_defaults(func=run)
 
 

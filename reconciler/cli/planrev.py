@@ -101,6 +101,8 @@ def dispatch(args: argparse.Namespace) -> int:
         missing = [f"--{o}" for o in ("repo", "base", "head") if not getattr(args, o, None)]
         if missing:
             raise InputError(f"revision mode needs --repo, --base and --head (missing {', '.join(missing)})")
+        if args.output in ("yaml", "name"):
+            raise InputError(f"-o {args.output}: revision mode (--repo/--base/--head) prints table, json or markdown")
         return run_revisions(args)
     if getattr(args, "comment", None):
         raise InputError("--comment needs revision mode (--repo, --base and --head)")

@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
     """Register the ``status`` verb."""
     p: argparse.ArgumentParser = sub.add_parser("status", help="show the package state recorded on each node")
     add_cluster_args(p)
-    add_output_arg(p, ("table", "json", "wide", "yaml"))
+    add_output_arg(p, ("table", "wide", "json", "yaml", "name"), headers=True)
     p.add_argument("--recipe", help="only this recipe")
     p.add_argument("--node", action="append", metavar="NODE",
                    help="node view of these nodes (name or regex; repeatable)")
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         from reconciler.cli.names import require_package
 
         require_package(args.package, nodes, args.recipe)
-    if args.node or args.package or args.output == "yaml":  # node/package views, YAML (cli/statusviews.py)
+    if args.node or args.package or args.output in ("yaml", "name"):  # node/package views, YAML (cli/statusviews.py)
         from reconciler.cli.statusviews import show
 
         return show(args, nodes)
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"nodes": docs}, indent=2, sort_keys=True))
         return EXIT_OK
     console = make_console()
-    t = Table(show_header=True, header_style="bold")
+    t = Table(show_header=not getattr(args, "no_headers", False), header_style="bold")
     cols = ["node", "cordoned", "recipe", "package", "version", "stage", "state"]
     if args.output == "wide":
         cols += ["restarts", "failure"]

@@ -43,7 +43,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             action="store_true",
             help="require every package to be pinned: containerSHA and an exact X.Y.Z version",
         )
-    add_output_arg(p, ("text", "json"))
+    add_output_arg(p, ("table", "json"))
     p.set_defaults(func=run)
     return p
 
