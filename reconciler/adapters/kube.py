@@ -618,12 +618,15 @@ class KubeCluster:
         self._config_maps: set[str] = set()  # shared package ConfigMaps known to exist
         self._log_tails: dict[tuple[str, str], str] = {}  # (pod UID, container) → log tail read
         self._instance = f"{socket.gethostname()}-{os.getpid()}"
+        #: True: :meth:`patch_node` and the ConfigMap store's writes are sent with ``dryRun=All``
+        #: (the API server validates and admits them, persists nothing): ``--dry-run=server``
+        self.server_dry_run = False
 
     def config_map_store(self) -> KubeConfigMaps:
         """A :class:`~reconciler.adapters.kubeconfigmaps.KubeConfigMaps` (``ConfigMapStore``) sharing
         this cluster's API client and request timeout (the recipe control switches,
         :func:`reconciler.ops.controls.store_for`)."""
-        return KubeConfigMaps(self.api_client, self.request_timeout)
+        return KubeConfigMaps(self.api_client, self.request_timeout, dry_run=lambda: self.server_dry_run)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -851,7 +854,8 @@ class KubeCluster:
             body["spec"] = spec
         self._track(NODES, name)
         obj = self._json(
-            self._core.patch_node, f"patch node {name}", name, body, field_manager=COMPONENT, _content_type=_MERGE_PATCH
+            self._core.patch_node, f"patch node {name}", name, body, field_manager=COMPONENT,
+            _content_type=_MERGE_PATCH, **({"dry_run": "All"} if self.server_dry_run else {}),
         )
         return self._node_answer(obj)
 

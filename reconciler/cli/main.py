@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"reconciler {__version__}")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (repeatable)")
+    from reconciler.cli.globalflags import add_global_args
+
+    add_global_args(p, root=True)  # also accepted after the verb (kubectl habit)
     sub = p.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
     for verb in VERBS:

@@ -20,9 +20,10 @@ import argparse
 from functools import partial
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
 from reconciler.cli.names import require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
+from reconciler.errors import InputError
 from reconciler.ops.nodeops import ignore_patch, reset_patch
 from reconciler.ops.patches import NodeOp, plan_node_patches, select_nodes, write_node_patches
 
@@ -37,11 +38,13 @@ def add_parser(sub: Any) -> None:
     for cmd, text in (("ignore", "every recipe skips these nodes (label reconciler.nodewright.dev/ignore=true)"),
                       ("unignore", "remove the ignore label")):
         c = nsub.add_parser(cmd, help=text)
-        c.add_argument("nodes", nargs="+", metavar="NODE", help="node name or regular expression")
+        c.add_argument("nodes", nargs="*", metavar="NODE", help="node name or regular expression (or -l)")
+        add_selector_arg(c)
         add_write_args(c)
         c.set_defaults(func=run)
     r = nsub.add_parser("reset", help="forget a recipe's records on these nodes (and release our cordon)")
-    r.add_argument("nodes", nargs="+", metavar="NODE", help="node name or regular expression")
+    r.add_argument("nodes", nargs="*", metavar="NODE", help="node name or regular expression (or -l)")
+    add_selector_arg(r)
     r.add_argument("--recipe", required=True, help="recipe whose records are removed")
     r.add_argument("--force", action="store_true",
                    help="even when a node still owes an interrupt (a pending reboot is then dropped)")
@@ -50,6 +53,7 @@ def add_parser(sub: Any) -> None:
     s = nsub.add_parser("status", help="per node: recipes, status, cordon, in-flight step, packages")
     s.add_argument("nodes", nargs="*", metavar="NODE", help="node names or regular expressions (default: all)")
     s.add_argument("--recipe", help="only this recipe")
+    add_selector_arg(s)
     add_cluster_args(s)
     add_output_arg(s, ("table", "wide", "json", "yaml", "name"), headers=True)
     s.set_defaults(func=run)
@@ -63,12 +67,15 @@ def run(args: argparse.Namespace) -> int:
     nodes = opened.cluster.list_nodes()
     if getattr(args, "recipe", None):
         require_recipe(args.recipe, opened.cluster, nodes)
+    nodes = selected(args, nodes)
     if args.node_cmd == "status":
         from reconciler.cli.statusviews import show
 
         args.node, args.package = list(args.nodes) or [".*"], None
         return show(args, nodes)
-    chosen = select_nodes(nodes, args.nodes)
+    if not args.nodes and args.selector is None:
+        raise InputError(f"node {args.node_cmd}: name the nodes (NODE...) or select them with -l/--selector")
+    chosen = select_nodes(nodes, args.nodes) if args.nodes else nodes
     op: NodeOp
     if args.node_cmd in ("ignore", "unignore"):
         op = partial(ignore_patch, ignore=args.node_cmd == "ignore")

@@ -4,7 +4,9 @@
 Every verb that changes the cluster:
 
 * shows what it will write (one line per object, the exact JSON merge patch) before writing;
-* ``--dry-run``: only shows it, writes nothing, exit 0;
+* ``--dry-run`` (= ``--dry-run=client``): only shows it, sends nothing, exit 0;
+  ``--dry-run=server``: also sends every write with ``dryRun=All`` (the API server validates and
+  admits it, persists nothing; no confirmation asked; refused on the simulated fleet);
 * asks for confirmation on a terminal; ``-y/--yes`` skips the question; without a terminal and
   without ``-y`` it refuses (exit 2) and writes nothing;
 * on a simulated fleet (``--cluster sim:FILE``) saves the fleet back to ``FILE`` after writing (or
@@ -52,11 +54,27 @@ def add_write_args(p: argparse.ArgumentParser, formats: tuple[str, ...] = WRITE_
     """Cluster selection, ``--dry-run``, ``-y/--yes``, ``--sim-save``, ``-o`` (``formats``;
     ``text`` accepted for ``table``)."""
     add_cluster_args(p)
-    p.add_argument("--dry-run", action="store_true", help="print the exact patches and write nothing")
+    p.add_argument("--dry-run", nargs="?", const="client", default=None, type=dry_run_mode,
+                   metavar="client|server|none",
+                   help="client (bare --dry-run): print the exact patches and send nothing; server: also send "
+                        "them with the API server's dry run (validated and admitted, nothing persisted)")
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--sim-save", metavar="PATH",
                    help="simulated fleet: write it here after the change (default: back to the --cluster file)")
     add_output_arg(p, formats)
+
+
+def dry_run_mode(value: str) -> str | None:
+    """``--dry-run`` value as kubectl takes it: ``client``, ``server`` or ``none`` (None).
+
+    Raises:
+        argparse.ArgumentTypeError: any other value.
+    """
+    if value in ("client", "server"):
+        return value
+    if value == "none":
+        return None
+    raise argparse.ArgumentTypeError(f"{value!r}: expected client, server or none")
 
 
 def confirm(args: argparse.Namespace, question: str) -> bool:
@@ -93,7 +111,11 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
     simulated fleet, report. ``write`` returns the number of objects written."""
     fmt = args.output
     as_json = fmt in ("json", "yaml", "name")  # a document (or names) on stdout, not the lines
-    doc: dict[str, Any] = {"dryRun": bool(args.dry_run), "changes": [c.to_dict() for c in changes],
+    server = args.dry_run == "server"
+    if server and not hasattr(opened.cluster, "server_dry_run"):
+        raise InputError("--dry-run=server needs a real API server; this cluster adapter has no server-side dry "
+                         "run (the simulated fleet), use --dry-run (client)")
+    doc: dict[str, Any] = {"dryRun": args.dry_run or False, "changes": [c.to_dict() for c in changes],
                            "written": 0, "notes": list(notes)}
 
     def emit() -> None:
@@ -104,11 +126,19 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
 
     if not as_json:
         show_changes(changes, notes, header=header if changes else f"{header}: nothing to change")
-    if not changes or args.dry_run:
+    if not changes or args.dry_run == "client":
         if as_json:
             emit()
         elif args.dry_run and changes:
             print("dry run: nothing was written")
+        return EXIT_OK
+    if server:  # the API server checks every write and persists nothing: no question to ask
+        opened.cluster.server_dry_run = True
+        doc["accepted"] = int(write())
+        if as_json:
+            emit()
+        else:
+            print(f"server dry run: the API server accepted {doc['accepted']} object(s); nothing was persisted")
         return EXIT_OK
     if not confirm(args, question):
         if as_json:

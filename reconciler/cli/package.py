@@ -30,7 +30,7 @@ import sys
 from functools import partial
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
 from reconciler.cli.names import require_package, require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.cli.optcheck import count
@@ -62,7 +62,6 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--node", help="also render this node's metadata ConfigMap (needs --cluster/--kubeconfig)")
     r.add_argument("--agent-version", default="", help="agent version written to packages.json (default: recipe's "
                    "agentImageOverride tag, else 'unknown')")
-    r.add_argument("--namespace", default="node-reconciler", help="namespace of the ConfigMaps")
     r.add_argument("--check", metavar="DIR", help="package directory to compare with the recipe's package")
     add_cluster_args(r)
     add_output_arg(r, ("yaml", "json"))
@@ -72,6 +71,7 @@ def add_parser(sub: Any) -> None:
     s.add_argument("package", metavar="PKG")
     s.add_argument("--recipe", help="only this recipe")
     s.add_argument("--node", action="append", default=[], metavar="NODE", help="only these nodes (repeatable)")
+    add_selector_arg(s)
     add_cluster_args(s)
     add_output_arg(s, ("table", "wide", "json", "yaml", "name"), headers=True)
     s.set_defaults(func=run)
@@ -79,8 +79,9 @@ def add_parser(sub: Any) -> None:
     rr = psub.add_parser("rerun", help="run a package (or one of its stages) again on nodes")
     rr.add_argument("package", metavar="PKG")
     rr.add_argument("--recipe", required=True)
-    rr.add_argument("--node", action="append", required=True, metavar="NODE",
-                    help="node name or regular expression (repeatable)")
+    rr.add_argument("--node", action="append", default=[], metavar="NODE",
+                    help="node name or regular expression (repeatable; or -l)")
+    add_selector_arg(rr)
     rr.add_argument("--stage", choices=RERUN_STAGES, help="restart at this stage (default: from apply)")
     rr.add_argument("--version", help="entry version when several are recorded")
     rr.add_argument("--force", action="store_true", help="even while a lifecycle is in flight on the node")
@@ -91,6 +92,7 @@ def add_parser(sub: Any) -> None:
     lg.add_argument("package", metavar="PKG")
     lg.add_argument("--recipe", required=True)
     lg.add_argument("--node", action="append", default=[], metavar="NODE", help="node name or regex (repeatable)")
+    add_selector_arg(lg)
     lg.add_argument("--stage", help="stage (default: the stage recorded on the node)")
     lg.add_argument("--attempts", type=count(1, 1000), default=6, help="attempts to look up per stage (default 6)")
     add_cluster_args(lg)
@@ -112,13 +114,16 @@ def run(args: argparse.Namespace) -> int:
     if args.recipe:
         require_recipe(args.recipe, opened.cluster, nodes)
     require_package(args.package, nodes, args.recipe)
+    nodes = selected(args, nodes)
     if cmd == "status":
         from reconciler.cli.statusviews import show
 
         return show(args, nodes)
     if cmd == "logs":
         return _logs(args, opened.cluster, nodes)
-    chosen = select_nodes(nodes, args.node)
+    if not args.node and args.selector is None:
+        raise InputError("package rerun: name the nodes (--node) or select them with -l/--selector")
+    chosen = select_nodes(nodes, args.node) if args.node else nodes
     op = partial(rerun_patch, recipe=args.recipe, package=args.package, stage=args.stage, version=args.version,
                  force=args.force)
     patches = plan_node_patches(chosen, op)
@@ -170,12 +175,13 @@ def _render(args: argparse.Namespace) -> int:
     recipe = recipes[0]
     pkg = recipe.packages[args.package]
     agent = args.agent_version or (image_tag(pkg.agentImageOverride) if pkg.agentImageOverride else "unknown")
-    objs = [package_config_map(recipe, pkg, args.namespace)]
+    namespace = args.namespace or "node-reconciler"
+    objs = [package_config_map(recipe, pkg, namespace)]
     if args.node:
         from reconciler.cli.clusters import open_cluster
 
         node = open_cluster(args).cluster.get_node(args.node)
-        objs.append(node_metadata_config_map(node, recipe, agent, args.namespace))
+        objs.append(node_metadata_config_map(node, recipe, agent, namespace))
     problems: list[str] = []
     if args.check:
         cfg = load_package(args.check)

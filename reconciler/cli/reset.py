@@ -16,6 +16,7 @@ import argparse
 from functools import partial
 from typing import Any
 
+from reconciler.cli.common import add_selector_arg, selected
 from reconciler.cli.names import require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.ops.nodeops import reset_patch
@@ -32,6 +33,7 @@ def add_parser(sub: Any) -> None:
                    help="even when a node still owes an interrupt (a pending reboot is then dropped)")
     p.add_argument("--ignore-not-found", action="store_true",
                    help="a recipe known nowhere is not an error: nothing to change (as kubectl delete)")
+    add_selector_arg(p)
     add_write_args(p)
     p.set_defaults(func=run)
 
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.ignore_not_found:
         require_recipe(args.recipe, opened.cluster, nodes)
     op = partial(reset_patch, recipe=args.recipe, force=args.force)
-    patches = plan_node_patches(nodes, op)
+    patches = plan_node_patches(selected(args, nodes), op)
     uncordon = sum(1 for p in patches if p.unschedulable is False)
     notes = [f"{uncordon} node(s) to uncordon (cordon held by {args.recipe})"] if uncordon else []
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
 from reconciler.cli.console import make_console
 from reconciler.errors import EXIT_OK
 from reconciler.model.nodestate import (
@@ -35,6 +35,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--node", action="append", metavar="NODE",
                    help="node view of these nodes (name or regex; repeatable)")
     p.add_argument("--package", metavar="PKG", help="package view: this package on every node")
+    add_selector_arg(p)
     p.set_defaults(func=run)
 
 
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         from reconciler.cli.names import require_package
 
         require_package(args.package, nodes, args.recipe)
+    nodes = selected(args, nodes)
     if args.node or args.package or args.output in ("yaml", "name"):  # node/package views, YAML (cli/statusviews.py)
         from reconciler.cli.statusviews import show
 

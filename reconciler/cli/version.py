@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from reconciler.cli.common import add_output_arg
+from reconciler.cli.globalflags import add_context_args
 from reconciler.cli.outputs import dump
 from reconciler.errors import EXIT_OK
 from reconciler.version import package_version
@@ -26,8 +27,9 @@ def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser("version", help="client (and server) version", description=__doc__)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--cluster", metavar="sim:PATH", help="simulated fleet from a kubectl YAML dump")
-    g.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the real cluster (also the server version)")
-    p.add_argument("--context", metavar="NAME", help="kubeconfig context")
+    g.add_argument("--kubeconfig", metavar="FILE", default=argparse.SUPPRESS,
+                   help="kubeconfig of the real cluster (also the server version)")
+    add_context_args(p, argparse.SUPPRESS)
     add_output_arg(p, ("table", "json", "yaml"))
     p.set_defaults(func=run)
 
@@ -55,7 +57,8 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
         return None
     from reconciler.adapters.kube import KubeCluster
 
-    with KubeCluster.from_kubeconfig(args.kubeconfig, args.context) as kube:
+    with KubeCluster.from_kubeconfig(args.kubeconfig, args.context,
+                                     request_timeout=args.request_timeout or 30.0) as kube:
         return kube.server_version()
 
 
