@@ -9,7 +9,7 @@ error (exit 2) listing what exists.
 * ``reset --recipe R``: remove R's state, config, in-flight and failure records and status from
   the nodes, and uncordon a node whose cordon R holds (unlike NodeWright's ``node reset``); the
   next ``apply`` runs every package of R on them again;
-* ``status``: the node view of ``reconciler status --node``.
+* ``status`` (alias ``list``, NodeWright's ``node list``): the node view of ``reconciler status --node``.
 
 Write options (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o``.
 """
@@ -50,7 +50,8 @@ def add_parser(sub: Any) -> None:
                    help="even when a node still owes an interrupt (a pending reboot is then dropped)")
     add_write_args(r)
     r.set_defaults(func=run)
-    s = nsub.add_parser("status", help="per node: recipes, status, cordon, in-flight step, packages")
+    s = nsub.add_parser("status", aliases=["list"],
+                        help="per node: recipes, status, cordon, in-flight step, packages (alias: list)")
     s.add_argument("nodes", nargs="*", metavar="NODE", help="node names or regular expressions (default: all)")
     s.add_argument("--recipe", help="only this recipe")
     add_selector_arg(s)
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "recipe", None):
         require_recipe(args.recipe, opened.cluster, nodes)
     nodes = selected(args, nodes)
-    if args.node_cmd == "status":
+    if args.node_cmd in ("status", "list"):
         from reconciler.cli.statusviews import show
 
         args.node, args.package = list(args.nodes) or [".*"], None

@@ -54,14 +54,25 @@ def add_write_args(p: argparse.ArgumentParser, formats: tuple[str, ...] = WRITE_
     """Cluster selection, ``--dry-run``, ``-y/--yes``, ``--sim-save``, ``-o`` (``formats``;
     ``text`` accepted for ``table``)."""
     add_cluster_args(p)
-    p.add_argument("--dry-run", nargs="?", const="client", default=None, type=dry_run_mode,
-                   metavar="client|server|none",
-                   help="client (bare --dry-run): print the exact patches and send nothing; server: also send "
-                        "them with the API server's dry run (validated and admitted, nothing persisted)")
+    p.add_argument("--dry-run", action="store_const", const="client", default=None,
+                   help="print the exact patches and send nothing (= --dry-run=client); --dry-run=server also "
+                        "sends them with the API server's dry run (validated and admitted, nothing persisted)")
+    # ``--dry-run=VALUE`` arrives here (main() rewrites it), so a bare --dry-run never eats the next word
+    p.add_argument(DRY_RUN_VALUE, dest="dry_run", type=dry_run_mode, help=argparse.SUPPRESS)
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--sim-save", metavar="PATH",
                    help="simulated fleet: write it here after the change (default: back to the --cluster file)")
     add_output_arg(p, formats)
+
+
+#: the hidden option ``--dry-run=VALUE`` is rewritten to (see :func:`dry_run_argv`)
+DRY_RUN_VALUE = "--dry-run-value"
+
+
+def dry_run_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with ``--dry-run=VALUE`` spelled as the hidden ``--dry-run-value=VALUE`` (kubectl's
+    form: the value only with ``=``; a bare ``--dry-run`` is ``client`` and takes no word)."""
+    return [f"{DRY_RUN_VALUE}={a[len('--dry-run='):]}" if a.startswith("--dry-run=") else a for a in argv]
 
 
 def dry_run_mode(value: str) -> str | None:

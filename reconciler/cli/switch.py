@@ -6,7 +6,7 @@ Running pods are not stopped: a pause only keeps the next ``apply`` from startin
 ``--list`` (on any of the four) prints every recipe's switches. RECIPE must be known on the
 cluster (records on a node, or a switch): an unknown name is an error listing the known ones;
 ``pause --new`` / ``disable --new`` switch a recipe that has not run yet. Write options as every operations
-verb (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o text|json``.
+verb (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o table|json|yaml|name``.
 """
 
 from __future__ import annotations

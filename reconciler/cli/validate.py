@@ -1,4 +1,4 @@
-"""``reconciler validate PATH... [--policy FILE]... [--locked] [-o text|json]``.
+"""``reconciler validate PATH... [--policy FILE]... [--locked] [-o table|json]``.
 
 Loads recipes and policies (:func:`reconciler.load.load_inputs`) and reports:
 
