@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     """Plan the import, show it, confirm, write."""
     from reconciler.cli.clusters import open_cluster
 
+    if args.dry_run == "server":
+        raise InputError("import: --dry-run=server is not supported (the import is planned from the nodes as read); "
+                         "use --dry-run")
     opened = open_cluster(args)
     recipe = args.recipe or args.name
     now = opened.wall()
