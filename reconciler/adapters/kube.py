@@ -45,6 +45,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache
 from reconciler.adapters.kubeconfigmaps import KubeConfigMaps
+from reconciler.adapters.kubeconn import unreachable
 from reconciler.adapters.kubeobjects import node_from, parse_time, pdb_from, pod_from
 from reconciler.errors import (
     ClusterError,
@@ -617,12 +618,15 @@ class KubeCluster:
         self._config_maps: set[str] = set()  # shared package ConfigMaps known to exist
         self._log_tails: dict[tuple[str, str], str] = {}  # (pod UID, container) → log tail read
         self._instance = f"{socket.gethostname()}-{os.getpid()}"
+        #: True: :meth:`patch_node` and the ConfigMap store's writes are sent with ``dryRun=All``
+        #: (the API server validates and admits them, persists nothing): ``--dry-run=server``
+        self.server_dry_run = False
 
     def config_map_store(self) -> KubeConfigMaps:
         """A :class:`~reconciler.adapters.kubeconfigmaps.KubeConfigMaps` (``ConfigMapStore``) sharing
         this cluster's API client and request timeout (the recipe control switches,
         :func:`reconciler.ops.controls.store_for`)."""
-        return KubeConfigMaps(self.api_client, self.request_timeout)
+        return KubeConfigMaps(self.api_client, self.request_timeout, dry_run=lambda: self.server_dry_run)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -697,7 +701,7 @@ class KubeCluster:
         except ApiException as e:
             raise translate_api_error(int(e.status or 0), e.body, _headers(e), what) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise TransientError(f"{what}: {type(e).__name__}: {_short(e)}") from None
+            raise unreachable(e, what, str(self.api_client.configuration.host or "")) from None
 
     def _json(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Obj:
         data = self._raw(fn, what, *args, **kwargs)
@@ -850,7 +854,8 @@ class KubeCluster:
             body["spec"] = spec
         self._track(NODES, name)
         obj = self._json(
-            self._core.patch_node, f"patch node {name}", name, body, field_manager=COMPONENT, _content_type=_MERGE_PATCH
+            self._core.patch_node, f"patch node {name}", name, body, field_manager=COMPONENT,
+            _content_type=_MERGE_PATCH, **({"dry_run": "All"} if self.server_dry_run else {}),
         )
         return self._node_answer(obj)
 
@@ -1276,6 +1281,3 @@ def _headers(e: ApiException) -> Mapping[str, str] | None:
     except AttributeError:
         return None
 
-
-def _short(e: BaseException) -> str:
-    return " ".join(str(e).split())[:300]

@@ -19,6 +19,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from reconciler.adapters.kubeconn import unreachable
 from reconciler.errors import ClusterError, NotFoundError, TransientError
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -29,9 +30,14 @@ class KubeConfigMaps:
     """ConfigMaps in one cluster; every method is one request (``patch_config_map``: two when the
     ConfigMap does not exist yet, a failed patch then a create)."""
 
-    def __init__(self, api_client: client.ApiClient, request_timeout: float = 30.0) -> None:
-        """``request_timeout``: read timeout per request in seconds (connect timeout 10 s)."""
+    def __init__(self, api_client: client.ApiClient, request_timeout: float = 30.0, *,
+                 dry_run: Callable[[], bool] | None = None) -> None:
+        """``request_timeout``: read timeout per request in seconds (connect timeout 10 s).
+        ``dry_run``: asked before each write; True sends it with ``dryRun=All`` (server-side dry
+        run: validated and admitted, not persisted)."""
+        self._dry_run = dry_run or (lambda: False)
         self._core = client.CoreV1Api(api_client)
+        self._server = str(api_client.configuration.host or "")
         self.request_timeout = request_timeout
 
     def _call(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
@@ -47,11 +53,14 @@ class KubeConfigMaps:
         except ApiException as e:
             raise translate_api_error(int(e.status or 0), e.body, dict(e.headers or {}), what) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise TransientError(f"{what}: {type(e).__name__}: {e}") from None
+            raise unreachable(e, what, self._server) from None
         try:
             return json.loads(raw) if raw else {}
         except ValueError:
             raise TransientError(f"{what}: answer is not JSON") from None
+
+    def _dry(self) -> dict[str, str]:
+        return {"dry_run": "All"} if self._dry_run() else {}
 
     def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """The ConfigMap's ``data`` (empty dict when it has none), or None when it does not exist."""
@@ -72,7 +81,7 @@ class KubeConfigMaps:
         what = f"patch configmap {namespace}/{name}"
         try:
             self._call(self._core.patch_namespaced_config_map, what, name, namespace, {"data": dict(data)},
-                       _content_type=MERGE_PATCH)
+                       _content_type=MERGE_PATCH, **self._dry())
             return
         except NotFoundError:
             pass
@@ -84,9 +93,9 @@ class KubeConfigMaps:
         }
         try:
             self._call(self._core.create_namespaced_config_map, f"create configmap {namespace}/{name}",
-                       namespace, body)
+                       namespace, body, **self._dry())
         except ClusterError as e:
             if e.status != 409:  # 409: created concurrently; patch it
                 raise
             self._call(self._core.patch_namespaced_config_map, what, name, namespace, {"data": dict(data)},
-                       _content_type=MERGE_PATCH)
+                       _content_type=MERGE_PATCH, **self._dry())

@@ -15,10 +15,12 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from reconciler.adapters.kube import translate_api_error
+from reconciler.adapters.kubeconn import unreachable
 from reconciler.errors import NotFoundError
 from reconciler.report.status import GROUP, PLURAL, VERSION
 
@@ -35,6 +37,7 @@ class StatusObjects:
 
     def __init__(self, api_client: client.ApiClient, *, request_timeout: float = 30.0) -> None:
         self.api = client.CustomObjectsApi(api_client)
+        self._server = str(api_client.configuration.host or "")
         self.timeout = request_timeout
 
     def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Obj:
@@ -43,6 +46,8 @@ class StatusObjects:
             return out
         except ApiException as e:
             raise translate_api_error(e.status or 0, e.body, e.headers, what) from None
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise unreachable(e, what, self._server) from None
 
     def get(self, name: str) -> Obj | None:
         """The object ``name``, or None when it does not exist."""

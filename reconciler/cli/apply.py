@@ -7,7 +7,6 @@ was changed), 4 cluster error, 137 a simulated crash (``--sim-crash-after``).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from typing import Any
@@ -35,7 +34,7 @@ def add_parser(sub: Any) -> None:
     )
     add_input_args(p)
     add_cluster_args(p)
-    add_output_arg(p, ("text", "json"))
+    add_output_arg(p, ("table", "json", "yaml", "name"))
     p.add_argument("--plan", metavar="plan.json", help="refuse to run unless the current plan has this planHash")
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
@@ -123,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
-    console = make_console(stderr=args.output == "json")
+    console = make_console(stderr=args.output != "table")
     reporter = Reporter.from_args(args, opened)  # checks its options before anything runs
     settings = ApplySettings(
         holder=process_identity(),
@@ -137,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         lease_duration=args.lease_duration,
         wait_for_lock=args.wait_for_lock,
     )
-    observer = _CliObserver(console, reporter, text=args.output == "text", where=opened.description)
+    observer = _CliObserver(console, reporter, text=args.output == "table", where=opened.description)
     try:
         done = apply_recipes(inputs, opened.cluster, opened.clock, settings, [observer])
     except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
@@ -149,9 +148,10 @@ def run(args: argparse.Namespace) -> int:
         from reconciler.cli.metrics import export_after_apply
 
         export_after_apply(args, opened, results, {r.name: policy_for(r, inputs).name for r in inputs.recipes})
-    if args.output == "json":
-        docs = [r.to_dict() for r in results]
-        print(json.dumps(docs[0] if len(docs) == 1 else {"results": docs}, indent=2, sort_keys=True))
+    if args.output != "table":
+        from reconciler.cli.outputs import print_results
+
+        print_results(args.output, [r.to_dict() for r in results])
     else:
         print_summary(console, results)
     if done.stopped:

@@ -1,5 +1,6 @@
 """Open the cluster a verb works on: ``--cluster sim:PATH`` (simulated fleet) or the real cluster
-through ``--kubeconfig``/``--context`` (or in-cluster config)."""
+through ``--kubeconfig``/``--context`` (or in-cluster config), in the reconciler's namespace
+``-n/--namespace`` (the simulated fleet supports only the default one) with ``--request-timeout``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.errors import InputError, SourcePos
+from reconciler.ops.controls import DEFAULT_NAMESPACE
 from reconciler.ports import Clock, Cluster
 
 
@@ -41,7 +43,11 @@ def open_cluster(args: argparse.Namespace) -> Opened:
         from reconciler.cli.optcheck import output_file
 
         output_file("--sim-save", args.sim_save)
+    namespace = getattr(args, "namespace", None)
     if spec:
+        if namespace and namespace != DEFAULT_NAMESPACE:
+            raise InputError(f"-n/--namespace {namespace!r}: the simulated fleet keeps the reconciler's objects in "
+                             f"{DEFAULT_NAMESPACE} only (drop -n, or use a real cluster)")
         if not spec.startswith("sim:"):
             raise InputError(f"--cluster {spec!r}: expected sim:PATH (or use --kubeconfig for a real cluster)")
         from reconciler.adapters.sim import SimFleet
@@ -70,7 +76,9 @@ def open_cluster(args: argparse.Namespace) -> Opened:
     # nodes and stage pods being worked on current in a cache, so reading them costs no request
     cache = WatchCache({NODES: node_from})
     cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
-                                          pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache)
+                                          pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache,
+                                          namespace=namespace or DEFAULT_NAMESPACE,
+                                          request_timeout=getattr(args, "request_timeout", None) or 30.0)
     return Opened(cluster, WatchClock(cluster.api_client, cache=cache), time.time, poll_seconds=15.0,
                   description="kubernetes cluster")
 

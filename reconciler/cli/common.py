@@ -57,10 +57,70 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     """``--cluster sim:PATH`` or ``--kubeconfig``/``--context`` for the real cluster."""
     p.add_argument("--cluster", metavar="sim:PATH", help="simulated fleet from a kubectl YAML dump")
     p.add_argument("--sim-config", metavar="FILE", help="simulated fleet behaviour (durations, failures)")
-    p.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the real cluster")
-    p.add_argument("--context", metavar="NAME", help="kubeconfig context")
+    from reconciler.cli.globalflags import add_global_args
+
+    add_global_args(p, root=False)
 
 
-def add_output_arg(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
-    """``-o/--output`` with the given choices (first is the default)."""
-    p.add_argument("-o", "--output", choices=choices, default=choices[0], help="output format")
+#: what each ``-o`` format is, for the help (kubectl's names: table, wide, json, yaml, name)
+FORMATS = {
+    "table": "human-readable tables and lines (alias: text)",
+    "wide": "tables with more columns",
+    "json": "one JSON document",
+    "yaml": "the JSON document as YAML",
+    "name": "only the objects' names, one per line (kind/name)",
+    "markdown": "Markdown (a pull request comment or a CI step summary)",
+}
+#: accepted ``-o`` values that are other names of a format (kept so existing scripts work)
+ALIASES = {"text": "table"}
+
+
+def add_output_arg(p: argparse.ArgumentParser, choices: tuple[str, ...], *, headers: bool = False) -> None:
+    """``-o/--output`` with the given canonical choices (first is the default); ``text`` is
+    accepted for ``table`` and stored as ``table``. ``headers``: also ``--no-headers`` (table and
+    wide output without the header row, as ``kubectl get --no-headers``)."""
+    def fmt(value: str) -> str:
+        canon = ALIASES.get(value, value)
+        if canon not in choices:
+            offered = ", ".join(choices) + (" (or text)" if "table" in choices else "")
+            raise argparse.ArgumentTypeError(f"invalid choice {value!r} (choose from {offered})")
+        return canon
+
+    fmt.__name__ = "output format"
+    p.add_argument("-o", "--output", type=fmt, default=choices[0], metavar="|".join(choices),
+                   help="output format: " + "; ".join(f"{c}: {FORMATS.get(c, c)}" for c in choices))
+    if headers:
+        p.add_argument("--no-headers", action="store_true", help="table output without the header row")
+
+
+def _selector(text: str) -> Any:
+    from reconciler.model.selectorsyntax import SelectorSyntaxError, parse_selector
+
+    try:
+        return parse_selector(text)
+    except SelectorSyntaxError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+
+
+def add_selector_arg(p: argparse.ArgumentParser) -> None:
+    """``-l/--selector``: only nodes whose labels match (kubectl syntax: ``k=v,k!=v,k in (a,b),!k``;
+    :mod:`reconciler.model.selectorsyntax`)."""
+    p.add_argument("-l", "--selector", type=_selector, default=None, metavar="SELECTOR",
+                   help="only nodes with these labels (kubectl syntax: k=v,k!=v,'k in (a,b)',!k)")
+
+
+def selected(args: argparse.Namespace, nodes: Sequence[Any]) -> list[Any]:
+    """``nodes`` narrowed to ``-l/--selector`` (all of them without it).
+
+    Raises:
+        InputError: a selector that matches no node.
+    """
+    sel = getattr(args, "selector", None)
+    if sel is None:
+        return list(nodes)
+    chosen = [n for n in nodes if sel.matches(n.labels)]
+    if not chosen:
+        from reconciler.errors import InputError
+
+        raise InputError(f"-l/--selector {sel.canonical()}: no node has these labels ({len(nodes)} node(s) looked at)")
+    return chosen

@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
 VERBS = ("validate", "plan", "apply", "simulate", "status",
-         "switch", "node", "package", "reset", "migrate", "metrics", "version")
+         "switch", "node", "package", "reset", "migrate", "metrics", "version", "completion")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"reconciler {__version__}")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more log output (repeatable)")
+    from reconciler.cli.globalflags import add_global_args
+
+    add_global_args(p, root=True)  # also accepted after the verb (kubectl habit)
     sub = p.add_subparsers(dest="verb", metavar="VERB")
     sub.required = True
     for verb in VERBS:
@@ -60,12 +63,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
+# references to the code (``(:mod:`reconciler.ops.controls`)``, ``; see :mod:`…```) mean nothing to
+# a user of the command: dropped from the help
+_CODE_REF = re.compile(r"\s*\(:(?:mod|func|class|meth):`[^`]+`\)|[;,]?\s*see :(?:mod|func|class|meth):`[^`]+`")
+# any other role naming our code keeps only the last name (``reconciler.ops.controls.X`` -> ``X``)
+_CODE_ROLE = re.compile(r":[a-z]+:`~?reconciler\.(?:[\w]+\.)*([\w]+)`")
+
+
+def plain_text(doc: str) -> str:
+    """A reStructuredText docstring as plain help text: code references dropped, roles and
+    literal markers removed."""
+    doc = _CODE_REF.sub("", doc)
+    doc = _CODE_ROLE.sub(r"\1", doc)
+    return _ROLE.sub(r"\1", doc).replace("``", "")
 
 
 def _plain_help(p: argparse.ArgumentParser) -> None:
     """Module docstrings reused as help are reStructuredText: show them as plain text."""
     if p.description:
-        p.description = _ROLE.sub(r"\1", p.description).replace("``", "")
+        p.description = plain_text(p.description)
     for action in p._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
@@ -83,12 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     install_log_redaction()
     parser = build_parser()
-    args = parser.parse_args(argv)
+    from reconciler.cli.opsargs import dry_run_argv
+
+    args = parser.parse_args(dry_run_argv(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # urllib3 logs every retry of a refused connection as a warning; the adapter reports the
+    # failure once, in words (reconciler.adapters.kubeconn), so its retries show only with -vv
+    logging.getLogger("urllib3").setLevel(logging.DEBUG if args.verbose >= 2 else logging.ERROR)
     real_stdout = sys.stdout
     guard = StdoutGuard(real_stdout if real_stdout is not None else open(os.devnull, "w"))  # noqa: SIM115
     sys.stdout = guard

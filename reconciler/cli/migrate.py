@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--recipe", help="our recipe name (default: --name)")
     p.add_argument("--overwrite", action="store_true", help="replace state this recipe already has on a node")
     p.add_argument("--remove-legacy", action="store_true", help="also delete the old operator's annotations of NAME")
-    add_write_args(p)
+    add_write_args(p, ("table", "json"))
     p.set_defaults(func=run)
 
 
@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     """Plan the import, show it, confirm, write."""
     from reconciler.cli.clusters import open_cluster
 
+    if args.dry_run == "server":
+        raise InputError("import: --dry-run=server is not supported (the import is planned from the nodes as read); "
+                         "use --dry-run")
     opened = open_cluster(args)
     recipe = args.recipe or args.name
     now = opened.wall()

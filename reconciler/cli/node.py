@@ -1,13 +1,15 @@
 """``reconciler node ignore|unignore|reset|status NODE...``.
 
-NODE is an exact node name or a regular expression matching whole names (``gpu-a-0[0-4]``).
+NODE is an exact node name or a regular expression matching whole names (``gpu-a-0[0-4]``). A
+NODE matching no node, or a ``--recipe`` with no record on any node and no control switch, is an
+error (exit 2) listing what exists.
 
 * ``ignore`` / ``unignore``: set / remove the label ``reconciler.nodewright.dev/ignore=true``
   (every recipe skips an ignored node);
 * ``reset --recipe R``: remove R's state, config, in-flight and failure records and status from
   the nodes, and uncordon a node whose cordon R holds (unlike NodeWright's ``node reset``); the
   next ``apply`` runs every package of R on them again;
-* ``status``: the node view of ``reconciler status --node``.
+* ``status`` (alias ``list``, NodeWright's ``node list``): the node view of ``reconciler status --node``.
 
 Write options (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o``.
 """
@@ -18,8 +20,10 @@ import argparse
 from functools import partial
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
+from reconciler.cli.names import require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
+from reconciler.errors import InputError
 from reconciler.ops.nodeops import ignore_patch, reset_patch
 from reconciler.ops.patches import NodeOp, plan_node_patches, select_nodes, write_node_patches
 
@@ -34,21 +38,25 @@ def add_parser(sub: Any) -> None:
     for cmd, text in (("ignore", "every recipe skips these nodes (label reconciler.nodewright.dev/ignore=true)"),
                       ("unignore", "remove the ignore label")):
         c = nsub.add_parser(cmd, help=text)
-        c.add_argument("nodes", nargs="+", metavar="NODE", help="node name or regular expression")
+        c.add_argument("nodes", nargs="*", metavar="NODE", help="node name or regular expression (or -l)")
+        add_selector_arg(c)
         add_write_args(c)
         c.set_defaults(func=run)
     r = nsub.add_parser("reset", help="forget a recipe's records on these nodes (and release our cordon)")
-    r.add_argument("nodes", nargs="+", metavar="NODE", help="node name or regular expression")
+    r.add_argument("nodes", nargs="*", metavar="NODE", help="node name or regular expression (or -l)")
+    add_selector_arg(r)
     r.add_argument("--recipe", required=True, help="recipe whose records are removed")
     r.add_argument("--force", action="store_true",
                    help="even when a node still owes an interrupt (a pending reboot is then dropped)")
     add_write_args(r)
     r.set_defaults(func=run)
-    s = nsub.add_parser("status", help="per node: recipes, status, cordon, in-flight step, packages")
+    s = nsub.add_parser("status", aliases=["list"],
+                        help="per node: recipes, status, cordon, in-flight step, packages (alias: list)")
     s.add_argument("nodes", nargs="*", metavar="NODE", help="node names or regular expressions (default: all)")
     s.add_argument("--recipe", help="only this recipe")
+    add_selector_arg(s)
     add_cluster_args(s)
-    add_output_arg(s, ("table", "wide", "json", "yaml"))
+    add_output_arg(s, ("table", "wide", "json", "yaml", "name"), headers=True)
     s.set_defaults(func=run)
 
 
@@ -58,12 +66,17 @@ def run(args: argparse.Namespace) -> int:
 
     opened = open_cluster(args)
     nodes = opened.cluster.list_nodes()
-    if args.node_cmd == "status":
+    if getattr(args, "recipe", None):
+        require_recipe(args.recipe, opened.cluster, nodes)
+    nodes = selected(args, nodes)
+    if args.node_cmd in ("status", "list"):
         from reconciler.cli.statusviews import show
 
         args.node, args.package = list(args.nodes) or [".*"], None
         return show(args, nodes)
-    chosen = select_nodes(nodes, args.nodes)
+    if not args.nodes and args.selector is None:
+        raise InputError(f"node {args.node_cmd}: name the nodes (NODE...) or select them with -l/--selector")
+    chosen = select_nodes(nodes, args.nodes) if args.nodes else nodes
     op: NodeOp
     if args.node_cmd in ("ignore", "unignore"):
         op = partial(ignore_patch, ignore=args.node_cmd == "ignore")

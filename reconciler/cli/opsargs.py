@@ -4,24 +4,27 @@
 Every verb that changes the cluster:
 
 * shows what it will write (one line per object, the exact JSON merge patch) before writing;
-* ``--dry-run``: only shows it, writes nothing, exit 0;
+* ``--dry-run`` (= ``--dry-run=client``): only shows it, sends nothing, exit 0;
+  ``--dry-run=server``: also sends every write with ``dryRun=All`` (the API server validates and
+  admits it, persists nothing; no confirmation asked; refused on the simulated fleet);
 * asks for confirmation on a terminal; ``-y/--yes`` skips the question; without a terminal and
   without ``-y`` it refuses (exit 2) and writes nothing;
 * on a simulated fleet (``--cluster sim:FILE``) saves the fleet back to ``FILE`` after writing (or
   to ``--sim-save PATH``), since the file *is* that cluster;
 * ``-o json`` prints ``{"dryRun", "changes": [{kind, name, summary, patch, warnings}], "written",
-  "notes"}`` on stdout (the question, if any, goes to stderr).
+  "notes"}`` on stdout (the question, if any, goes to stderr); ``-o yaml`` the same as YAML;
+  ``-o name`` one ``node/<name>`` (or ``configmap/<ns>/<name>``) line per object changed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.outputs import dump, print_names
 from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError
 from reconciler.report.safetext import visible
 
@@ -43,14 +46,46 @@ class Change(Protocol):
         ...
 
 
-def add_write_args(p: argparse.ArgumentParser) -> None:
-    """Cluster selection, ``--dry-run``, ``-y/--yes``, ``--sim-save``, ``-o text|json``."""
+#: ``-o`` formats of the verbs that write (``finish``): the changes as tables, JSON, YAML or names
+WRITE_FORMATS = ("table", "json", "yaml", "name")
+
+
+def add_write_args(p: argparse.ArgumentParser, formats: tuple[str, ...] = WRITE_FORMATS) -> None:
+    """Cluster selection, ``--dry-run``, ``-y/--yes``, ``--sim-save``, ``-o`` (``formats``;
+    ``text`` accepted for ``table``)."""
     add_cluster_args(p)
-    p.add_argument("--dry-run", action="store_true", help="print the exact patches and write nothing")
+    p.add_argument("--dry-run", action="store_const", const="client", default=None,
+                   help="print the exact patches and send nothing (= --dry-run=client); --dry-run=server also "
+                        "sends them with the API server's dry run (validated and admitted, nothing persisted)")
+    # ``--dry-run=VALUE`` arrives here (main() rewrites it), so a bare --dry-run never eats the next word
+    p.add_argument(DRY_RUN_VALUE, dest="dry_run", type=dry_run_mode, help=argparse.SUPPRESS)
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     p.add_argument("--sim-save", metavar="PATH",
                    help="simulated fleet: write it here after the change (default: back to the --cluster file)")
-    add_output_arg(p, ("text", "json"))
+    add_output_arg(p, formats)
+
+
+#: the hidden option ``--dry-run=VALUE`` is rewritten to (see :func:`dry_run_argv`)
+DRY_RUN_VALUE = "--dry-run-value"
+
+
+def dry_run_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with ``--dry-run=VALUE`` spelled as the hidden ``--dry-run-value=VALUE`` (kubectl's
+    form: the value only with ``=``; a bare ``--dry-run`` is ``client`` and takes no word)."""
+    return [f"{DRY_RUN_VALUE}={a[len('--dry-run='):]}" if a.startswith("--dry-run=") else a for a in argv]
+
+
+def dry_run_mode(value: str) -> str | None:
+    """``--dry-run`` value as kubectl takes it: ``client``, ``server`` or ``none`` (None).
+
+    Raises:
+        argparse.ArgumentTypeError: any other value.
+    """
+    if value in ("client", "server"):
+        return value
+    if value == "none":
+        return None
+    raise argparse.ArgumentTypeError(f"{value!r}: expected client, server or none")
 
 
 def confirm(args: argparse.Namespace, question: str) -> bool:
@@ -85,29 +120,57 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
            write: Any, *, header: str, question: str) -> int:
     """The common flow: show, stop on ``--dry-run`` / nothing to do, confirm, ``write()``, save the
     simulated fleet, report. ``write`` returns the number of objects written."""
-    as_json = args.output == "json"
-    doc: dict[str, Any] = {"dryRun": bool(args.dry_run), "changes": [c.to_dict() for c in changes],
+    fmt = args.output
+    as_json = fmt in ("json", "yaml", "name")  # a document (or names) on stdout, not the lines
+    server = args.dry_run == "server"
+    if server and not hasattr(opened.cluster, "server_dry_run"):
+        raise InputError("--dry-run=server needs a real API server; this cluster adapter has no server-side dry "
+                         "run (the simulated fleet), use --dry-run (client)")
+    doc: dict[str, Any] = {"dryRun": args.dry_run or False, "changes": [c.to_dict() for c in changes],
                            "written": 0, "notes": list(notes)}
+
+    def emit() -> None:
+        if fmt == "name":
+            print_names("", (_object_name(c) for c in changes))
+        else:
+            dump(doc, fmt)
+
     if not as_json:
         show_changes(changes, notes, header=header if changes else f"{header}: nothing to change")
-    if not changes or args.dry_run:
+    if not changes or args.dry_run == "client":
         if as_json:
-            print(json.dumps(doc, indent=2, sort_keys=True))
+            emit()
         elif args.dry_run and changes:
             print("dry run: nothing was written")
         return EXIT_OK
+    if server:  # the API server checks every write and persists nothing: no question to ask
+        opened.cluster.server_dry_run = True
+        doc["accepted"] = int(write())
+        if as_json:
+            emit()
+        else:
+            print(f"server dry run: the API server accepted {doc['accepted']} object(s); nothing was persisted")
+        return EXIT_OK
     if not confirm(args, question):
         if as_json:
-            print(json.dumps(doc, indent=2, sort_keys=True))
+            emit()
         print("aborted: nothing was written", file=sys.stderr)
         return EXIT_FAILED
     doc["written"] = int(write())
     save_sim(args, opened)
     if as_json:
-        print(json.dumps(doc, indent=2, sort_keys=True))
+        emit()
     else:
         print(f"written: {doc['written']} object(s)")
     return EXIT_OK
+
+
+def _object_name(c: Change) -> str:
+    """``node/<name>`` or ``configmap/<namespace>/<name>`` of a change (``-o name``)."""
+    d = c.to_dict()
+    kind = str(d.get("kind", "")).lower()
+    ns = f"{d['namespace']}/" if d.get("namespace") else ""
+    return f"{kind}/{ns}{d.get('name', '')}"
 
 
 def save_sim(args: argparse.Namespace, opened: Any) -> None:

@@ -13,8 +13,15 @@
 * ``rerun PKG --recipe R --node N... [--stage S]``: rewrite the package's entry to stage S,
   ``in_progress`` (without ``--stage``: delete the entry, the package restarts from apply) and
   drop the node's failure record; the next ``apply`` runs it;
-* ``logs PKG --recipe R [--node N...]``: log tails of the package's stage pods that still exist
-  (failed or running; successful ones are deleted) and the failure record's tail (best effort).
+* ``logs PKG --recipe R [--node N...] [--tail N] [-f]``: log tails of the package's stage pods
+  that still exist (failed or running; successful ones are deleted) and the failure record's tail
+  (best effort); ``--tail N`` keeps the last N lines of each; ``-f`` keeps looking while a stage
+  pod is pending or running and prints phase changes and new lines (the lines are those the
+  cluster reports for the pod's failing container: a running pod's output shows once it fails).
+
+For ``status``, ``rerun`` and ``logs`` a PKG recorded on no node (for ``--recipe`` when given), a
+``--recipe`` known nowhere on the cluster and a ``--node`` matching no node are errors (exit 2)
+listing what exists.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ import sys
 from functools import partial
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
+from reconciler.cli.names import require_package, require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
-from reconciler.cli.optcheck import count
+from reconciler.cli.optcheck import count, seconds
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from reconciler.ops.nodeops import RERUN_STAGES, rerun_patch
@@ -48,7 +56,7 @@ def add_parser(sub: Any) -> None:
     v = psub.add_parser("validate", help="check NodeWright package directories (config.json schema v1)")
     v.add_argument("dirs", nargs="+", metavar="DIR", help="package directory, unpacked image or config.json")
     v.add_argument("--strict", action="store_true", help="warnings fail too")
-    add_output_arg(v, ("text", "json"))
+    add_output_arg(v, ("table", "json"))
     v.set_defaults(func=run)
 
     r = psub.add_parser("render", help="ConfigMaps a stage pod of the package gets")
@@ -57,7 +65,6 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--node", help="also render this node's metadata ConfigMap (needs --cluster/--kubeconfig)")
     r.add_argument("--agent-version", default="", help="agent version written to packages.json (default: recipe's "
                    "agentImageOverride tag, else 'unknown')")
-    r.add_argument("--namespace", default="node-reconciler", help="namespace of the ConfigMaps")
     r.add_argument("--check", metavar="DIR", help="package directory to compare with the recipe's package")
     add_cluster_args(r)
     add_output_arg(r, ("yaml", "json"))
@@ -67,15 +74,17 @@ def add_parser(sub: Any) -> None:
     s.add_argument("package", metavar="PKG")
     s.add_argument("--recipe", help="only this recipe")
     s.add_argument("--node", action="append", default=[], metavar="NODE", help="only these nodes (repeatable)")
+    add_selector_arg(s)
     add_cluster_args(s)
-    add_output_arg(s, ("table", "wide", "json", "yaml"))
+    add_output_arg(s, ("table", "wide", "json", "yaml", "name"), headers=True)
     s.set_defaults(func=run)
 
     rr = psub.add_parser("rerun", help="run a package (or one of its stages) again on nodes")
     rr.add_argument("package", metavar="PKG")
     rr.add_argument("--recipe", required=True)
-    rr.add_argument("--node", action="append", required=True, metavar="NODE",
-                    help="node name or regular expression (repeatable)")
+    rr.add_argument("--node", action="append", default=[], metavar="NODE",
+                    help="node name or regular expression (repeatable; or -l)")
+    add_selector_arg(rr)
     rr.add_argument("--stage", choices=RERUN_STAGES, help="restart at this stage (default: from apply)")
     rr.add_argument("--version", help="entry version when several are recorded")
     rr.add_argument("--force", action="store_true", help="even while a lifecycle is in flight on the node")
@@ -86,10 +95,18 @@ def add_parser(sub: Any) -> None:
     lg.add_argument("package", metavar="PKG")
     lg.add_argument("--recipe", required=True)
     lg.add_argument("--node", action="append", default=[], metavar="NODE", help="node name or regex (repeatable)")
+    add_selector_arg(lg)
     lg.add_argument("--stage", help="stage (default: the stage recorded on the node)")
     lg.add_argument("--attempts", type=count(1, 1000), default=6, help="attempts to look up per stage (default 6)")
+    lg.add_argument("--tail", type=count(-1, 100000), default=-1, metavar="N",
+                    help="only the last N lines of each log (default -1: every line the cluster gives)")
+    lg.add_argument("-f", "--follow", action="store_true",
+                    help="keep watching while a stage pod of the package is pending or running: print phase "
+                         "changes and new log lines until none is (Ctrl-C stops)")
+    lg.add_argument("--interval", type=seconds(0, 3600, low_inclusive=False), default=5.0, metavar="SECONDS",
+                    help="with -f: seconds between looks (default 5)")
     add_cluster_args(lg)
-    add_output_arg(lg, ("text", "json"))
+    add_output_arg(lg, ("table", "json"))
     lg.set_defaults(func=run)
 
 
@@ -104,13 +121,19 @@ def run(args: argparse.Namespace) -> int:
 
     opened = open_cluster(args)
     nodes = opened.cluster.list_nodes()
+    if args.recipe:
+        require_recipe(args.recipe, opened.cluster, nodes)
+    require_package(args.package, nodes, args.recipe)
+    nodes = selected(args, nodes)
     if cmd == "status":
         from reconciler.cli.statusviews import show
 
         return show(args, nodes)
     if cmd == "logs":
-        return _logs(args, opened.cluster, nodes)
-    chosen = select_nodes(nodes, args.node)
+        return _logs(args, opened, nodes)
+    if not args.node and args.selector is None:
+        raise InputError("package rerun: name the nodes (--node) or select them with -l/--selector")
+    chosen = select_nodes(nodes, args.node) if args.node else nodes
     op = partial(rerun_patch, recipe=args.recipe, package=args.package, stage=args.stage, version=args.version,
                  force=args.force)
     patches = plan_node_patches(chosen, op)
@@ -162,12 +185,13 @@ def _render(args: argparse.Namespace) -> int:
     recipe = recipes[0]
     pkg = recipe.packages[args.package]
     agent = args.agent_version or (image_tag(pkg.agentImageOverride) if pkg.agentImageOverride else "unknown")
-    objs = [package_config_map(recipe, pkg, args.namespace)]
+    namespace = args.namespace or "node-reconciler"
+    objs = [package_config_map(recipe, pkg, namespace)]
     if args.node:
         from reconciler.cli.clusters import open_cluster
 
         node = open_cluster(args).cluster.get_node(args.node)
-        objs.append(node_metadata_config_map(node, recipe, agent, args.namespace))
+        objs.append(node_metadata_config_map(node, recipe, agent, namespace))
     problems: list[str] = []
     if args.check:
         cfg = load_package(args.check)
@@ -194,12 +218,30 @@ def _render(args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT if problems else EXIT_OK
 
 
-def _logs(args: argparse.Namespace, cluster: Any, nodes: list[Any]) -> int:
+def _tail(log: str, n: int) -> str:
+    """The last ``n`` lines of ``log`` (all of them for -1), as ``kubectl logs --tail``."""
+    if n < 0:
+        return log
+    lines = log.rstrip("\n").split("\n") if log else []
+    return "\n".join(lines[-n:]) if n else ""
+
+
+def _logs(args: argparse.Namespace, opened: Any, nodes: list[Any]) -> int:
+    from dataclasses import replace
+
     from reconciler.ops.logs import find_logs
 
+    cluster = opened.cluster
     chosen = select_nodes(nodes, args.node) if args.node else nodes
-    found = [log for n in chosen for log in find_logs(cluster, n, args.recipe, args.package, args.stage,
-                                                      max(1, args.attempts))]
+
+    def look(on: list[Any]) -> list[Any]:
+        return [replace(log, log=_tail(log.log, args.tail))
+                for n in on for log in find_logs(cluster, n, args.recipe, args.package, args.stage,
+                                                 max(1, args.attempts))]
+
+    found = look(chosen)
+    if args.follow:
+        return _follow(args, opened, chosen, found, look)
     if args.output == "json":
         print(json.dumps({"logs": [vars(x) for x in found]}, indent=2, sort_keys=True))
         return EXIT_OK
@@ -207,12 +249,53 @@ def _logs(args: argparse.Namespace, cluster: Any, nodes: list[Any]) -> int:
         print(visible(f"no stage pod or failure record of {args.package} (recipe {args.recipe}) found; successful "
                       "stage pods are deleted, host logs stay under the agent's log directory"))
     for x in found:
-        head = (f"== {x.node} {x.package} {x.version} {x.stage} pod {x.pod} (attempt {x.attempt}): {x.phase}"
-                if x.source == "pod" else f"== {x.node} {x.package} {x.stage}: failure record")
-        if x.exit_code is not None:
-            head += f", exit {x.exit_code}"
-        if x.reason:
-            head += f" ({x.reason})"
-        print(visible(head))
+        print(visible(_head(x)))
         print(visible(x.log.rstrip(), multiline=True) if x.log else "(no log captured)")
+    return EXIT_OK
+
+
+def _head(x: Any) -> str:
+    head = (f"== {x.node} {x.package} {x.version} {x.stage} pod {x.pod} (attempt {x.attempt}): {x.phase}"
+            if x.source == "pod" else f"== {x.node} {x.package} {x.stage}: failure record")
+    if x.exit_code is not None:
+        head += f", exit {x.exit_code}"
+    if x.reason:
+        head += f" ({x.reason})"
+    return head
+
+
+def _follow(args: argparse.Namespace, opened: Any, chosen: list[Any], found: list[Any], look: Any) -> int:
+    """``-f``: print what is found, then every ``--interval`` seconds (on the cluster's clock) the
+    phase changes and the log lines not printed yet, while any stage pod is pending or running;
+    ``-o json`` prints one JSON object per log entry and change (JSON lines)."""
+    shown: dict[tuple[str, str, int, str], tuple[str, str]] = {}  # (node, pod, attempt, source) → (phase, log)
+
+    def emit(logs: list[Any]) -> bool:
+        active = False
+        for x in logs:
+            k = (x.node, x.pod, x.attempt, x.source)
+            phase, text = shown.get(k, ("", ""))
+            new = x.log[len(text):] if x.log.startswith(text) else x.log
+            if x.phase != phase or new.strip():
+                if args.output == "json":
+                    print(json.dumps({**vars(x), "log": new}, sort_keys=True), flush=True)
+                else:
+                    if x.phase != phase:
+                        print(visible(_head(x)), flush=True)
+                    if new.strip():
+                        print(visible(new.strip("\n"), multiline=True), flush=True)
+            shown[k] = (x.phase, x.log)
+            active = active or x.phase in ("pending", "running")
+        return active
+
+    active = emit(found)
+    try:
+        while active:
+            opened.clock.wait(args.interval)
+            fresh = [opened.cluster.get_node(n.name) for n in chosen]
+            active = emit(look(fresh))
+    except KeyboardInterrupt:
+        return EXIT_OK
+    if not shown and args.output != "json":
+        print(visible(f"no stage pod or failure record of {args.package} (recipe {args.recipe}) found"))
     return EXIT_OK

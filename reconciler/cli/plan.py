@@ -1,13 +1,15 @@
-"""``reconciler plan RECIPE... [--policy FILE]... --cluster sim:PATH [-o text|json|markdown]``.
+"""``reconciler plan RECIPE... [--policy FILE]... --cluster sim:PATH [-o table|json|yaml|name|markdown]``.
 
 Loads the recipes and policies, observes the cluster once, plans every recipe (in the loader's
 ``(priority, name)`` order) and prints the plans. Nothing is written to the cluster.
 
 Output:
 
-* ``text``: one set of tables per recipe (colours only when stdout is a terminal);
+* ``table`` (alias ``text``): one set of tables per recipe (styles only on a terminal, never with ``NO_COLOR`` or
+  ``TERM=dumb``);
 * ``json``: one recipe → its plan document (``Plan.to_json()``); several → ``{"plans": [...]}``
-  with the plan documents in order (``apply --plan`` reads both shapes);
+  with the plan documents in order (``apply --plan`` reads both shapes); ``yaml``: the same as YAML;
+* ``name``: ``noderecipe/<name>`` per recipe planned;
 * ``markdown``: the PR comment body of each recipe, joined by a rule; with several recipes the
   size budget is shared so the whole body stays under GitHub's comment limit.
 
@@ -27,6 +29,7 @@ from typing import Any
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 from reconciler.model.plan import Plan
+from reconciler.report.safetext import visible
 
 
 def add_parser(sub: Any) -> None:
@@ -38,7 +41,7 @@ def add_parser(sub: Any) -> None:
     )
     add_input_args(p)
     add_cluster_args(p)
-    add_output_arg(p, ("text", "json", "markdown"))
+    add_output_arg(p, ("table", "json", "yaml", "name", "markdown"))
     with contextlib.suppress(argparse.ArgumentError):  # in case add_input_args gains it
         p.add_argument(
             "--no-locked",
@@ -69,6 +72,12 @@ def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
     """Render ``plans`` in ``output`` format (see the module docstring for the shapes)."""
     from reconciler.report.render import MARKDOWN_LIMIT, render_json, render_markdown, render_text
 
+    if output == "name":
+        return "".join(visible(f"noderecipe/{p.recipe.name}") + "\n" for p in plans)
+    if output == "yaml":
+        from reconciler.cli.outputs import dumps
+
+        return dumps(plans[0].to_dict() if len(plans) == 1 else {"plans": [p.to_dict() for p in plans]}, "yaml")
     if output == "json":
         if len(plans) == 1:
             return render_json(plans[0])
@@ -93,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
     opened = open_cluster(args)
     fleet = observe(opened.cluster)
     plans = [compute_plan(r, policies[r.name], fleet, revision=args.revision) for r in inputs.recipes]
-    sys.stdout.write(format_plans(plans, args.output, color=args.output == "text" and sys.stdout.isatty()))
+    from reconciler.cli.console import styles_allowed
+
+    sys.stdout.write(format_plans(plans, args.output, color=args.output == "table" and styles_allowed(sys.stdout)))
     if args.detailed_exitcode and any(pending(p) for p in plans):
         return EXIT_CHANGES
     return EXIT_OK

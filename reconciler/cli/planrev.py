@@ -15,7 +15,7 @@ not an ancestor of head.
 repository-relative too (default: ``policies/`` next to each recipe directory, as in plain
 ``plan``). A path missing at one revision means "no recipes there" at that revision.
 
-Output ``-o text|json|markdown``; ``markdown`` is the body of the pull-request comment(s)
+Output ``-o table|json|markdown``; ``markdown`` is the body of the pull-request comment(s)
 (:mod:`reconciler.report.prcomment`). With ``--comment github|gitlab`` one sticky comment per
 (PR, recipe[, --comment-scope]) is created or updated in place and a commit status
 (``--status-context``, default ``reconciler/plan``) is set on the head SHA:
@@ -101,6 +101,8 @@ def dispatch(args: argparse.Namespace) -> int:
         missing = [f"--{o}" for o in ("repo", "base", "head") if not getattr(args, o, None)]
         if missing:
             raise InputError(f"revision mode needs --repo, --base and --head (missing {', '.join(missing)})")
+        if args.output in ("yaml", "name"):
+            raise InputError(f"-o {args.output}: revision mode (--repo/--base/--head) prints table, json or markdown")
         return run_revisions(args)
     if getattr(args, "comment", None):
         raise InputError("--comment needs revision mode (--repo, --base and --head)")

@@ -4,8 +4,12 @@ On every node with a record of RECIPE: remove its state, config digests, in-flig
 records and status (annotation and label), and **release the cordons RECIPE holds** (NodeWright's
 ``reset`` leaves nodes cordoned). Cordons placed by someone else stay. The next ``apply`` runs
 every package of the recipe again on every selected node. There is no persistent batch state to
-reset: each run computes its batches from the nodes. Write options as every operations verb
-(:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o text|json``.
+reset: each run computes its batches from the nodes. ``--package PKG`` forgets only that
+package's state (NodeWright's ``reset --package``): every recorded version of it and its failure
+record; the cordon, other packages and the config digests stay. An unknown RECIPE is an error (exit 2)
+listing the recipes known on the cluster; ``--ignore-not-found`` makes it "nothing to change" (a
+reset run twice). Write options as every operations verb
+(:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o table|json|yaml|name``.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ import argparse
 from functools import partial
 from typing import Any
 
+from reconciler.cli.common import add_selector_arg, selected
+from reconciler.cli.names import require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.ops.nodeops import reset_patch
-from reconciler.ops.patches import plan_node_patches, write_node_patches
+from reconciler.ops.patches import NodeOp, plan_node_patches, write_node_patches
 
 
 def add_parser(sub: Any) -> None:
@@ -27,6 +33,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("recipe", metavar="RECIPE", help="recipe name (metadata.name)")
     p.add_argument("--force", action="store_true",
                    help="even when a node still owes an interrupt (a pending reboot is then dropped)")
+    p.add_argument("--package", metavar="PKG",
+                   help="forget only this package's state (every version; its failure record), nothing else")
+    p.add_argument("--ignore-not-found", action="store_true",
+                   help="a recipe known nowhere is not an error: nothing to change (as kubectl delete)")
+    add_selector_arg(p)
     add_write_args(p)
     p.set_defaults(func=run)
 
@@ -36,13 +47,25 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    op = partial(reset_patch, recipe=args.recipe, force=args.force)
-    patches = plan_node_patches(opened.cluster.list_nodes(), op)
+    nodes = opened.cluster.list_nodes()
+    if not args.ignore_not_found:
+        require_recipe(args.recipe, opened.cluster, nodes)
+    op: NodeOp
+    if args.package:
+        from reconciler.cli.names import require_package
+        from reconciler.ops.nodeops import reset_package_patch
+
+        require_package(args.package, nodes, args.recipe)
+        op = partial(reset_package_patch, recipe=args.recipe, package=args.package, force=args.force)
+    else:
+        op = partial(reset_patch, recipe=args.recipe, force=args.force)
+    patches = plan_node_patches(selected(args, nodes), op)
     uncordon = sum(1 for p in patches if p.unschedulable is False)
     notes = [f"{uncordon} node(s) to uncordon (cordon held by {args.recipe})"] if uncordon else []
 
     def write() -> int:
         return len(write_node_patches(opened.cluster, patches, op).written)
 
-    return finish(args, opened, patches, notes, write, header=f"reset recipe {args.recipe}",
-                  question=f"reset recipe {args.recipe} on {len(patches)} node(s)?")
+    what = f"package {args.package} of recipe {args.recipe}" if args.package else f"recipe {args.recipe}"
+    return finish(args, opened, patches, notes, write, header=f"reset {what}",
+                  question=f"reset {what} on {len(patches)} node(s)?")

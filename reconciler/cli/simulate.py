@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
     )
     add_input_args(p)
     add_cluster_args(p)
-    add_output_arg(p, ("text", "json"))
+    add_output_arg(p, ("table", "json"))
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--timeline", action="store_true", help="print every event of the simulated run")
     p.set_defaults(func=run, locked=True)

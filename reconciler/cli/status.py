@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from reconciler.cli.common import add_cluster_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
 from reconciler.cli.console import make_console
 from reconciler.errors import EXIT_OK
 from reconciler.model.nodestate import (
@@ -30,11 +30,12 @@ def add_parser(sub: Any) -> None:
     """Register the ``status`` verb."""
     p: argparse.ArgumentParser = sub.add_parser("status", help="show the package state recorded on each node")
     add_cluster_args(p)
-    add_output_arg(p, ("table", "json", "wide", "yaml"))
+    add_output_arg(p, ("table", "wide", "json", "yaml", "name"), headers=True)
     p.add_argument("--recipe", help="only this recipe")
     p.add_argument("--node", action="append", metavar="NODE",
                    help="node view of these nodes (name or regex; repeatable)")
     p.add_argument("--package", metavar="PKG", help="package view: this package on every node")
+    add_selector_arg(p)
     p.set_defaults(func=run)
 
 
@@ -79,7 +80,16 @@ def run(args: argparse.Namespace) -> int:
 
     opened = open_cluster(args)
     nodes = opened.cluster.list_nodes()
-    if args.node or args.package or args.output == "yaml":  # node/package views, YAML (cli/statusviews.py)
+    if args.recipe:
+        from reconciler.cli.names import require_recipe
+
+        require_recipe(args.recipe, opened.cluster, nodes)
+    if args.package:
+        from reconciler.cli.names import require_package
+
+        require_package(args.package, nodes, args.recipe)
+    nodes = selected(args, nodes)
+    if args.node or args.package or args.output in ("yaml", "name"):  # node/package views, YAML (cli/statusviews.py)
         from reconciler.cli.statusviews import show
 
         return show(args, nodes)
@@ -88,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"nodes": docs}, indent=2, sort_keys=True))
         return EXIT_OK
     console = make_console()
-    t = Table(show_header=True, header_style="bold")
+    t = Table(show_header=not getattr(args, "no_headers", False), header_style="bold")
     cols = ["node", "cordoned", "recipe", "package", "version", "stage", "state"]
     if args.output == "wide":
         cols += ["restarts", "failure"]

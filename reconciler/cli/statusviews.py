@@ -8,21 +8,19 @@
 * ``--package PKG``: one row per node and recipe carrying the package: ``node, recipe, version,
   stage, state`` (wide: ``restarts, image``) and ``counts`` per ``version/state``.
 
-``-o table|wide|json|yaml``.
+``-o table|wide|json|yaml|name`` (name: ``node/<name>`` per node shown), ``--no-headers``.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
-import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
 
 from reconciler.cli.console import make_console
+from reconciler.cli.outputs import print_names
 from reconciler.cli.status import node_status
 from reconciler.errors import EXIT_OK
 from reconciler.model.nodestate import (
@@ -74,17 +72,9 @@ def package_rows(nodes: Sequence[NodeInfo], package: str, recipe: str | None = N
 
 
 def _dump(doc: Any, output: str) -> None:
-    if output == "json":
-        print(json.dumps(doc, indent=2, sort_keys=True))
-        return
-    from ruamel.yaml import YAML
+    from reconciler.cli.outputs import dump
 
-    buf = io.StringIO()
-    y = YAML(typ="safe", pure=True)
-    y.allow_unicode = False  # bidi and zero-width characters escaped (\uXXXX), never printed raw
-    y.default_flow_style = False
-    y.dump(doc, buf)
-    sys.stdout.write(buf.getvalue())
+    dump(doc, output)
 
 
 def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
@@ -94,8 +84,12 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
     package = getattr(args, "package", None)
     chosen = select_nodes(nodes, patterns) if patterns else list(nodes)
     out = args.output
+    headers = not getattr(args, "no_headers", False)
     if package:
         rows = package_rows(chosen, package, recipe)
+        if out == "name":
+            print_names("node", (r["node"] for r in rows))
+            return EXIT_OK
         counts: dict[str, int] = {}
         for r in rows:
             k = f"{r['version']}/{r['state']}"
@@ -103,7 +97,7 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
         if out in ("json", "yaml"):
             _dump({"package": package, "nodes": rows, "counts": counts}, out)
             return EXIT_OK
-        t = Table(show_header=True, header_style="bold")
+        t = Table(show_header=headers, header_style="bold")
         cols = ["node", "recipe", "version", "stage", "state"] + (["restarts", "image"] if out == "wide" else [])
         for c in cols:
             t.add_column(c)
@@ -113,6 +107,9 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
         console.print(t)
         tally = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "not recorded on any node"
         console.print(text(f"{package}: {len(rows)} node(s); {tally}"))
+        return EXIT_OK
+    if out == "name":
+        print_names("node", (n.name for n in chosen))
         return EXIT_OK
     if not patterns:  # fleet view in YAML (json/table stay in reconciler.cli.status)
         _dump({"nodes": [node_status(n, recipe) for n in chosen]}, "yaml" if out == "yaml" else "json")
@@ -139,7 +136,7 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
             console.print(visible(f"  failure ({f.get('recipe')}): {f.get('reason')}: {msg}"), style="red",
                           markup=False)
         if d["packages"]:
-            t = Table(show_header=True, header_style="bold")
+            t = Table(show_header=headers, header_style="bold")
             cols = ["recipe", "name", "version", "stage", "state"] + (["restarts"] if out == "wide" else [])
             for c in cols:
                 t.add_column(c)

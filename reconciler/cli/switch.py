@@ -3,8 +3,10 @@
 The switches live in the ConfigMap ``node-reconciler-controls`` of the reconciler's namespace
 (:mod:`reconciler.ops.controls`); ``apply`` skips a paused or disabled recipe with a message.
 Running pods are not stopped: a pause only keeps the next ``apply`` from starting anything.
-``--list`` (on any of the four) prints every recipe's switches. Write options as every operations
-verb (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o text|json``.
+``--list`` (on any of the four) prints every recipe's switches. RECIPE must be known on the
+cluster (records on a node, or a switch): an unknown name is an error listing the known ones;
+``pause --new`` / ``disable --new`` switch a recipe that has not run yet. Write options as every operations
+verb (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-save``, ``-o table|json|yaml|name``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ def add_parser(sub: Any) -> None:
         p.add_argument("recipe", nargs="?", metavar="RECIPE", help="recipe name (metadata.name)")
         if action in ("pause", "disable"):
             p.add_argument("--reason", default="", help="why (recorded with the switch)")
+            p.add_argument("--new", action="store_true",
+                           help=f"{action} a recipe that has not run on this cluster yet (default: an unknown "
+                                "recipe name is an error)")
         p.add_argument("--list", action="store_true", help="print every recipe's switches and change nothing")
         add_write_args(p)
         p.set_defaults(func=run, action=action)
@@ -58,6 +63,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.recipe:
         raise InputError(f"{args.action}: name the recipe (or use --list)")
+    if not getattr(args, "new", False):
+        from reconciler.cli.names import require_recipe
+
+        hint = f" (to {args.action} a recipe before its first apply, pass --new)" if args.action in (
+            "pause", "disable") else ""
+        require_recipe(args.recipe, opened.cluster, opened.cluster.list_nodes(), hint=hint)
     action: Action = args.action
     at = datetime.fromtimestamp(opened.wall(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     patch, before, after = control_patch(opened.cluster, args.recipe, action,

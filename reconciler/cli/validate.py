@@ -1,4 +1,4 @@
-"""``reconciler validate PATH... [--policy FILE]... [--locked] [-o text|json]``.
+"""``reconciler validate PATH... [--policy FILE]... [--locked] [-o table|json]``.
 
 Loads recipes and policies (:func:`reconciler.load.load_inputs`) and reports:
 
@@ -43,7 +43,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             action="store_true",
             help="require every package to be pinned: containerSHA and an exact X.Y.Z version",
         )
-    add_output_arg(p, ("text", "json"))
+    add_output_arg(p, ("table", "json"))
     p.set_defaults(func=run)
     return p
 

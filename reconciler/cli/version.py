@@ -1,4 +1,4 @@
-"""``reconciler version [--kubeconfig FILE [--context NAME] | --cluster sim:PATH] [-o text|json]``:
+"""``reconciler version [--kubeconfig FILE [--context NAME] | --cluster sim:PATH] [-o table|json|yaml]``:
 print the client version (from the installed package's metadata) and, given a cluster, the
 server's version as ``GET /version`` answers it (like ``kubectl version``).
 
@@ -11,11 +11,13 @@ Text output is one ``Client Version:`` line (plus ``Python:``) and, with a clust
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 from typing import Any
 
+from reconciler.cli.common import add_output_arg
+from reconciler.cli.globalflags import add_context_args
+from reconciler.cli.outputs import dump
 from reconciler.errors import EXIT_OK
 from reconciler.version import package_version
 
@@ -25,9 +27,10 @@ def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser("version", help="client (and server) version", description=__doc__)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--cluster", metavar="sim:PATH", help="simulated fleet from a kubectl YAML dump")
-    g.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the real cluster (also the server version)")
-    p.add_argument("--context", metavar="NAME", help="kubeconfig context")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+    g.add_argument("--kubeconfig", metavar="FILE", default=argparse.SUPPRESS,
+                   help="kubeconfig of the real cluster (also the server version)")
+    add_context_args(p, argparse.SUPPRESS)
+    add_output_arg(p, ("table", "json", "yaml"))
     p.set_defaults(func=run)
 
 
@@ -54,7 +57,8 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
         return None
     from reconciler.adapters.kube import KubeCluster
 
-    with KubeCluster.from_kubeconfig(args.kubeconfig, args.context) as kube:
+    with KubeCluster.from_kubeconfig(args.kubeconfig, args.context,
+                                     request_timeout=args.request_timeout or 30.0) as kube:
         return kube.server_version()
 
 
@@ -64,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     server = server_info(args)
     if server is not None:
         doc["server"] = server
-    if args.output == "json":
-        print(json.dumps(doc, indent=2, sort_keys=True))
+    if args.output in ("json", "yaml"):
+        dump(doc, args.output)
         return EXIT_OK
     print(f"Client Version: {doc['client']['version']}")
     print(f"Python: {doc['client']['python']} ({doc['client']['platform']})")

@@ -200,3 +200,38 @@ def rerun_patch(
         what += f"; failure record ({f.reason if f else 'unreadable'}) removed so the next apply retries"
     return NodePatch(node.name, annotations=ann, resource_version=node.resource_version, summary=what,
                      warnings=_inflight_warning(node, recipe))
+
+
+def reset_package_patch(node: NodeInfo, recipe: str, package: str, *, force: bool = False) -> NodePatch | None:
+    """``reset RECIPE --package PKG``: forget one package's state only — every recorded version of
+    ``package`` is removed from the recipe's state annotation, and the failure record when it is
+    about that package; the recipe's other packages, config digests, cordon and status stay. The
+    next ``apply`` runs ``package`` from its first stage. None when the node records no entry of it.
+
+    Raises:
+        InputError: an unreadable state annotation; a lifecycle of the recipe in flight on the
+            node without ``force`` (the running step would write the entry back).
+    """
+    key = state_key(recipe)
+    if key not in node.annotations:
+        return None
+    try:
+        state = parse_state(node.annotations[key], node=node.name, key=key)
+    except NodeStateError as e:
+        raise InputError(f"{e}; use `reconciler reset {recipe}` to start the node over") from None
+    gone = sorted(k for k, e in state.items() if e.name == package)
+    if not gone:
+        return None
+    if inflight_key(recipe) in node.annotations and not force:
+        rec = parse_model(InFlight, node.annotations[inflight_key(recipe)])
+        who = f"run {rec.runId}, phase {rec.phase}" if rec else "unreadable record"
+        raise InputError(f"node {node.name}: a lifecycle of recipe {recipe} is in flight ({who}); wait for it "
+                         "or pass --force")
+    ann: dict[str, str | None] = {key: dump_state({k: e for k, e in state.items() if k not in gone})}
+    what = f"remove {', '.join(gone)} from the state of {recipe}"
+    f = parse_model(FailureRecord, node.annotations.get(failure_key(recipe)))
+    if f is not None and f.package == package:
+        ann[failure_key(recipe)] = None
+        what += f"; failure record ({f.reason}) removed"
+    return NodePatch(node.name, annotations=ann, resource_version=node.resource_version, summary=what,
+                     warnings=_inflight_warning(node, recipe))

@@ -164,9 +164,13 @@ def select_nodes(nodes: Sequence[NodeInfo], patterns: Sequence[str]) -> list[Nod
     the whole name (as ``kubectl skyhook`` node arguments). Order: as in ``nodes``.
 
     Raises:
-        InputError: a pattern that matches no node, or an invalid regular expression.
+        InputError: a pattern that matches no node, or an invalid regular expression (the message
+            lists the nodes that exist, at most 20).
     """
     names = {n.name for n in nodes}
+    shown = sorted(names)[:20]
+    existing = (f"nodes: {', '.join(shown)}" + (f", … and {len(names) - len(shown)} more" if len(names) > len(shown)
+                                                 else "")) if names else "the cluster has no nodes"
     chosen: set[str] = set()
     for pat in patterns:
         if pat in names:
@@ -175,9 +179,10 @@ def select_nodes(nodes: Sequence[NodeInfo], patterns: Sequence[str]) -> list[Nod
         try:
             rx = re.compile(pat)
         except re.error as e:
-            raise InputError(f"node {pat!r}: no such node, and not a valid regular expression ({e})") from None
+            raise InputError(f"node {pat!r} not found, and not a valid regular expression ({e}); {existing}") from None
         hits = {n for n in names if rx.fullmatch(n)}
         if not hits:
-            raise InputError(f"node {pat!r}: no node has this name or matches it as a regular expression")
+            raise InputError(f"node {pat!r} not found: no node has this name or matches it as a regular expression; "
+                             f"{existing}")
         chosen |= hits
     return [n for n in nodes if n.name in chosen]

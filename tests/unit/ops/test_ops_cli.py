@@ -116,7 +116,9 @@ def test_reset_releases_only_the_cordons_we_hold(fleet: Path, tmp_path: Path, cl
         ann = nodes[n]["metadata"].get("annotations") or {}
         assert not [k for k in ann if k.startswith("reconciler.nodewright.dev/")], ann
         assert status_key(R) not in nodes[n]["metadata"]["labels"]
-    rc, out, _ = cli("reset", R, "--cluster", f"sim:{out_file}", "-y")
+    rc, out, err = cli("reset", R, "--cluster", f"sim:{out_file}", "-y")  # R is known nowhere now
+    assert rc == 2 and f"recipe {R!r} not found" in err
+    rc, out, _ = cli("reset", R, "--cluster", f"sim:{out_file}", "-y", "--ignore-not-found")
     assert rc == 0 and "nothing to change" in out
 
 
@@ -206,5 +208,5 @@ def test_package_logs_finds_failed_stage_pods(recipe: Path, tmp_path: Path, cli:
     assert "read-only" in pods[0]["log"] and logs[-1]["source"] == "failure"
     rc, out, _ = cli("package", "logs", "fix", "--recipe", R, "--cluster", f"sim:{saved}")
     assert rc == 0 and "== n1 fix 2.1.0 apply pod" in out and "exit 7" in out
-    rc, out, _ = cli("package", "logs", "other", "--recipe", R, "--cluster", f"sim:{saved}")
-    assert rc == 0 and "no stage pod or failure record" in out
+    rc, out, err = cli("package", "logs", "other", "--recipe", R, "--cluster", f"sim:{saved}")
+    assert rc == 2 and "package 'other' not found" in err and "known packages: fix" in err and not out
