@@ -5,9 +5,10 @@ the CLI as a subprocess, its wall time, CPU (user + system) and peak RSS; growth
 
 One control plane (tests/controlplane/cluster.py) serves every size: the nodes and pods of the
 first size are created, ``plan`` runs, then the cluster grows to the next size and ``plan`` runs
-again. Nodes carry ``pool: bench`` (the recipe's selector) and a reconciler state annotation (the
-recipe installed, so every node is read and compared); pods are bound by ``spec.nodeName`` (no
-scheduler work), owned by a ConfigMap (the garbage collector keeps them) and made Running by kwok.
+again. Nodes carry ``pool: bench`` (the recipe's selector: every node is selected and planned);
+pods are bound by ``spec.nodeName`` (no scheduler work), owned by a ConfigMap (the garbage
+collector keeps them) and made Running by kwok. ``--pythonpath`` runs ``plan`` from other code
+trees on the same cluster (e.g. ``git archive`` of an older commit) for before/after figures.
 Objects are created through the API by ``--threads`` threads. The child's figures come from
 ``os.wait4`` (its own rusage, not the benchmark's). Needs the binaries of tests/controlplane/build.sh.
 """

@@ -7,8 +7,9 @@ kube adapter. Pure functions; unknown fields are ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from reconciler.model.observed import NodeInfo, OwnerRef, PdbInfo, PodInfo
 from reconciler.model.selector import LabelSelector, Requirement, Taint, Toleration
@@ -16,10 +17,46 @@ from reconciler.model.selector import LabelSelector, Requirement, Taint, Tolerat
 Obj = dict[str, Any]
 
 
+_V = TypeVar("_V")
+#: Entries kept per memo below; past it the memo starts again empty (a bound, not an LRU).
+MEMO_SIZE = 4096
+
+
+def _memo(memo: dict[Any, _V], key: Any, make: Callable[[], _V]) -> _V:
+    """``memo[key]``, made by ``make()`` on a miss. Records are immutable, so objects listed with
+    identical fields (the two default tolerations of every pod, the owner of a ReplicaSet's pods,
+    the timestamps of objects created in the same second) share one record: less memory and no
+    repeated validation on a LIST of thousands. An unhashable key (a hostile field type) is made
+    without the memo, so it fails or succeeds exactly as without it. Keys carry the type of each
+    value, since ``1 == 1.0 == True`` would otherwise share a record."""
+    try:
+        return memo[key]
+    except KeyError:
+        pass
+    except TypeError:
+        return make()
+    value = make()
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+_TIMES: dict[str, float | None] = {}
+_TOLERATIONS: dict[Any, tuple[Toleration, ...]] = {}
+_OWNERS: dict[Any, OwnerRef] = {}
+
+
 def parse_time(value: Any) -> float | None:
     """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid."""
     if not value:
         return None
+    if isinstance(value, str):
+        return _memo(_TIMES, value, lambda: _parse_time(value))
+    return _parse_time(value)
+
+
+def _parse_time(value: Any) -> float | None:
     if isinstance(value, datetime):
         dt = value
     else:
@@ -78,6 +115,16 @@ def node_from(obj: Obj) -> NodeInfo:
 
 
 def _tolerations(raw: Any) -> tuple[Toleration, ...]:
+    if not raw:
+        return ()
+    try:
+        key = tuple(tuple((k, type(v), v) for k, v in t.items()) for t in raw)
+    except AttributeError:  # not a list of objects: fails in _make_tolerations as before
+        return _make_tolerations(raw)
+    return _memo(_TOLERATIONS, key, lambda: _make_tolerations(raw))
+
+
+def _make_tolerations(raw: Any) -> tuple[Toleration, ...]:
     out = []
     for t in raw or ():
         op = t.get("operator") or "Equal"
@@ -93,20 +140,19 @@ def _tolerations(raw: Any) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
+def _owner(o: Obj) -> OwnerRef:
+    kind, name, controller = o.get("kind", ""), o.get("name", ""), bool(o.get("controller", False))
+    api_version, uid = o.get("apiVersion", ""), o.get("uid", "")
+    key = tuple((type(v), v) for v in (kind, name, controller, api_version, uid))
+    return _memo(_OWNERS, key,
+                 lambda: OwnerRef(kind=kind, name=name, controller=controller, api_version=api_version, uid=uid))
+
+
 def pod_from(obj: Obj) -> PodInfo:
     """A Pod dict → PodInfo (Ready from ``status.conditions``, emptyDir from ``spec.volumes``)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
-    owners = tuple(
-        OwnerRef(
-            kind=o.get("kind", ""),
-            name=o.get("name", ""),
-            controller=bool(o.get("controller", False)),
-            api_version=o.get("apiVersion", ""),
-            uid=o.get("uid", ""),
-        )
-        for o in meta.get("ownerReferences") or ()
-    )
+    owners = tuple(_owner(o) for o in meta.get("ownerReferences") or ())
     return PodInfo(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
