@@ -1,8 +1,9 @@
 """Benchmarks: planning cost and simulated rollout overhead, printed as a table.
 
     python bench/run.py                 # plan 1k/10k/50k nodes, simulated rollout of 10k nodes, plan
-                                        # end to end on 1k/10k/100k-node kubectl snapshots, and
-                                        # API economy on a real control plane (500 kwok nodes)
+                                        # end to end on 1k/10k/100k-node kubectl snapshots, API
+                                        # economy on a real control plane (500 kwok nodes), and
+                                        # `plan` against 2,000 and 5,000 real kwok nodes
     python bench/run.py --quick         # smaller sizes, no control plane (a smoke run)
 
 Each measurement runs in a fresh subprocess so peak RSS (``ru_maxrss``) belongs to it alone.
@@ -185,6 +186,9 @@ def main() -> None:
     print(flush=True)
     subprocess.run([sys.executable, os.path.join(HERE, "controlplane.py"), "--stage-seconds", "5",
                     "--reboot-seconds", "10"], check=True)
+    print(flush=True)
+    # the user's path on a large real cluster: `reconciler plan` against 2,000 then 5,000 kwok nodes
+    subprocess.run([sys.executable, os.path.join(HERE, "plan_real.py")], check=True)
 
 
 if __name__ == "__main__":

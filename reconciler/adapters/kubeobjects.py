@@ -7,9 +7,9 @@ kube adapter. Pure functions; unknown fields are ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from reconciler.model.observed import NodeInfo, OwnerRef, PdbInfo, PodInfo
 from reconciler.model.selector import LabelSelector, Requirement, Taint, Toleration
@@ -17,27 +17,53 @@ from reconciler.model.selector import LabelSelector, Requirement, Taint, Tolerat
 Obj = dict[str, Any]
 
 
+_V = TypeVar("_V")
+#: Entries kept per memo below; past it the memo starts again empty (a bound, not an LRU).
+MEMO_SIZE = 4096
+
+
+def _memo(memo: dict[Any, _V], key: Any, make: Callable[[], _V]) -> _V:
+    """``memo[key]``, made by ``make()`` on a miss. Records are immutable, so objects listed with
+    identical fields (the two default tolerations of every pod, the owner of a ReplicaSet's pods,
+    the timestamps of objects created in the same second) share one record: less memory and no
+    repeated validation on a LIST of thousands. An unhashable key (a hostile field type) is made
+    without the memo, so it fails or succeeds exactly as without it. Keys carry the type of each
+    value, since ``1 == 1.0 == True`` would otherwise share a record."""
+    try:
+        return memo[key]
+    except KeyError:
+        pass
+    except TypeError:
+        return make()
+    value = make()
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+_TIMES: dict[str, float | None] = {}
+_TOLERATIONS: dict[Any, tuple[Toleration, ...]] = {}
+_OWNERS: dict[Any, OwnerRef] = {}
+
+
 def parse_time(value: Any) -> float | None:
-    """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid.
-    Text is memoised (the pods of a fleet share start times; hundreds of thousands are read)."""
+    """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid."""
     if not value:
         return None
     if isinstance(value, str):
-        return _parse_text_time(value)
+        return _memo(_TIMES, value, lambda: _parse_time(value))
+    return _parse_time(value)
+
+
+def _parse_time(value: Any) -> float | None:
     if isinstance(value, datetime):
         dt = value
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=UTC)
-        return dt.timestamp()
-    return _parse_text_time(str(value))
-
-
-@lru_cache(maxsize=65536)
-def _parse_text_time(text: str) -> float | None:
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
@@ -88,47 +114,45 @@ def node_from(obj: Obj) -> NodeInfo:
     )
 
 
-_TOLERATIONS: dict[tuple[Any, ...], Toleration] = {}
-
-
 def _tolerations(raw: Any) -> tuple[Toleration, ...]:
-    """Tolerations of a pod dict. Built without re-validation (``model_construct``): the shapes
-    come from the API server or from a snapshot checked at load (:mod:`reconciler.load.kubeshapes`);
-    and memoised, since the pods of a fleet repeat a handful of tolerations (models are frozen)."""
+    if not raw:
+        return ()
+    try:
+        key = tuple(tuple((k, type(v), v) for k, v in t.items()) for t in raw)
+    except AttributeError:  # not a list of objects: fails in _make_tolerations as before
+        return _make_tolerations(raw)
+    return _memo(_TOLERATIONS, key, lambda: _make_tolerations(raw))
+
+
+def _make_tolerations(raw: Any) -> tuple[Toleration, ...]:
     out = []
     for t in raw or ():
-        secs = t.get("tolerationSeconds")
-        key: tuple[Any, ...] = (t.get("key") or "", t.get("operator") or "Equal", str(t.get("value") or ""),
-               t.get("effect") or "",
-               int(secs) if secs is not None else None)
-        hit = _TOLERATIONS.get(key)
-        if hit is None:
-            if len(_TOLERATIONS) > 4096:
-                _TOLERATIONS.clear()
-            hit = _TOLERATIONS[key] = Toleration.model_construct(
-                key=key[0], operator=key[1], value=key[2], effect=key[3], tolerationSeconds=key[4])
-        out.append(hit)
+        op = t.get("operator") or "Equal"
+        out.append(
+            Toleration(
+                key=t.get("key") or "",
+                operator=op,
+                value=str(t.get("value") or ""),
+                effect=t.get("effect") or "",
+                tolerationSeconds=t.get("tolerationSeconds"),
+            )
+        )
     return tuple(out)
+
+
+def _owner(o: Obj) -> OwnerRef:
+    kind, name, controller = o.get("kind", ""), o.get("name", ""), bool(o.get("controller", False))
+    api_version, uid = o.get("apiVersion", ""), o.get("uid", "")
+    key = tuple((type(v), v) for v in (kind, name, controller, api_version, uid))
+    return _memo(_OWNERS, key,
+                 lambda: OwnerRef(kind=kind, name=name, controller=controller, api_version=api_version, uid=uid))
 
 
 def pod_from(obj: Obj) -> PodInfo:
     """A Pod dict → PodInfo (Ready from ``status.conditions``, emptyDir from ``spec.volumes``)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
-    ready = False
-    for c in status.get("conditions") or ():
-        if c.get("type") == "Ready" and c.get("status") == "True":
-            ready = True
-            break
-    owners = tuple([
-        OwnerRef(o.get("kind", ""), o.get("name", ""), bool(o.get("controller", False)), o.get("apiVersion", ""),
-                 o.get("uid", ""))
-        for o in meta.get("ownerReferences") or ()
-    ])
-    emptydir = False
-    for v in spec.get("volumes") or ():
-        if "emptyDir" in v:
-            emptydir = True
-            break
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
+    owners = tuple(_owner(o) for o in meta.get("ownerReferences") or ())
     return PodInfo(
         namespace=meta.get("namespace") or "default",
         name=meta["name"],
@@ -139,7 +163,7 @@ def pod_from(obj: Obj) -> PodInfo:
         phase=status.get("phase") or "Pending",
         ready=ready,
         owners=owners,
-        emptydir=emptydir,
+        emptydir=any("emptyDir" in v for v in spec.get("volumes") or ()),
         deletion_ts=parse_time(meta.get("deletionTimestamp")),
         tolerations=_tolerations(spec.get("tolerations")),
         grace_seconds=int(spec.get("terminationGracePeriodSeconds", 30) or 0),

@@ -17,6 +17,7 @@ request. Uses the ``kubernetes`` client, so it lives in ``adapters``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -51,7 +52,7 @@ class WatchClock:
         timeout_seconds: int = 290,
         cache: WatchCache | None = None,
     ) -> None:
-        self._core = client.CoreV1Api(api_client)
+        self._api_client = api_client
         self.cache = cache
         self.max_sleep = max_sleep
         self.timeout_seconds = timeout_seconds
@@ -62,6 +63,12 @@ class WatchClock:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.events_seen = 0
+
+    @functools.cached_property
+    def _core(self) -> client.CoreV1Api:
+        # made when the first watch starts: importing the generated CoreV1Api costs about 1.3 s of
+        # CPU, which a command that never waits (``plan``) should not pay
+        return client.CoreV1Api(self._api_client)
 
     # ------------------------------------------------------------------ Clock
     def now(self) -> float:

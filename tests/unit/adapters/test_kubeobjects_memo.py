@@ -1,0 +1,58 @@
+"""Records shared between identical listed objects (kubeobjects' memos) never change a result:
+equal fields share one record, values equal across types (1, 1.0, True) do not, unhashable or
+malformed fields behave as without the memo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from reconciler.adapters import kubeobjects
+from reconciler.adapters.kubeobjects import parse_time, pod_from
+
+DEFAULT_TOLERATIONS = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                        "tolerationSeconds": 300}]
+
+
+def _pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns",
+                         "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True, "uid": "u"}]},
+            "spec": {"nodeName": "n1", **spec}, "status": {"phase": "Running", "startTime": "2026-12-01T20:49:44Z"}}
+
+
+def test_identical_fields_share_records() -> None:
+    a, b = pod_from(_pod("a", tolerations=DEFAULT_TOLERATIONS)), pod_from(_pod("b", tolerations=DEFAULT_TOLERATIONS))
+    assert a.tolerations is b.tolerations and a.owners[0] is b.owners[0]
+    assert a.tolerations[0].tolerationSeconds == 300 and a.owners[0].controller is True
+    assert a.start_time == b.start_time == parse_time("2026-12-01T20:49:44+00:00")
+
+
+def test_values_equal_across_types_do_not_share() -> None:
+    one = pod_from(_pod("a", tolerations=[{"key": "k", "operator": "Exists", "tolerationSeconds": 1}]))
+    as_float = pod_from(_pod("b", tolerations=[{"key": "k", "operator": "Exists", "tolerationSeconds": 1.0}]))
+    assert one.tolerations is not as_float.tolerations
+    q = _pod("d")
+    q["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "rs", "controller": True, "uid": 1}]
+    r = _pod("e")
+    r["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "rs", "controller": True, "uid": True}]
+    assert pod_from(q).owners[0].uid == 1 and pod_from(r).owners[0].uid is True
+
+
+def test_unhashable_or_invalid_fields_as_without_memo() -> None:
+    with pytest.raises(ValidationError):
+        pod_from(_pod("a", tolerations=[{"key": "k", "operator": "Sometimes"}]))
+    with pytest.raises(ValidationError):  # a list where a number belongs: unhashable key, same error
+        pod_from(_pod("b", tolerations=[{"key": "k", "operator": "Exists", "tolerationSeconds": [1]}]))
+    with pytest.raises(AttributeError):
+        pod_from(_pod("c", tolerations=["not-an-object"]))
+    assert parse_time("not a time") is None and parse_time("") is None
+
+
+def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kubeobjects, "MEMO_SIZE", 3)
+    monkeypatch.setattr(kubeobjects, "_TIMES", {})
+    for s in range(10):
+        assert parse_time(f"2026-12-01T20:49:{s:02d}Z") is not None
+    assert len(kubeobjects._TIMES) <= 3
