@@ -75,6 +75,10 @@ def open_cluster(args: argparse.Namespace) -> Opened:
     # watches wake the rollout on change (the poll interval is only the fallback) and keep the
     # nodes and stage pods being worked on current in a cache, so reading them costs no request
     cache = WatchCache({NODES: node_from})
+    kubeconfig = getattr(args, "kubeconfig", None)
+    if kubeconfig and not os.path.isfile(kubeconfig):  # bad input (exit 2), not a cluster error
+        raise InputError(f"--kubeconfig {kubeconfig}: no such file (give the path of a kubeconfig, or leave it out "
+                         "to use $KUBECONFIG, ~/.kube/config or the in-cluster service account)")
     cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
                                           pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache,
                                           namespace=namespace or DEFAULT_NAMESPACE,

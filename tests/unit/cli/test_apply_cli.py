@@ -142,3 +142,13 @@ def test_a_simulated_fleet_and_a_kubeconfig_together_are_refused(tmp_path: Path)
     rc = main(["plan", str(root / "recipes"), "--cluster", f"sim:{root / 'examples' / 'fleets' / 'gpu-24.yaml'}",
                "--kubeconfig", str(tmp_path / "nokube")])
     assert rc == 2
+
+
+def test_a_missing_kubeconfig_file_is_bad_input_naming_the_option(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from reconciler.cli.main import main
+
+    root = Path(__file__).resolve().parents[3]
+    rc = main(["plan", str(root / "recipes"), "--kubeconfig", str(tmp_path / "nokube")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--kubeconfig" in err and "no such file" in err and "Traceback" not in err
