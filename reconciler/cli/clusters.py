@@ -75,10 +75,7 @@ def open_cluster(args: argparse.Namespace) -> Opened:
     # watches wake the rollout on change (the poll interval is only the fallback) and keep the
     # nodes and stage pods being worked on current in a cache, so reading them costs no request
     cache = WatchCache({NODES: node_from})
-    kubeconfig = getattr(args, "kubeconfig", None)
-    if kubeconfig and not os.path.isfile(kubeconfig):  # bad input (exit 2), not a cluster error
-        raise InputError(f"--kubeconfig {kubeconfig}: no such file (give the path of a kubeconfig, or leave it out "
-                         "to use $KUBECONFIG, ~/.kube/config or the in-cluster service account)")
+    check_kubeconfig(getattr(args, "kubeconfig", None))
     cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
                                           pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache,
                                           namespace=namespace or DEFAULT_NAMESPACE,
@@ -102,6 +99,17 @@ def _freeze_if_large(path: str) -> None:
             gc.freeze()
     except OSError:
         pass
+
+
+def check_kubeconfig(path: str | None) -> None:
+    """A ``--kubeconfig`` that names no file is bad input (exit 2), not a cluster error.
+
+    Raises:
+        InputError: ``path`` is given and is not a file.
+    """
+    if path and not os.path.isfile(path):
+        raise InputError(f"--kubeconfig {path}: no such file (give the path of a kubeconfig, or leave it out to "
+                         "use $KUBECONFIG, ~/.kube/config or the in-cluster service account)")
 
 
 def load_sim_config(path: str) -> SimConfig:

@@ -45,7 +45,7 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
     loading the fleet file), or None without any cluster option.
 
     Raises:
-        InputError: bad ``--cluster`` value or fleet file.
+        InputError: bad ``--cluster`` value or fleet file, a ``--kubeconfig`` that is no file.
         ClusterError: kubeconfig invalid or the server unreachable.
     """
     if args.cluster:
@@ -56,7 +56,9 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
     if args.kubeconfig is None and args.context is None:
         return None
     from reconciler.adapters.kube import KubeCluster
+    from reconciler.cli.clusters import check_kubeconfig
 
+    check_kubeconfig(args.kubeconfig)
     with KubeCluster.from_kubeconfig(args.kubeconfig, args.context,
                                      request_timeout=args.request_timeout or 30.0) as kube:
         return kube.server_version()

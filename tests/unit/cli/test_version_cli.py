@@ -115,6 +115,6 @@ def test_unreachable_server_is_a_cluster_error(tmp_path: Path, capsys: pytest.Ca
     assert err.startswith("error: get server version:") and "secret-token-value" not in err
 
 
-def test_missing_kubeconfig_is_a_cluster_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["version", "--kubeconfig", str(tmp_path / "nope")]) == 4
-    assert "kubeconfig" in capsys.readouterr().err
+def test_missing_kubeconfig_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["version", "--kubeconfig", str(tmp_path / "nope")]) == 2
+    assert "--kubeconfig" in capsys.readouterr().err
