@@ -103,8 +103,15 @@ def run(args: argparse.Namespace) -> int:
     fleet = observe(opened.cluster)
     plans = [compute_plan(r, policies[r.name], fleet, revision=args.revision) for r in inputs.recipes]
     from reconciler.cli.console import styles_allowed
+    from reconciler.ops.controls import held_reason
 
+    # a paused or disabled recipe is planned as usual, but apply skips it: say so, and its changes
+    # are not "pending" for --detailed-exitcode (a pipeline gating on plan must agree with apply)
+    held = {p.recipe.name: held_reason(opened.cluster, p.recipe.name) for p in plans}
+    plans = [p.model_copy(update={"warnings": (*p.warnings, f"recipe {p.recipe.name} is {held[p.recipe.name]}: "
+                                               "apply skips it until it is resumed/enabled")})
+             if held[p.recipe.name] else p for p in plans]
     sys.stdout.write(format_plans(plans, args.output, color=args.output == "table" and styles_allowed(sys.stdout)))
-    if args.detailed_exitcode and any(pending(p) for p in plans):
+    if args.detailed_exitcode and any(pending(p) for p in plans if not held[p.recipe.name]):
         return EXIT_CHANGES
     return EXIT_OK
