@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from reconciler.execute.timeline import RunResult
 from reconciler.report.safetext import markup, text
@@ -19,45 +21,64 @@ def hms(seconds: float) -> str:
 
 
 def print_summary(console: Console, results: Sequence[RunResult], *, title: str = "") -> None:
-    """One row per recipe (result, duration, nodes complete/failed/blocked or waiting, batches,
-    reboots, evictions, the most nodes disrupted at once per compartment against its ceiling),
-    a totals line, then every node that did not complete."""
+    """One row per recipe (result, duration, nodes complete/failed/blocked or waiting, reboots,
+    evictions; at 120 columns or more also batches, finished pods removed, and the most nodes
+    disrupted at once per compartment against its ceiling), a totals line, then every node that
+    did not complete."""
     if title:
         console.print(text(title))
-    t = Table(show_header=True, header_style="bold")
-    for col in ("recipe", "result", "duration", "complete", "failed", "blocked/waiting", "batches", "reboots",
-                "evictions", "max disrupted / ceiling"):
-        t.add_column(col)
-    totals = {"complete": 0, "failed": 0, "other": 0, "reboots": 0, "evictions": 0}
+    # fits the terminal: at under 120 columns the batch, removal and budget columns are left out
+    # (the totals line and -o json carry them); cells are never cut to "succ…"
+    wide = console.width >= 120
+    t = Table(show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1),
+              collapse_padding=True, show_edge=False)
+    cols = ["recipe", "result", "time", "done", "failed", "held", "reboots", "evicted"]
+    if wide:
+        cols[7:7] = ["batches"]
+        cols += ["removed", "disrupted/ceiling"]
+    longest = max((len(r.recipe) for r in results), default=6)
+    for col in cols:
+        if col == "recipe":
+            t.add_column(col, min_width=min(longest, 28), overflow="fold")
+        else:
+            t.add_column(col, no_wrap=True, justify="left" if col in ("result", "time", "disrupted/ceiling")
+                         else "right")
+    totals = {"complete": 0, "failed": 0, "other": 0, "reboots": 0, "evictions": 0, "removals": 0}
     for r in results:
         states = [n.state for n in r.nodes]
         reboots = sum(1 for e in r.timeline if e.event == "rebooted")
-        evictions = sum(1 for e in r.timeline if e.event == "evict")
+        # a finished pod is deleted, not evicted (kubectl drain): counted apart
+        removals = sum(1 for e in r.timeline if e.event == "evict" and e.detail.endswith("(finished: removed)"))
+        evictions = sum(1 for e in r.timeline if e.event == "evict") - removals
         colour = {"succeeded": "green", "failed": "red", "halted": "red"}[r.result]
-        t.add_row(
+        row: list[Text | str] = [
             text(r.recipe),
             f"[{colour}]{r.result}[/{colour}]",
             hms(r.duration),
             str(states.count("complete")),
             str(states.count("failed")),
             str(states.count("blocked") + states.count("waiting")),
-            str(sum(len(c["batches"]) for c in r.compartments)),
             str(reboots),
             str(evictions),
-            text(", ".join(f"{c['name']} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-"),
-        )
+        ]
+        if wide:
+            row[7:7] = [str(sum(len(c["batches"]) for c in r.compartments))]
+            row += [str(removals),
+                    text(", ".join(f"{c['name']} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-")]
+        t.add_row(*row)
         totals["complete"] += states.count("complete")
         totals["failed"] += states.count("failed")
         totals["other"] += states.count("blocked") + states.count("waiting")
         totals["reboots"] += reboots
         totals["evictions"] += evictions
+        totals["removals"] += removals
     console.print(t)
     ok = sum(1 for r in results if r.result == "succeeded")
     console.print(
         f"{ok}/{len(results)} recipe(s) succeeded; {totals['complete']} node run(s) complete, "
         f"{totals['failed']} failed, {totals['other']} blocked or waiting; {totals['reboots']} reboot(s), "
-        f"{totals['evictions']} pod removal(s); {hms(sum(r.duration for r in results))} in all",
-        soft_wrap=True,
+        f"{totals['evictions']} eviction(s), {totals['removals']} finished pod(s) removed; "
+        f"{hms(sum(r.duration for r in results))} in all",
     )
     for r in results:
         for c in r.compartments:

@@ -1,0 +1,38 @@
+"""The end-of-run table fits the terminal and counts evictions apart from finished pods removed."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from reconciler.cli.runsummary import print_summary
+from reconciler.model.run import Event, NodeOutcome, RunResult
+
+
+def _result() -> RunResult:
+    timeline = [Event(1.0, "n1", "evict", "web/w1"), Event(2.0, "n1", "evict", "ml/done (finished: removed)"),
+                Event(3.0, "n1", "rebooted", "bootID a -> b")]
+    return RunResult(run_id="run-1", plan_hash="h", recipe="gpu-training-tuning", result="succeeded",
+                     nodes=[NodeOutcome("n1", "complete", "zone-a")],
+                     compartments=[{"name": "zone-a", "ceiling": 2, "batches": [{}], "maxDisrupted": 1}],
+                     timeline=timeline, duration=3725.0, writes=10)
+
+
+def _render(width: int) -> str:
+    out = io.StringIO()
+    print_summary(Console(file=out, width=width, color_system=None), [_result()])
+    return out.getvalue()
+
+
+def test_at_80_columns_nothing_is_cut() -> None:
+    text = _render(80)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "succeeded" in text and "…" not in text and "gpu-training-tuning" in text.replace("\n", "")
+
+
+def test_wide_terminals_get_every_column_and_evictions_apart_from_removals() -> None:
+    text = _render(160)
+    for col in ("batches", "removed", "disrupted/ceiling", "zone-a 1/2"):
+        assert col in text
+    assert "1 eviction(s), 1 finished pod(s) removed" in text
