@@ -234,6 +234,16 @@ class InFlight(Frozen):
     bootID: str = ""
     requestedAt: str | None = None
 
+    @property
+    def owes(self) -> str:
+        """The interrupt type this record still owes ("" when none): it carries one and the lifecycle
+        reached its stages or its interrupt (conservative: a stage may have run; a reboot requested
+        but not yet confirmed is owed too). The one rule behind the plan's ``outOfScope``, ``reset``'s
+        refusal and ``status`` (issue 12's scope rules)."""
+        if not self.interrupt or self.phase not in (Phase.STAGES, Phase.INTERRUPT):
+            return ""
+        return str(self.interrupt.get("type") or "interrupt")
+
     @field_validator("phase")
     @classmethod
     def _persisted_phase(cls, v: Phase) -> Phase:

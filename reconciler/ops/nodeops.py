@@ -90,13 +90,10 @@ def ignore_patch(node: NodeInfo, ignore: bool) -> NodePatch | None:
 
 
 def owed_interrupt(node: NodeInfo, recipe: str) -> str:
-    """The interrupt type a lifecycle of ``recipe`` in flight on ``node`` still owes ("" when none):
-    its in-flight record carries one and the lifecycle reached its stages or its interrupt (a
-    reboot requested but not yet confirmed is owed too)."""
+    """The interrupt type a lifecycle of ``recipe`` in flight on ``node`` still owes ("" when none;
+    :attr:`reconciler.model.nodestate.InFlight.owes`)."""
     rec = parse_model(InFlight, node.annotations.get(inflight_key(recipe)))
-    if rec is None or not rec.interrupt or rec.phase not in ("stages", "interrupt"):
-        return ""
-    return str(rec.interrupt.get("type") or "interrupt")
+    return rec.owes if rec is not None else ""
 
 
 def reset_patch(node: NodeInfo, recipe: str, *, force: bool = False) -> NodePatch | None:

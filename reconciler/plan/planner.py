@@ -542,10 +542,7 @@ def out_of_scope_nodes(recipe: Recipe, fleet: ObservedFleet, selected: set[str])
             continue
         reason = (f"is labelled {IGNORE_LABEL}=true" if recipe.nodeSelector.matches(n.labels)
                   else "no longer matches the recipe's nodeSelector")
-        owes = ""
-        if fl is not None and fl.interrupt and fl.phase in ("stages", "interrupt"):
-            owes = str(fl.interrupt.get("type") or "interrupt")
-        out.append(OutOfScopeNode(name=n.name, reason=reason, holdsCordon=holds, owes=owes))
+        out.append(OutOfScopeNode(name=n.name, reason=reason, holdsCordon=holds, owes=fl.owes if fl else ""))
     return out
 
 
