@@ -241,11 +241,8 @@ class NodeRun:
     def _event(self, event: EventKind, detail: str = "") -> None:
         self.ctx.timeline.add(self._now(), self.name, event, detail)
 
-    def _refresh(self) -> NodeInfo:
-        """The node as it is now (read again unless already read in this advance), for a decision
-        about ownership (cordon, uncordon, taints); our in-memory package state is kept."""
-        if self._fresh and self.node is not None:
-            return self.node
+    def _fetch(self) -> NodeInfo:
+        """GET the node; records not written yet (deferred) are part of what we know of it."""
         node = self.ctx.cluster.get_node(self.name)
         if self._pending:
             ann = {**node.annotations, **self._pending}
@@ -254,18 +251,20 @@ class NodeRun:
         self._fresh = True
         return node
 
+    def _refresh(self) -> NodeInfo:
+        """The node as it is now (read again unless already read in this advance), for a decision
+        about ownership (cordon, uncordon, taints); our in-memory package state is kept."""
+        if self._fresh and self.node is not None:
+            return self.node
+        return self._fetch()
+
     def _read(self) -> NodeInfo:
-        self._fresh = True
-        node = self.ctx.cluster.get_node(self.name)
-        if self._pending:  # records not written yet are part of what we know of the node
-            ann = {**node.annotations, **self._pending}
-            node = replace(node, annotations={k: v for k, v in ann.items() if v is not None})
-        self.node = node
-        self.state = parse_state(
-            self.node.annotations.get(state_key(self.recipe.name)), node=self.name, key=state_key(self.recipe.name)
-        )
-        self.inflight = parse_model(InFlight, self.node.annotations.get(inflight_key(self.recipe.name)))
-        return self.node
+        """Read the node and our records on it (package state, in-flight record) afresh."""
+        node = self._fetch()
+        self.state = parse_state(node.annotations.get(state_key(self.recipe.name)), node=self.name,
+                                 key=state_key(self.recipe.name))
+        self.inflight = parse_model(InFlight, node.annotations.get(inflight_key(self.recipe.name)))
+        return node
 
     def _patch(
         self,
@@ -1066,9 +1065,7 @@ class NodeRun:
             return None
         if self._runs and self.phase is Phase.STAGES:
             return interrupt if any(r.running or r.done or r.index > 0 for r in self._runs) else None
-        if fl is not None and fl.phase in ("stages", "interrupt") and recorded is not None:
-            return recorded
-        return None
+        return recorded if fl is not None and fl.owes else None
 
     def _leave(self, message: str) -> float | None:
         """The node left the recipe's scope (its selector, or the ignore label): start nothing new.
