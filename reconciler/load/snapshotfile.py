@@ -41,6 +41,7 @@ from typing import Any
 import yaml
 
 from reconciler.errors import InputError, SourcePos
+from reconciler.load.yamlsafe import format_path as yamlsafe_format_path
 
 #: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
 #: node and 3 pods per node is about 1.9 GB of kubectl JSON (and needs about 7 GB of memory to plan).
@@ -58,20 +59,13 @@ INT64 = (-(2**63), 2**63 - 1)
 Path = tuple[str | int, ...]
 """A path into a document: mapping keys (str) and sequence indices (int)."""
 
-_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_-]+")  # a "/" is quoted too: a label key reads as one key
 
 
 def format_path(path: Sequence[str | int]) -> str:
-    """``items[3].metadata.labels["a.b/c"]``: indices as ``[i]``, keys with punctuation quoted."""
-    out = ""
-    for k in path:
-        if isinstance(k, int):
-            out += f"[{k}]"
-        elif _SIMPLE_KEY.fullmatch(k):
-            out += f".{k}" if out else k
-        else:
-            out += f"[{json.dumps(k, ensure_ascii=True)}]"
-    return out
+    """``items[3].metadata.labels["a.b/c"]``: indices as ``[i]``, keys with punctuation quoted
+    (:func:`reconciler.load.yamlsafe.format_path` with ``/`` quoted)."""
+    return yamlsafe_format_path(path, _SIMPLE_KEY)
 
 
 @dataclass

@@ -150,15 +150,16 @@ def parse_path(text: str) -> PathKey:
     return tuple(out)
 
 
-def format_path(path: Sequence[str | int]) -> str:
+def format_path(path: Sequence[str | int], simple: re.Pattern[str] = _SIMPLE_KEY) -> str:
     """Dotted field path: ``spec.packages.tuning.version``; indices as ``[0]``; keys with dots or
     other punctuation quoted as JSON strings, so a newline or quote in a key stays visible and on
-    one line: ``configMap["intent.conf"]``, ``configMap["a\\n"]``."""
+    one line: ``configMap["intent.conf"]``, ``configMap["a\\n"]``. ``simple``: the keys written
+    bare (the default also takes ``/``)."""
     out = ""
     for k in path:
         if isinstance(k, int):
             out += f"[{k}]"
-        elif _SIMPLE_KEY.fullmatch(k):
+        elif simple.fullmatch(k):
             out += f".{k}" if out else k
         else:
             out += f"[{json.dumps(k)}]"
