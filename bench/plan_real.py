@@ -46,15 +46,7 @@ spec:
       configMap: {{sysctl.conf: "vm.swappiness=10"}}
 """
 
-POLICY = """\
-apiVersion: reconciler.nodewright.dev/v1alpha1
-kind: DeploymentPolicy
-metadata: {name: bench}
-spec:
-  default:
-    budget: {percent: 10}
-    strategy: {exponential: {initialBatch: 4, growthFactor: 2}}
-"""
+from bench.controlplane import POLICY  # noqa: E402  (the same budget and strategy as the rollout bench)
 
 
 def _node(name: str, i: int) -> dict[str, Any]:
