@@ -116,12 +116,13 @@ class ApplyResult:
         return not self.stopped and all(r.result == "succeeded" for r in self.results)
 
 
-def plan_recipes(inputs: Inputs, cluster: Cluster) -> list[Plan]:
-    """Plan every recipe of ``inputs`` against one observation of ``cluster`` (reads only).
+def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "") -> list[Plan]:
+    """Plan every recipe of ``inputs`` against one observation of ``cluster`` (reads only);
+    ``revision`` labels where the inputs came from (recorded, not hashed).
 
     Raises: InputError (a dependency cycle), ClusterError (the reads failed)."""
     fleet = observe(cluster)
-    return [compute_plan(r, policy_for(r, inputs), fleet) for r in inputs.recipes]
+    return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision) for r in inputs.recipes]
 
 
 def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: ApplySettings,

@@ -92,16 +92,13 @@ def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
 def run(args: argparse.Namespace) -> int:
     """Load, observe once, plan every recipe, print; see the module docstring for exit codes."""
     from reconciler.cli.clusters import open_cluster
-    from reconciler.load import load_inputs, policy_for
-    from reconciler.observe.snapshot import observe
-    from reconciler.plan.planner import compute_plan
+    from reconciler.load import load_inputs
+    from reconciler.service import plan_recipes
 
     inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True),
                          allow_empty=bool(getattr(args, "allow_empty", False)))
-    policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
     opened = open_cluster(args)
-    fleet = observe(opened.cluster)
-    plans = [compute_plan(r, policies[r.name], fleet, revision=args.revision) for r in inputs.recipes]
+    plans = plan_recipes(inputs, opened.cluster, revision=args.revision)
     from reconciler.cli.console import styles_allowed
     from reconciler.ops.controls import held_reason
 
