@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -337,14 +337,28 @@ class Rollout:
         }
 
     def _advance_all(self, runs: list[NodeRun]) -> list[float | None]:
-        """Advance node runs; with ``workers`` > 1 (a real cluster: each step waits on API round
-        trips) up to that many nodes at once. Node runs share nothing but the (thread-safe) cluster
-        adapter and the timeline."""
+        """One cycle of each node run. Every decision (each :func:`~reconciler.execute.machine.step`)
+        and every observer call happens on this, the loop's, thread; with ``workers`` > 1 (a real
+        cluster: each read or write waits on an API round trip) only the runs' I/O goes to the worker
+        pool, up to ``workers`` nodes' I/O at once."""
         if self.workers <= 1 or len(runs) <= 1:
             return [r.advance() for r in runs]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="node")
-        return list(self._pool.map(NodeRun.advance, runs))
+        pool = self._pool
+        inflight: dict[Future[Any], NodeRun] = {}
+        for r in runs:
+            job = r.begin()
+            if job is not None:
+                inflight[pool.submit(r.perform, job)] = r
+        while inflight:
+            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            for f in done:
+                r = inflight.pop(f)
+                job = r.resume(f.result())
+                if job is not None:
+                    inflight[pool.submit(r.perform, job)] = r
+        return [r.wake for r in runs]
 
     def _disrupted(self, c: _Compartment) -> int:
         active = {r.name for r in c.active if r.holds_cordon or (r.plan.cordon and r.phase is not Phase.START)}

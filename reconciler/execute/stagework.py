@@ -1,0 +1,174 @@
+"""Pure helpers of the lifecycle's stage phases: a step's progress through its stages
+(:class:`StageRun`), resuming it from the node's package state, and the stage pod it runs
+(:func:`stage_spec`). No I/O, no clock (issue 12)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, PackageState
+from reconciler.model.plan import Step
+from reconciler.model.recipe import Interrupt, Package, Recipe, parse_duration
+from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
+from reconciler.ports import StageSpec
+
+
+@dataclass
+class StageRun:
+    """One step's progress through its stages on the node. A downgrade's ``uninstall`` stage works on
+    the installed (old) version's entry and image; every other stage on the step's target version.
+    ``started``: UTC epoch seconds of the stage pod's start; ``retry_at`` and ``launched``: monotonic
+    clock times (the next attempt; when this process created the current pod)."""
+
+    step: Step
+    stages: list[str]
+    new_version: str
+    new_pull: str
+    old_version: str = ""
+    old_pull: str = ""
+    index: int = 0
+    attempt: int = 1
+    started: float | None = None
+    retry_at: float | None = None
+    done: bool = False
+    running: bool = False
+    launched: float | None = None
+
+    @property
+    def _on_old(self) -> bool:
+        return (
+            self.step.action == "downgrade"
+            and self.index < len(self.stages)
+            and self.stages[self.index] == "uninstall"
+        )
+
+    @property
+    def version(self) -> str:
+        """Version the current stage works on."""
+        return self.old_version if self._on_old else self.new_version
+
+    @property
+    def pull_ref(self) -> str:
+        """Image the current stage pulls."""
+        return self.old_pull if self._on_old else self.new_pull
+
+    @property
+    def key(self) -> str:
+        """Node-state key (``name|version``) the current stage writes to."""
+        return f"{self.step.package}|{self.version}"
+
+    def copy(self) -> StageRun:
+        """An independent copy (the step's memory is copied, never shared)."""
+        return StageRun(**{f: getattr(self, f) for f in self.__dataclass_fields__})
+
+
+def pull_of(recipe: Recipe, state: Mapping[str, PackageState], package: str, version: str) -> str:
+    """The image reference a stage of ``package`` at ``version`` pulls: the recipe's (by digest when
+    pinned) for its own version, else the one recorded on the node for that version."""
+    pkg = recipe.packages.get(package)
+    if pkg is not None and pkg.version == version:
+        return pkg.pull_ref
+    old = state.get(f"{package}|{version}")
+    if old and old.containerSHA:
+        return f"{old.image}@{old.containerSHA}"
+    return f"{old.image}:{version}" if old else f"{package}:{version}"
+
+
+def build_runs(recipe: Recipe, state: Mapping[str, PackageState],
+               steps: tuple[Step, ...] | list[Step]) -> list[StageRun]:
+    """The stage runs of ``steps``, each resumed where the node's package ``state`` says it is:
+    stages recorded complete are skipped; one recorded in progress may have a pod already (looked
+    at before anything is started)."""
+    runs = []
+    for st in steps:
+        version = (st.from_ or "") if st.action == "uninstall" else (st.to or "")
+        old = (st.from_ or "") if st.action == "downgrade" else ""
+        stages = [s for s in st.stages if s != "post-interrupt"]
+        run = StageRun(step=st, stages=stages, new_version=version,
+                       new_pull=pull_of(recipe, state, st.package, version),
+                       old_version=old, old_pull=pull_of(recipe, state, st.package, old) if old else "")
+        for i, stage in enumerate(stages):
+            run.index = i
+            entry = state.get(run.key)
+            if entry is None or entry.stage != stage:
+                continue
+            run.index = i + 1 if entry.state == "complete" else i
+            run.attempt = entry.restarts + 1
+            run.running = entry.state == "in_progress"
+            break
+        else:
+            run.index = 0
+            if st.action == "downgrade" and f"{st.package}|{old}" not in state:
+                run.index = 1  # the old version is already uninstalled
+        if run.index >= len(stages):
+            run.done = True
+        runs.append(run)
+    return runs
+
+
+def tolerations(recipe: Recipe) -> tuple[Toleration, ...]:
+    """Tolerations of every stage pod: the cordon's and the runtime-required taints, then the
+    recipe's ``additionalTolerations``."""
+    base = (
+        Toleration(key=UNSCHEDULABLE_TAINT_KEY, operator="Exists"),
+        Toleration(key=RUNTIME_REQUIRED_TAINT_KEY, operator="Exists"),
+    )
+    return base + tuple(recipe.additionalTolerations)
+
+
+def stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecycle: str,
+               agent_image: str | None, interrupt: Interrupt | None = None) -> StageSpec:
+    """The stage pod for ``stage`` of ``run`` on ``node``; the package's config, env, resources and
+    grace period apply only when the stage works on the recipe's own version of the package."""
+    pkg: Package | None = recipe.packages.get(run.step.package)
+    same = pkg is not None and pkg.version == run.version
+    grace = None
+    if same and pkg is not None and pkg.gracefulShutdown:
+        grace = int(parse_duration(pkg.gracefulShutdown))
+    return StageSpec(
+        recipe=recipe.name,
+        node=node,
+        package=run.step.package,
+        version=run.version,
+        stage=stage,
+        pull_ref=run.pull_ref,
+        run_id=lifecycle,
+        attempt=run.attempt,
+        config_map=dict(pkg.configMap) if same and pkg is not None else {},
+        env=pkg.env if same and pkg is not None else (),
+        resources=pkg.resources if same and pkg is not None else None,
+        grace_seconds=grace,
+        interrupt=interrupt,
+        tolerations=tolerations(recipe),
+        agent_image=(pkg.agentImageOverride if same and pkg is not None else None) or agent_image,
+        timeout_seconds=recipe.timeouts.stage,
+    )
+
+
+def owner_step(steps: tuple[Step, ...], interrupt: Interrupt) -> Step | None:
+    """The step whose package runs the merged interrupt: one declaring that interrupt type, else
+    one declaring any, else any step (first by package name)."""
+    holders = [s for s in steps if s.interrupt is not None and s.interrupt.type == interrupt.type]
+    pool = holders or [s for s in steps if s.interrupt is not None] or list(steps)
+    return sorted(pool, key=lambda s: s.package)[0] if pool else None
+
+
+def interrupt_packages(steps: tuple[Step, ...]) -> tuple[str, ...]:
+    """Packages whose steps declare an interrupt (sorted)."""
+    return tuple(sorted(s.package for s in steps if s.interrupt is not None))
+
+
+def interrupt_spec(recipe: Recipe, node: str, steps: tuple[Step, ...], interrupt: Interrupt, *, lifecycle: str,
+                   agent_image: str | None) -> StageSpec:
+    """The stage pod that performs the merged ``interrupt``."""
+    owner = owner_step(steps, interrupt)
+    pkg = recipe.packages.get(owner.package) if owner else None
+    fake = StageRun(
+        step=owner or Step(package="node", action="reconfigure", stages=(), reason="interrupt"),
+        stages=["interrupt"],
+        new_version=(pkg.version if pkg else ""),
+        new_pull=(pkg.pull_ref if pkg else ""),
+    )
+    return stage_spec(recipe, node, fake, "interrupt", lifecycle=lifecycle, agent_image=agent_image,
+                      interrupt=interrupt)
