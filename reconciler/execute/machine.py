@@ -208,6 +208,7 @@ class _Step:
     """One invocation of :func:`step`: works on a copy of the memory and collects effects."""
 
     def __init__(self, memory: Memory, view: View, plan: NodePlan, ctx: StepContext, now: float, utc: float) -> None:
+        self.m0 = memory
         self.m = memory.copy()
         self.v = view
         self.plan = plan
@@ -237,7 +238,7 @@ class _Step:
                 self.m.streak = 0  # the rollbacks keep the streak: a failed write counts on
         except _Need as need:
             if not self._wrote:
-                return Transition(memory=self.m, needs=need.reads)  # replayed once the reads are in
+                return Transition(memory=self.m0, needs=need.reads)  # replayed from m0 once the reads are in
             # a read after a write of this step: commit up to here, step again after the effects
             if self.v.error is None:
                 self.m.streak = 0

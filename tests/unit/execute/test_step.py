@@ -1,0 +1,350 @@
+"""Table tests of the lifecycle's pure transition function (execute/machine.py ``step``), phase × event.
+
+Each row gives the node run's memory (its phase and what it holds), what the interpreter observed
+(the View: reads answered, eviction answers, the error of the last transition) and the expected
+transition: the reads asked for, or the effects in order, the next phase, the outcome and the wake.
+Properties checked on every row: ``step`` does not change the memory it is given, the same
+arguments give the same transition, and every cluster write has a rollback memory (what the run
+keeps if the write fails: the crash points between a record and its effect).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+from reconciler.errors import ConflictError, ForbiddenError, NotFoundError, TransientError
+from reconciler.execute.effects import (
+    WRITES,
+    Announce,
+    DeleteStages,
+    EmitEvent,
+    Evict,
+    EvictAnswer,
+    EvictResult,
+    GetPod,
+    ListPods,
+    Log,
+    PatchNode,
+    ReadNode,
+    ReadStage,
+    SetCondition,
+    StartStage,
+    Transition,
+    View,
+)
+from reconciler.execute.machine import EvictTrack, Memory, Outcome, StepContext, step
+from reconciler.execute.stagework import build_runs
+from reconciler.model.nodestate import (
+    IGNORE_LABEL,
+    CordonRecord,
+    InFlight,
+    cordon_key,
+    dump_model,
+    failure_key,
+    inflight_key,
+)
+from reconciler.model.observed import NodeInfo, PodInfo
+from reconciler.model.plan import NodePlan, Step
+from reconciler.model.recipe import DrainOptions, Interrupt
+from reconciler.model.utctime import to_rfc3339
+from reconciler.model.vocab import EventKind, FailureReason, Phase
+from reconciler.ports import StageStatus
+from reconciler.testing import builders as b
+
+R = "tune"
+NOW = 1000.0
+UTC = 1_800_000_000.0
+REBOOT = Interrupt(type="reboot")
+RECIPE = b.recipe(R, b.package("drv", "2.0", interrupt="reboot"), selector={"pool": "gpu"}, protect={"protect": "yes"},
+                  drain=DrainOptions(timeoutSeconds=100))
+STEP = Step(package="drv", action="install", to="2.0", stages=("apply",), reason="new", interrupt=REBOOT)
+PLAN = NodePlan(name="n1", compartment="default", batch=1, steps=(STEP,), interrupt=REBOOT, cordon=True)
+CTX = StepContext(recipe=RECIPE, run_id="run-1", plan_hash="h" * 64, poll_seconds=5.0)
+CLAIM = dump_model(CordonRecord(runId="run-1", at=to_rfc3339(UTC - 50)))
+
+
+def node(*, unschedulable: bool = False, ours: bool = False, ready: bool | None = True, boot: str = "b1",
+         labels: dict[str, str] | None = None, inflight: InFlight | None = None, failed: bool = False) -> NodeInfo:
+    ann: dict[str, str] = {}
+    if ours:
+        ann[cordon_key(R)] = CLAIM
+    if inflight is not None:
+        ann[inflight_key(R)] = dump_model(inflight)
+    if failed:
+        ann[failure_key(R)] = '{"runId":"run-0","reason":"StageFailed"}'
+    return NodeInfo("n1", labels={"pool": "gpu", **(labels or {})}, annotations=ann, unschedulable=unschedulable,
+                    ready=ready, boot_id=boot, resource_version="7")
+
+
+def fl(phase: str, **kw: Any) -> InFlight:
+    return InFlight.model_validate({"runId": "run-1", "planHash": "h" * 64, "phase": phase, "lifecycle": "run-1",
+                                    "interrupt": REBOOT.model_dump(mode="json"), "interruptPackages": ("drv",),
+                                    **kw})
+
+
+WEB = PodInfo(namespace="default", name="web", uid="u-web", node_name="n1", labels={}, annotations={},
+              phase="Running", owners=(b.pod("web").owners))
+JOB = PodInfo(namespace="ml", name="train", uid="u-train", node_name="n1", labels={"protect": "yes"},
+              annotations={}, phase="Running", owners=(b.pod("train").owners))
+
+
+def mem(phase: Phase, **kw: Any) -> Memory:
+    m = Memory(phase=phase, lifecycle="run-1", **kw)
+    if m.node is None:
+        m.node = node(unschedulable=True, ours=True)
+    return m
+
+
+def stages_mem(*, running: bool, attempt: int = 1) -> Memory:
+    m = mem(Phase.STAGES, owns_cordon=True, inflight=fl("stages"))
+    runs = build_runs(RECIPE, {}, PLAN.steps)
+    runs[0].running, runs[0].attempt, runs[0].started = running, attempt, UTC - 10
+    m.runs = runs
+    return m
+
+
+def stage_view(status: StageStatus, attempt: int = 1, **kw: Any) -> View:
+    m = stages_mem(running=True, attempt=attempt)
+    from reconciler.execute.stagework import stage_spec
+    spec = stage_spec(RECIPE, "n1", m.runs[0], "apply", lifecycle="run-1", agent_image=None)
+    return View(fresh=node(unschedulable=True, ours=True), stages={spec.pod_name: status}, **kw)
+
+
+def drain_mem(answer: EvictResult | None = None, **track: Any) -> tuple[Memory, View]:
+    m = mem(Phase.DRAIN, owns_cordon=True, inflight=fl("drain", timers={"drain": to_rfc3339(UTC - 10)}))
+    m.evictions = {"default/web": EvictTrack(WEB, asked=answer is not None, **track)}
+    return m, View(evictions={"default/web": answer} if answer else {})
+
+
+@dataclass
+class Row:
+    id: str
+    memory: Memory
+    view: View
+    needs: tuple[type, ...] = ()
+    effects: tuple[type, ...] | None = None
+    phase: Phase | None = None
+    outcome: Outcome = Outcome.RUNNING
+    wake: float | None | str = "any"  # offset from NOW, None (ended), or "any"
+    again: bool = False
+    announce: tuple[EventKind, ...] | None = None
+    reason: str = ""
+    raises: type | None = None
+    check: Any = field(default=None)
+
+
+def _two_pdbs() -> tuple[Memory, View]:
+    m, v = drain_mem(EvictResult(EvictAnswer.SERVER, "This pod has more than one PodDisruptionBudget"))
+    pdbs = (b.pdb("a", {"app": "web"}), b.pdb("b", {"app": "web"}))
+    web = replace(WEB, labels={"app": "web"})
+    m.evictions["default/web"] = EvictTrack(web, asked=True)
+    return m, View(evictions=v.evictions, pdbs=pdbs)
+
+
+ROWS = [
+    # ---- START
+    Row("start/nothing-read", Memory(), View(), needs=(ReadNode,), phase=Phase.START),
+    Row("start/ready-schedulable->cordon", Memory(), View(nodes=(node(),)),
+        effects=(PatchNode, Announce), phase=Phase.WAIT, again=True, announce=(EventKind.CORDON,),
+        check=lambda t: (t.effects[0].unschedulable is True and cordon_key(R) in t.effects[0].annotations
+                         and t.effects[0].resource_version == "7")),
+    Row("start/someone-elses-cordon", Memory(), View(nodes=(node(unschedulable=True),)),
+        effects=(PatchNode, Announce), phase=Phase.WAIT, again=True,
+        check=lambda t: t.effects[0].unschedulable is None and cordon_key(R) not in t.effects[0].annotations
+        and not t.memory.owns_cordon),
+    Row("start/not-ready->failed", Memory(), View(nodes=(node(ready=False),)),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.NODE_NOT_READY),
+    Row("start/ignored->left", Memory(), View(nodes=(node(labels={IGNORE_LABEL: "true"}),)),
+        effects=(Announce,), outcome=Outcome.LEFT, wake=None, announce=(EventKind.LEFT,)),
+    Row("start/left-selector-holding-our-cordon->released", Memory(),
+        View(nodes=(node(unschedulable=True, ours=True, labels={"pool": "cpu"}),)),
+        effects=(PatchNode, Announce, Announce), outcome=Outcome.LEFT, wake=None,
+        check=lambda t: t.effects[0].unschedulable is False),
+    Row("start/resume-interrupt", Memory(),
+        View(nodes=(node(unschedulable=True, ours=True, inflight=fl("interrupt", requestedAt=to_rfc3339(UTC))),)),
+        effects=(Announce,), phase=Phase.INTERRUPT, wake=0.0, announce=(EventKind.RESUME,)),
+    # ---- WAIT
+    Row("wait/protected-pod->wait", mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait", timers={
+        "wait": to_rfc3339(UTC - 10)})), View(pod_lists=((JOB,),)),
+        effects=(Announce,), phase=Phase.WAIT, wake=30.0, announce=(EventKind.WAIT,)),
+    Row("wait/protected-pod-past-limit->blocked", mem(Phase.WAIT, owns_cordon=True, waiting_logged=True,
+        inflight=fl("wait", timers={
+        "wait": to_rfc3339(UTC - 4000)})), View(pod_lists=((JOB,),), fresh=node(unschedulable=True, ours=True)),
+        effects=(PatchNode, Announce, Announce), outcome=Outcome.BLOCKED, wake=None,
+        check=lambda t: t.effects[0].unschedulable is False),
+    Row("wait/evictable-pod->drain-record-and-evict", mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait")),
+        View(pod_lists=((WEB,),)), effects=(PatchNode, Evict), phase=Phase.DRAIN, again=True),
+    Row("wait/nothing-to-evict->read-node", mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait")),
+        View(pod_lists=((),)), needs=(ReadNode,), phase=Phase.WAIT),
+    Row("wait/nothing-to-evict->first-stage", mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait")),
+        View(pod_lists=((),), nodes=(node(unschedulable=True, ours=True, inflight=fl("wait")),)),
+        effects=(Announce, PatchNode, StartStage, Announce), phase=Phase.STAGES, wake=5.0,
+        announce=(EventKind.DRAINED, EventKind.STAGE_START)),
+    Row("wait/uncordoned-by-someone->recordon", mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait")),
+        View(pod_lists=((),), nodes=(node(unschedulable=False, ours=True, inflight=fl("wait")),)),
+        effects=(PatchNode, Announce), phase=Phase.DRAIN, wake=0.0,
+        check=lambda t: t.effects[0].unschedulable is True and t.memory.recordons == 1),
+    # ---- DRAIN: eviction answers
+    Row("drain/accepted->look-for-the-pod", *drain_mem(EvictResult(EvictAnswer.ACCEPTED)),
+        needs=(GetPod,), phase=Phase.DRAIN),
+    Row("drain/accepted-and-gone->stages", drain_mem(EvictResult(EvictAnswer.ACCEPTED))[0],
+        View(evictions={"default/web": EvictResult(EvictAnswer.ACCEPTED)}, pods={("default", "web"): None},
+             nodes=(node(unschedulable=True, ours=True, inflight=fl("drain")),)),
+        effects=(Announce, Announce, PatchNode, StartStage, Announce), phase=Phase.STAGES,
+        announce=(EventKind.EVICT, EventKind.DRAINED, EventKind.STAGE_START)),
+    Row("drain/429-pdb->retry-later", *drain_mem(EvictResult(EvictAnswer.TOO_MANY, "budget", disruption_budget=True)),
+        effects=(), phase=Phase.DRAIN, wake=5.0,
+        check=lambda t: t.memory.evictions["default/web"].attempts == 1),
+    Row("drain/404->gone", drain_mem(EvictResult(EvictAnswer.NOT_FOUND))[0],
+        View(evictions={"default/web": EvictResult(EvictAnswer.NOT_FOUND)},
+             nodes=(node(unschedulable=True, ours=True, inflight=fl("drain")),)),
+        phase=Phase.STAGES, announce=(EventKind.DRAINED, EventKind.STAGE_START)),
+    Row("drain/409-same-uid->retry", drain_mem(EvictResult(EvictAnswer.CONFLICT, "rv"))[0],
+        View(evictions={"default/web": EvictResult(EvictAnswer.CONFLICT, "rv")}, pods={("default", "web"): WEB}),
+        effects=(), phase=Phase.DRAIN, wake=5.0),
+    Row("drain/403-namespace-terminating->retry",
+        *drain_mem(EvictResult(EvictAnswer.FORBIDDEN, "terminating", reason="NamespaceTerminating")),
+        effects=(), phase=Phase.DRAIN, wake=5.0),
+    Row("drain/403->failed", *drain_mem(EvictResult(EvictAnswer.FORBIDDEN, "no")),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.FORBIDDEN),
+    Row("drain/500-two-pdbs->failed", *_two_pdbs(),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.MULTIPLE_PDBS),
+    Row("drain/timeout->failed", mem(Phase.DRAIN, owns_cordon=True, inflight=fl("drain", timers={
+        "drain": to_rfc3339(UTC - 101)}), evictions={"default/web": EvictTrack(WEB, evicted=True)}),
+        View(pods={("default", "web"): WEB}, pdbs=()),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.DRAIN_TIMEOUT),
+    # ---- STAGES
+    Row("stages/running->look", stages_mem(running=True), View(fresh=node(unschedulable=True, ours=True)),
+        needs=(ReadStage,), phase=Phase.STAGES),
+    Row("stages/running-still->poll", stages_mem(running=True), stage_view(StageStatus("running", started=UTC - 10)),
+        effects=(), phase=Phase.STAGES, wake=5.0),
+    Row("stages/succeeded->interrupt-needs-node", stages_mem(running=True),
+        stage_view(StageStatus("succeeded", started=UTC - 10)), needs=(ReadNode,), phase=Phase.STAGES),
+    Row("stages/succeeded->reboot-requested", stages_mem(running=True),
+        stage_view(StageStatus("succeeded", started=UTC - 10),
+                   nodes=(node(unschedulable=True, ours=True, inflight=fl("stages"), boot="b1"),)),
+        effects=(Announce, PatchNode, StartStage, Announce), phase=Phase.INTERRUPT, wake=5.0,
+        announce=(EventKind.STAGE_END, EventKind.INTERRUPT),
+        check=lambda t: t.memory.inflight.bootID == "b1" and t.memory.inflight.requestedAt),
+    Row("stages/failed-retries-left->retry", stages_mem(running=True),
+        stage_view(StageStatus("failed", exit_code=3, started=UTC - 10)),
+        effects=(PatchNode, Announce), phase=Phase.STAGES, wake=10.0, announce=(EventKind.STAGE_RETRY,)),
+    Row("stages/failed-no-retries->failed", stages_mem(running=True, attempt=3),
+        stage_view(StageStatus("failed", exit_code=3, started=UTC - 10), attempt=3),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.STAGE_FAILED),
+    Row("stages/missing-pod->start-again", stages_mem(running=True), stage_view(StageStatus("missing")),
+        effects=(StartStage,), phase=Phase.STAGES, wake=5.0),
+    # ---- INTERRUPT
+    Row("interrupt/rebooted->post-interrupt", mem(Phase.INTERRUPT, owns_cordon=True,
+        inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 60))),
+        View(nodes=(node(unschedulable=True, ours=True, boot="b2",
+                         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 60))),)),
+        effects=(Announce,), phase=Phase.POST_INTERRUPT, wake=0.0, announce=(EventKind.REBOOTED,)),
+    Row("interrupt/reboot-timeout->failed", mem(Phase.INTERRUPT, owns_cordon=True,
+        inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 901))),
+        View(nodes=(node(unschedulable=True, ours=True, boot="b1",
+                         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 901))),),
+             stages={}), needs=(ReadStage,), phase=Phase.INTERRUPT),
+    # ---- UNCORDON
+    Row("uncordon/ours-last-claim->complete", mem(Phase.UNCORDON, owns_cordon=True),
+        View(nodes=(node(unschedulable=True, ours=True),)),
+        effects=(PatchNode, Announce, DeleteStages, Announce), outcome=Outcome.COMPLETE, wake=None,
+        announce=(EventKind.UNCORDON, EventKind.COMPLETE),
+        check=lambda t: t.effects[0].unschedulable is False and t.effects[0].resource_version == "7"),
+    Row("uncordon/after-a-failure->clear-condition", mem(Phase.UNCORDON, owns_cordon=True),
+        View(nodes=(node(unschedulable=True, ours=True, failed=True),)),
+        effects=(PatchNode, Announce, DeleteStages, SetCondition, Announce), outcome=Outcome.COMPLETE, wake=None),
+    Row("uncordon/not-ready->failed", mem(Phase.UNCORDON, owns_cordon=True),
+        View(nodes=(node(unschedulable=True, ours=True, ready=False),)),
+        outcome=Outcome.FAILED, wake=None, reason=FailureReason.NODE_NOT_READY),
+    # ---- errors of the last transition (execute/retry.py)
+    Row("error/409->retry-in-1s", mem(Phase.CORDON), View(error=ConflictError("changed", 409, "Conflict")),
+        effects=(Log,), phase=Phase.CORDON, wake=1.0, check=lambda t: t.memory.streak == 1),
+    Row("error/transient-past-bound->failed", mem(Phase.STAGES, streak=12, streak_start=NOW - 10),
+        View(error=TransientError("down", 503, "ServiceUnavailable"), fresh=node(unschedulable=True, ours=True)),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.API_ERROR_PERSISTS),
+    Row("error/404-node-check", mem(Phase.STAGES), View(error=NotFoundError("gone", 404, "NotFound")),
+        needs=(ReadNode,), phase=Phase.STAGES),
+    Row("error/404-node-gone->removed", mem(Phase.STAGES),
+        View(error=NotFoundError("gone", 404, "NotFound"), nodes=(None,)),
+        effects=(Announce,), outcome=Outcome.REMOVED, wake=None, announce=(EventKind.REMOVED,)),
+    Row("error/403-while-recording-a-failure->stop-the-run",
+        mem(Phase.FAILING, failure_args=("StageFailed", "x", {"keep_cordon": True, "stage": "", "package": "",
+                                                                "exit_code": None, "log_tail": ""})),
+        View(error=ForbiddenError("rbac", 403, "Forbidden")), raises=ForbiddenError),
+]
+
+
+def _offset(t: Transition[Memory]) -> float | None:
+    return None if t.wake is None else round(t.wake - NOW, 3)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_step(row: Row) -> None:
+    before = copy.deepcopy(row.memory)
+    t = step(row.memory, row.view, PLAN, CTX, NOW, UTC)
+    assert row.memory == before, "step changed the memory it was given"
+    assert t == step(before, row.view, PLAN, CTX, NOW, UTC), "same arguments, different transition"
+    if row.raises is not None:
+        assert isinstance(t.raise_, row.raises)
+        return
+    assert t.raise_ is None
+    assert tuple(type(r) for r in t.needs) == row.needs
+    if row.needs:
+        assert t.effects == () and t.memory == before  # a step that needs reads decides nothing yet
+        return
+    if row.effects is not None:
+        assert tuple(type(e) for e in t.effects) == row.effects
+    for i, e in enumerate(t.effects):
+        if isinstance(e, WRITES):
+            assert i in t.rollbacks, f"write {i} ({type(e).__name__}) has no rollback memory"
+    if row.phase is not None:
+        assert t.memory.phase is row.phase
+    assert t.memory.outcome is row.outcome
+    if row.wake != "any":
+        assert _offset(t) == row.wake
+    assert t.again is row.again
+    if row.announce is not None:
+        assert tuple(e.kind for e in t.effects if isinstance(e, Announce)) == row.announce
+    if row.reason:
+        assert t.memory.failure is not None and t.memory.failure.reason == row.reason
+    if row.check is not None:
+        assert row.check(t)
+
+
+def test_failed_write_rolls_back_to_the_memory_it_was_decided_from() -> None:
+    """Crash point between a record and its effect: the first stage's state record is written, then
+    the stage pod is created. If the pod's creation fails, the run keeps the memory as it was right
+    after the record (the stage is not running yet); if the record fails, the deferred records
+    are kept for the retry."""
+    m = mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait"), pending={"x": "1"})
+    v = View(pod_lists=((),), nodes=(node(unschedulable=True, ours=True, inflight=fl("wait")),))
+    t = step(m, v, PLAN, CTX, NOW, UTC)
+    kinds = [type(e) for e in t.effects]
+    patch, start = kinds.index(PatchNode), kinds.index(StartStage)
+    assert t.memory.runs[0].running and not t.memory.pending
+    assert not t.rollbacks[start].runs[0].running  # the pod creation failed: not running
+    assert t.rollbacks[start].state["drv|2.0"].state == "in_progress"  # its record was written
+    assert t.rollbacks[patch].pending.get("x") == "1"  # the record failed: deferred records kept
+    assert isinstance(t.effects[patch], PatchNode) and t.effects[patch].annotations["x"] == "1"
+
+
+def test_pure_module_needs_no_reads_it_did_not_ask_for() -> None:
+    """The reads a step asks for are exactly what it consumes: answering them lets it decide."""
+    m = Memory()
+    t = step(m, View(), PLAN, CTX, NOW, UTC)
+    assert t.needs == (ReadNode(),)
+    t2 = step(m, View(nodes=(node(),)), PLAN, CTX, NOW, UTC)
+    assert t2.again and t2.memory.phase is Phase.WAIT
+    t3 = step(t2.memory, View(fresh=node(unschedulable=True, ours=True)), PLAN, CTX, NOW, UTC)
+    assert t3.needs == (ListPods(),)
