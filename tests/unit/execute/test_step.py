@@ -129,7 +129,7 @@ class Row:
     effects: tuple[type, ...] | None = None
     phase: Phase | None = None
     outcome: Outcome = Outcome.RUNNING
-    wake: float | None | str = "any"  # offset from NOW, None (ended), or "any"
+    wake: float | str | None = "any"  # offset from NOW, None (ended), or "any"
     again: bool = False
     announce: tuple[EventKind, ...] | None = None
     reason: str = ""
