@@ -73,9 +73,10 @@ from reconciler.model.nodestate import (
     state_key,
 )
 from reconciler.model.observed import NodeInfo
-from reconciler.model.plan import Action, Step
+from reconciler.model.plan import Step
 from reconciler.model.recipe import Interrupt, Package, Recipe
 from reconciler.model.versions import compare
+from reconciler.model.vocab import Action
 
 ChangeKind = Literal["install", "upgrade", "downgrade", "reconfigure", "uninstall", "unchanged"]
 
@@ -199,7 +200,7 @@ class PackageChange:
         """
         if self.action == "unchanged":
             raise ValueError(f"package {self.package} is unchanged and has no step")
-        action: Action = self.action
+        action = Action(self.action)
         return Step.model_validate(
             {
                 "package": self.package,

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reconciler.execute.timeline import RunResult
+from reconciler.model.vocab import NodeResult
 from reconciler.report.safetext import markup, text
 
 
@@ -55,9 +56,9 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
             text(r.recipe),
             f"[{colour}]{r.result}[/{colour}]",
             hms(r.duration),
-            str(states.count("complete")),
-            str(states.count("failed")),
-            str(states.count("blocked") + states.count("waiting")),
+            str(states.count(NodeResult.COMPLETE)),
+            str(states.count(NodeResult.FAILED)),
+            str(states.count(NodeResult.BLOCKED) + states.count(NodeResult.WAITING)),
             str(reboots),
             str(evictions),
         ]
@@ -66,9 +67,9 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
             row += [str(removals),
                     text(", ".join(f"{c['name']} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-")]
         t.add_row(*row)
-        totals["complete"] += states.count("complete")
-        totals["failed"] += states.count("failed")
-        totals["other"] += states.count("blocked") + states.count("waiting")
+        totals["complete"] += states.count(NodeResult.COMPLETE)
+        totals["failed"] += states.count(NodeResult.FAILED)
+        totals["other"] += states.count(NodeResult.BLOCKED) + states.count(NodeResult.WAITING)
         totals["reboots"] += reboots
         totals["evictions"] += evictions
         totals["removals"] += removals

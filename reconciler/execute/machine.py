@@ -88,7 +88,16 @@ from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.plan import NodePlan, Step
 from reconciler.model.recipe import Interrupt, Recipe
 from reconciler.model.utctime import elapsed_since, to_rfc3339
-from reconciler.model.vocab import IMAGE_PULL_REASONS, EventKind, FailureReason, Phase
+from reconciler.model.vocab import (
+    IMAGE_PULL_REASONS,
+    EventKind,
+    FailureReason,
+    InterruptType,
+    NodeStatus,
+    PackageStatus,
+    Phase,
+    Stage,
+)
 from reconciler.plan.drain import classify_pods
 from reconciler.ports import StageSpec, StageStatus
 
@@ -381,6 +390,9 @@ class _Step:
         if self.m.pending_labels:
             labels = {**self.m.pending_labels, **(labels or {})}
             self.m.pending_labels = {}
+        # plain strings on the wire (vocabulary members are str subclasses)
+        annotations = {k: None if v is None else str(v) for k, v in annotations.items()} if annotations else annotations
+        labels = {k: None if v is None else str(v) for k, v in labels.items()} if labels else labels
         decided = taints is not None or unschedulable is not None
         rv = self.m.node.resource_version if decided and self.m.node is not None else None
         self._write(PatchNode(annotations=annotations, labels=labels, unschedulable=unschedulable,
@@ -409,17 +421,17 @@ class _Step:
         until the node is complete, so a run that stops before the write finds it and records it."""
         self.m.pending.update(annotations)
 
-    def _inflight(self, phase: str, **extra: Any) -> str:
+    def _inflight(self, phase: Phase, **extra: Any) -> str:
         fl = self.m.inflight
         base = fl.model_dump() if fl else {}
         lifecycle = self.m.lifecycle or self.ctx.run_id
         stamp = self._stamp()
         timers = dict(base.get("timers") or {}) if base.get("lifecycle", lifecycle) == lifecycle else {}
-        if phase in ("wait", "drain"):
+        if phase in (Phase.WAIT, Phase.DRAIN):
             timers.setdefault(phase, stamp)  # its timeout counts from the first start, across restarts
         base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=stamp,
                     lifecycle=lifecycle, timers=timers)
-        if phase in ("wait", "drain", "stages") and self.plan.interrupt is not None:
+        if phase in (Phase.WAIT, Phase.DRAIN, Phase.STAGES) and self.plan.interrupt is not None:
             # the interrupt is owed from the start, so a restart after the stages never loses it
             base.update(interrupt=self.plan.interrupt.model_dump(mode="json"),
                         interruptPackages=interrupt_packages(self.plan.steps), requestedAt=None)
@@ -509,9 +521,9 @@ class _Step:
                     m.state[k] = e.model_copy(update={"restarts": 0})
         if fl is not None:
             self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
-            resume = {"interrupt": Phase.INTERRUPT, "post-interrupt": Phase.POST_INTERRUPT,
-                      "uncordon": Phase.UNCORDON}.get(fl.phase)
-            if resume is None and (fl.phase == "stages" or not self.plan.cordon):
+            resume = {Phase.INTERRUPT: Phase.INTERRUPT, Phase.POST_INTERRUPT: Phase.POST_INTERRUPT,
+                      Phase.UNCORDON: Phase.UNCORDON}.get(fl.phase)
+            if resume is None and (fl.phase is Phase.STAGES or not self.plan.cordon):
                 resume = Phase.STAGES
             if resume is not None:
                 m.phase = resume
@@ -531,20 +543,20 @@ class _Step:
         m.owns_cordon = cordon_key(name) in node.annotations
         if not self.plan.cordon:
             # nothing disruptive happens before the first stage: its record carries these too
-            self._defer({inflight_key(name): self._inflight("stages"), status_key(name): "in_progress",
+            self._defer({inflight_key(name): self._inflight(Phase.STAGES), status_key(name): NodeStatus.IN_PROGRESS,
                          state_key(name): dump_state(m.state)})
-            m.pending_labels[status_key(name)] = "in_progress"
+            m.pending_labels[status_key(name)] = NodeStatus.IN_PROGRESS
             m.phase = Phase.STAGES
             return self._phase_stages()
         ann: dict[str, str | None] = {
-            inflight_key(name): self._inflight("wait"),
-            status_key(name): "in_progress",
+            inflight_key(name): self._inflight(Phase.WAIT),
+            status_key(name): NodeStatus.IN_PROGRESS,
             state_key(name): dump_state(m.state),
         }
         decision = decide_cordon(node, name)  # pure (execute/decide.py), from the fresh read
         if decision.claim:
             ann[cordon_key(name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
-        self._patch(annotations=ann, labels={status_key(name): "in_progress"},
+        self._patch(annotations=ann, labels={status_key(name): NodeStatus.IN_PROGRESS},
                     unschedulable=True if decision.cordon else None)
         m.owns_cordon = decision.action in (CordonAction.CORDON, CordonAction.SHARE, CordonAction.OURS)
         self._event(EventKind.CORDON, decision.detail)
@@ -561,7 +573,7 @@ class _Step:
                 self._event(EventKind.WAIT, f"blocked by {names}")
                 m.waiting_logged = True
             limit = self.recipe.timeouts.waitNonInterrupt
-            elapsed = self._elapsed("wait", m.inflight.timers.get("wait") if m.inflight else None)
+            elapsed = self._elapsed(Phase.WAIT, m.inflight.timers.get(Phase.WAIT) if m.inflight else None)
             if elapsed >= limit:
                 return self._block(f"protected pods still running after {limit} s: {names}")
             return self._now + min(self.ctx.poll_seconds * 6, limit - elapsed)
@@ -594,7 +606,7 @@ class _Step:
             if not m.evictions:
                 return self._drained()
             # the drain's start is recorded so its timeout survives a restart
-            self._patch(annotations={inflight_key(self.recipe.name): self._inflight("drain")})
+            self._patch(annotations={inflight_key(self.recipe.name): self._inflight(Phase.DRAIN)})
         asked = False
         for ref, tr in sorted(m.evictions.items()):
             if tr.evicted or tr.gone or tr.next_try > now or ref in answered:  # one try per pod per cycle
@@ -688,7 +700,7 @@ class _Step:
         pending = [tr for tr in m.evictions.values() if not tr.gone]
         if not pending:
             return self._drained()
-        elapsed = self._elapsed("drain", m.inflight.timers.get("drain") if m.inflight else None)
+        elapsed = self._elapsed(Phase.DRAIN, m.inflight.timers.get(Phase.DRAIN) if m.inflight else None)
         if elapsed >= opts.timeoutSeconds:
             parts = []
             budgets = self._pdbs()
@@ -718,7 +730,7 @@ class _Step:
             m.evictions.clear()
             return self._now
         self._event(EventKind.DRAINED, f"{len(m.evictions)} pods gone")
-        self._defer({inflight_key(self.recipe.name): self._inflight("stages")})
+        self._defer({inflight_key(self.recipe.name): self._inflight(Phase.STAGES)})
         m.phase = Phase.STAGES
         return self._phase_stages()
 
@@ -793,7 +805,7 @@ class _Step:
                               f"{run.step.package} {run.version} {stage} failed {run.attempt - 1} "
                               "time(s); no attempts left", keep_cordon=True, stage=stage, package=run.step.package)
         if not run.running:
-            self._set_entry(run.key, run.step.package, run.version, stage, "in_progress", run.step,
+            self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.IN_PROGRESS, run.step,
                             restarts=run.attempt - 1)
             self._patch(annotations={state_key(self.recipe.name): dump_state(self.m.state)})
             self._write(StartStage(spec))
@@ -822,18 +834,18 @@ class _Step:
         self._event(EventKind.STAGE_END, f"{run.step.package} {run.version} {stage} ok")
         name = self.recipe.name
         ann: dict[str, str | None] = {}
-        if stage == "uninstall":
+        if stage == Stage.UNINSTALL:
             m.state.pop(run.key, None)
             digests = parse_config_digests(self._annotation(config_key(name)))
             if digests.pop(run.step.package, None) is not None:
                 ann[config_key(name)] = dump_config_digests(digests)
         else:
-            self._set_entry(run.key, run.step.package, run.version, stage, "complete", run.step, restarts=0)
-        if stage == "upgrade":  # other versions of the package are replaced (semantics §2.3)
+            self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.COMPLETE, run.step, restarts=0)
+        if stage == Stage.UPGRADE:  # other versions of the package are replaced (semantics §2.3)
             for k in [k for k in m.state if k.startswith(f"{run.step.package}|") and k != run.key]:
                 del m.state[k]
         pkg = self.recipe.packages.get(run.step.package)
-        if stage == "config" and pkg is not None and pkg.version == run.version:
+        if stage == Stage.CONFIG and pkg is not None and pkg.version == run.version:
             digests = parse_config_digests(self._annotation(config_key(name)))
             digests[pkg.name] = config_digest(pkg)
             ann[config_key(name)] = dump_config_digests(digests)
@@ -851,7 +863,8 @@ class _Step:
         stage = run.stages[run.index]
         now = self._now
         retries = self.recipe.timeouts.stageRetries
-        self._set_entry(run.key, run.step.package, run.version, stage, "erroring", run.step, restarts=run.attempt)
+        self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.ERRORING, run.step,
+                        restarts=run.attempt)
         if run.attempt <= retries:
             self._patch(annotations={state_key(self.recipe.name): dump_state(self.m.state)})
             delay = min(300.0, self.recipe.timeouts.retryBackoff * (2 ** (run.attempt - 1)))
@@ -884,7 +897,7 @@ class _Step:
         now = self._now
         fl = m.inflight
         node = self._read()
-        if fl is None or fl.phase != "interrupt" or fl.requestedAt is None:
+        if fl is None or fl.phase is not Phase.INTERRUPT or fl.requestedAt is None:
             interrupt = self.plan.interrupt
             if interrupt is None:
                 m.phase = Phase.UNCORDON
@@ -901,10 +914,11 @@ class _Step:
             pkgs = interrupt_packages(self.plan.steps)
             for s in self.plan.steps:
                 if s.package in pkgs and s.to:
-                    self._set_entry(f"{s.package}|{s.to}", s.package, s.to, "interrupt", "in_progress", s)
+                    self._set_entry(f"{s.package}|{s.to}", s.package, s.to, Stage.INTERRUPT,
+                                    PackageStatus.IN_PROGRESS, s)
             ann: dict[str, str | None] = {
                 inflight_key(self.recipe.name): self._inflight(
-                    "interrupt",
+                    Phase.INTERRUPT,
                     interrupt=interrupt.model_dump(mode="json"),
                     interruptPackages=pkgs,
                     bootID=node.boot_id,
@@ -922,7 +936,7 @@ class _Step:
             m.phase = Phase.POST_INTERRUPT
             return self._now
         spec = self._interrupt_stage(interrupt)
-        if interrupt.type == "reboot":
+        if interrupt.type == InterruptType.REBOOT:
             if reboot_confirmed(node, fl.bootID):
                 self._event(EventKind.REBOOTED, f"bootID {fl.bootID[:8]} -> {node.boot_id[:8]}")
                 return self._interrupt_done()
@@ -930,12 +944,12 @@ class _Step:
             if st.phase == "missing" and node.boot_id == fl.bootID and node.ready is True:
                 # the request never reached the node (we stopped between the record and the pod)
                 self._write(StartStage(spec))
-            waited = self._elapsed("interrupt", fl.requestedAt)
+            waited = self._elapsed(Phase.INTERRUPT, fl.requestedAt)
             if waited >= self.recipe.timeouts.reboot:
                 return self._fail(FailureReason.REBOOT_TIMEOUT,
                                   f"node did not come back from the reboot within {self.recipe.timeouts.reboot} s "
                                   f"(bootID still {node.boot_id[:8] or 'unknown'}, Ready={node.ready})",
-                                  keep_cordon=True, stage="interrupt")
+                                  keep_cordon=True, stage=Stage.INTERRUPT)
             return now + min(self.ctx.poll_seconds, self.recipe.timeouts.reboot - waited)
         st = self._stage_status(spec)
         if st.phase == "missing":
@@ -943,10 +957,10 @@ class _Step:
             return now + self.ctx.poll_seconds
         if st.phase == "succeeded":
             return self._interrupt_done()
-        if st.phase == "failed" or self._elapsed("interrupt", fl.requestedAt) >= self.recipe.timeouts.stage:
+        if st.phase == "failed" or self._elapsed(Phase.INTERRUPT, fl.requestedAt) >= self.recipe.timeouts.stage:
             return self._fail(FailureReason.INTERRUPT_FAILED,
                               f"{interrupt.type} interrupt failed: exit {st.exit_code} {st.reason}",
-                              keep_cordon=True, stage="interrupt", exit_code=st.exit_code, log_tail=st.log_tail)
+                              keep_cordon=True, stage=Stage.INTERRUPT, exit_code=st.exit_code, log_tail=st.log_tail)
         return now + self.ctx.poll_seconds
 
     def _interrupt_done(self) -> float | None:
@@ -954,9 +968,9 @@ class _Step:
         pkgs = m.inflight.interruptPackages if m.inflight else ()
         for s in self.plan.steps:
             if s.package in pkgs and s.to:
-                self._set_entry(f"{s.package}|{s.to}", s.package, s.to, "interrupt", "complete", s)
+                self._set_entry(f"{s.package}|{s.to}", s.package, s.to, Stage.INTERRUPT, PackageStatus.COMPLETE, s)
         self._defer({
-            inflight_key(self.recipe.name): self._inflight("post-interrupt"),
+            inflight_key(self.recipe.name): self._inflight(Phase.POST_INTERRUPT),
             state_key(self.recipe.name): dump_state(m.state),
         })
         m.phase = Phase.POST_INTERRUPT
@@ -964,7 +978,7 @@ class _Step:
 
     def _phase_post_interrupt(self) -> float | None:
         m = self.m
-        if not m.runs or m.runs[0].stages != ["post-interrupt"]:
+        if not m.runs or m.runs[0].stages != [Stage.POST_INTERRUPT]:
             if m.node is None or m.inflight is None:
                 self._read()
             pkgs = m.inflight.interruptPackages if m.inflight else interrupt_packages(self.plan.steps)
@@ -972,13 +986,13 @@ class _Step:
             m.runs = []
             for s in steps:
                 run = build_runs(self.recipe, m.state,
-                                 [s.model_copy(update={"stages": ("post-interrupt",), "after": ()})])[0]
-                run.stages = ["post-interrupt"]
+                                 [s.model_copy(update={"stages": (Stage.POST_INTERRUPT,), "after": ()})])[0]
+                run.stages = [Stage.POST_INTERRUPT]
                 entry = m.state.get(run.key)
                 run.index, run.done, run.running, run.attempt = 0, False, False, 1
-                if entry is not None and entry.stage == "post-interrupt":
-                    run.done = entry.state == "complete"
-                    run.running = entry.state == "in_progress"
+                if entry is not None and entry.stage == Stage.POST_INTERRUPT:
+                    run.done = entry.state == PackageStatus.COMPLETE
+                    run.running = entry.state == PackageStatus.IN_PROGRESS
                     run.attempt = entry.restarts + 1
                 m.runs.append(run)
         return self._drive(self._post_done)
@@ -999,13 +1013,13 @@ class _Step:
             inflight_key(name): None,
             failure_key(name): None,
             cordon_key(name): None,
-            status_key(name): "complete",
+            status_key(name): NodeStatus.COMPLETE,
             state_key(name): dump_state(m.state),
         }
         release = decide_release(node, name, owns_cordon=m.owns_cordon, runtime_required=self.recipe.runtimeRequired,
                                  runtime_required_recipes=self.ctx.runtime_required)
         others, uncordon, taints = release.others, release.uncordon, release.taints
-        self._patch(annotations=ann, labels={status_key(name): "complete"},
+        self._patch(annotations=ann, labels={status_key(name): NodeStatus.COMPLETE},
                     unschedulable=False if uncordon else None, taints=taints)
         if uncordon:
             self._event(EventKind.UNCORDON)
@@ -1051,7 +1065,7 @@ class _Step:
         if not m.give_up_recording:
             ann: dict[str, str | None] = {
                 failure_key(name): dump_model(rec),
-                status_key(name): "erroring",
+                status_key(name): NodeStatus.ERRORING,
                 state_key(name): dump_state(m.state),
             }
             unsched: bool | None = None
@@ -1061,7 +1075,7 @@ class _Step:
                     self._refresh()
                     ann[cordon_key(name)] = None
                     unsched = False
-            self._patch(annotations=ann, labels={status_key(name): "erroring"}, unschedulable=unsched)
+            self._patch(annotations=ann, labels={status_key(name): NodeStatus.ERRORING}, unschedulable=unsched)
             if unsched is False:
                 m.owns_cordon = False
                 self._event(EventKind.UNCORDON, "released: nothing was disrupted")
@@ -1081,10 +1095,10 @@ class _Step:
         m = self.m
         name = self.recipe.name
         self._refresh()
-        ann: dict[str, str | None] = {inflight_key(name): None, status_key(name): "blocked"}
+        ann: dict[str, str | None] = {inflight_key(name): None, status_key(name): NodeStatus.BLOCKED}
         if m.owns_cordon:
             ann[cordon_key(name)] = None
-        self._patch(annotations=ann, labels={status_key(name): "blocked"},
+        self._patch(annotations=ann, labels={status_key(name): NodeStatus.BLOCKED},
                     unschedulable=False if m.owns_cordon else None)
         if m.owns_cordon:
             self._event(EventKind.UNCORDON, "released while blocked")
@@ -1123,7 +1137,7 @@ class _Step:
                     "scope or `reconciler node reset --force`")
             if m.inflight is None or not m.inflight.interrupt:
                 self._patch(annotations={inflight_key(name): self._inflight(
-                    m.phase if m.phase in (Phase.STAGES, Phase.INTERRUPT) else "stages")})
+                    m.phase if m.phase in (Phase.STAGES, Phase.INTERRUPT) else Phase.STAGES)})
             m.message = note
             m.outcome = Outcome.LEFT
             self._event(EventKind.OWED, note)

@@ -44,7 +44,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
 from reconciler.model.recipe import Recipe
-from reconciler.model.vocab import Phase
+from reconciler.model.vocab import NodeResult, Phase, RunVerdict
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
 from reconciler.ports import Clock, Cluster
 
@@ -452,26 +452,26 @@ class Rollout:
                 f0 = self.prefailed[np.name]
                 any_failed = True
                 outcomes.append(NodeOutcome(
-                    np.name, "failed", np.compartment, failed_stage=f0.stage, reason=f0.reason,
+                    np.name, NodeResult.FAILED, np.compartment, failed_stage=f0.stage, reason=f0.reason,
                     message=f"failed in run {f0.runId} with the same inputs (not retried; use --retry-failed): "
                     f"{f0.message}", exit_code=f0.exitCode, log_tail=f0.logTail))
                 continue
             if r is None and np.name in self.waiting:
                 any_failed = True
-                outcomes.append(NodeOutcome(np.name, "waiting", np.compartment, message=self.waiting[np.name]))
+                outcomes.append(NodeOutcome(np.name, NodeResult.WAITING, np.compartment, message=self.waiting[np.name]))
                 continue
             if r is None:
-                outcomes.append(NodeOutcome(np.name, "untouched", np.compartment,
+                outcomes.append(NodeOutcome(np.name, NodeResult.UNTOUCHED, np.compartment,
                                             message="not started" if np.steps or np.interrupt else "no changes"))
                 continue
             o = r.outcome
             st = {
-                Outcome.COMPLETE: "complete",
-                Outcome.FAILED: "failed",
-                Outcome.BLOCKED: "blocked",
-                Outcome.REMOVED: "removed",
-                Outcome.LEFT: "left",
-                Outcome.RUNNING: "untouched",
+                Outcome.COMPLETE: NodeResult.COMPLETE,
+                Outcome.FAILED: NodeResult.FAILED,
+                Outcome.BLOCKED: NodeResult.BLOCKED,
+                Outcome.REMOVED: NodeResult.REMOVED,
+                Outcome.LEFT: NodeResult.LEFT,
+                Outcome.RUNNING: NodeResult.UNTOUCHED,
             }[o]
             if o in (Outcome.FAILED, Outcome.BLOCKED):
                 any_failed = True
@@ -479,7 +479,7 @@ class Rollout:
             outcomes.append(
                 NodeOutcome(
                     np.name,
-                    st,  # type: ignore[arg-type]
+                    st,
                     np.compartment,
                     failed_stage=f.stage if f else "",
                     reason=f.reason if f else "",
@@ -490,7 +490,8 @@ class Rollout:
             )
         halted = any(c.halted or c.state.should_stop for c in comps)
         running = any(r.outcome is Outcome.RUNNING for r in self.runs.values())
-        result = "halted" if halted else ("failed" if any_failed or running else "succeeded")
+        result = RunVerdict.HALTED if halted else (
+            RunVerdict.FAILED if any_failed or running else RunVerdict.SUCCEEDED)
         comp_docs = [
             {
                 "name": c.name,
@@ -507,12 +508,12 @@ class Rollout:
         for gone in self.plan.outOfScope:
             left = self.runs.get(gone.name)
             why = left.message if left is not None else gone.reason
-            outcomes.append(NodeOutcome(gone.name, "left", "", message=why))
+            outcomes.append(NodeOutcome(gone.name, NodeResult.LEFT, "", message=why))
         return RunResult(
             run_id=self.run_id,
             plan_hash=self.plan.planHash,
             recipe=self.recipe.name,
-            result=result,  # type: ignore[arg-type]
+            result=result,
             nodes=outcomes,
             compartments=comp_docs,
             timeline=list(self.timeline.events),

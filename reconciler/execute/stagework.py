@@ -11,6 +11,7 @@ from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, PackageState
 from reconciler.model.plan import Step
 from reconciler.model.recipe import Interrupt, Package, Recipe, parse_duration
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
+from reconciler.model.vocab import Action, PackageStatus, Stage
 from reconciler.ports import StageSpec
 
 
@@ -38,9 +39,9 @@ class StageRun:
     @property
     def _on_old(self) -> bool:
         return (
-            self.step.action == "downgrade"
+            self.step.action == Action.DOWNGRADE
             and self.index < len(self.stages)
-            and self.stages[self.index] == "uninstall"
+            and self.stages[self.index] == Stage.UNINSTALL
         )
 
     @property
@@ -82,9 +83,9 @@ def build_runs(recipe: Recipe, state: Mapping[str, PackageState],
     at before anything is started)."""
     runs = []
     for st in steps:
-        version = (st.from_ or "") if st.action == "uninstall" else (st.to or "")
-        old = (st.from_ or "") if st.action == "downgrade" else ""
-        stages = [s for s in st.stages if s != "post-interrupt"]
+        version = (st.from_ or "") if st.action == Action.UNINSTALL else (st.to or "")
+        old = (st.from_ or "") if st.action == Action.DOWNGRADE else ""
+        stages = [s for s in st.stages if s != Stage.POST_INTERRUPT]
         run = StageRun(step=st, stages=stages, new_version=version,
                        new_pull=pull_of(recipe, state, st.package, version),
                        old_version=old, old_pull=pull_of(recipe, state, st.package, old) if old else "")
@@ -93,13 +94,13 @@ def build_runs(recipe: Recipe, state: Mapping[str, PackageState],
             entry = state.get(run.key)
             if entry is None or entry.stage != stage:
                 continue
-            run.index = i + 1 if entry.state == "complete" else i
+            run.index = i + 1 if entry.state == PackageStatus.COMPLETE else i
             run.attempt = entry.restarts + 1
-            run.running = entry.state == "in_progress"
+            run.running = entry.state == PackageStatus.IN_PROGRESS
             break
         else:
             run.index = 0
-            if st.action == "downgrade" and f"{st.package}|{old}" not in state:
+            if st.action == Action.DOWNGRADE and f"{st.package}|{old}" not in state:
                 run.index = 1  # the old version is already uninstalled
         if run.index >= len(stages):
             run.done = True
@@ -165,10 +166,10 @@ def interrupt_spec(recipe: Recipe, node: str, steps: tuple[Step, ...], interrupt
     owner = owner_step(steps, interrupt)
     pkg = recipe.packages.get(owner.package) if owner else None
     fake = StageRun(
-        step=owner or Step(package="node", action="reconfigure", stages=(), reason="interrupt"),
-        stages=["interrupt"],
+        step=owner or Step(package="node", action=Action.RECONFIGURE, stages=(), reason="interrupt"),
+        stages=[Stage.INTERRUPT],
         new_version=(pkg.version if pkg else ""),
         new_pull=(pkg.pull_ref if pkg else ""),
     )
-    return stage_spec(recipe, node, fake, "interrupt", lifecycle=lifecycle, agent_image=agent_image,
+    return stage_spec(recipe, node, fake, Stage.INTERRUPT, lifecycle=lifecycle, agent_image=agent_image,
                       interrupt=interrupt)

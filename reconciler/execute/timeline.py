@@ -12,7 +12,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.model.run import EVENTS, BatchRecord, Event, NodeOutcome, NodeResult, RunResult
+from reconciler.model.run import EVENTS, BatchRecord, Event, NodeOutcome, RunResult
+from reconciler.model.vocab import NodeResult
 
 __all__ = ["EVENTS", "BatchRecord", "Event", "NodeOutcome", "NodeResult", "RunResult", "Timeline"]
 

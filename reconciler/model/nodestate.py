@@ -22,14 +22,12 @@ from reconciler.errors import InputError
 from reconciler.jsonsafe import parse_json
 from reconciler.model.base import Frozen
 from reconciler.model.utctime import to_rfc3339
-from reconciler.model.vocab import PERSISTED_PHASES, Phase
+from reconciler.model.vocab import PERSISTED_PHASES, PackageStatus, Phase, Stage
 
 PREFIX = "reconciler.nodewright.dev"
 LEGACY_PREFIXES = ("skyhook.nvidia.com", "nodewright.nvidia.com")
 
-Stage = Literal["apply", "config", "interrupt", "post-interrupt", "upgrade", "uninstall", "uninstall-interrupt"]
-State = Literal["in_progress", "complete", "erroring", "skipped", "unknown"]
-NodeStatus = Literal["complete", "in_progress", "erroring", "blocked", "waiting", "unknown"]
+State = PackageStatus  # the package entry's state (older name)
 
 
 def state_key(recipe: str) -> str:

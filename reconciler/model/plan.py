@@ -8,15 +8,15 @@ same inputs → byte-identical JSON and the same ``planHash``.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from reconciler.model.base import Frozen
 from reconciler.model.recipe import Interrupt
+from reconciler.model.vocab import Action
 
-Action = Literal["install", "upgrade", "downgrade", "reconfigure", "uninstall"]
-ACTIONS: tuple[Action, ...] = ("install", "upgrade", "downgrade", "reconfigure", "uninstall")
+ACTIONS: tuple[Action, ...] = tuple(Action)
 
 
 class Step(Frozen):

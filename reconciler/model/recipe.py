@@ -17,8 +17,7 @@ from reconciler.model.base import Frozen
 from reconciler.model.policy import Budget
 from reconciler.model.selector import LabelSelector, Toleration, check_selector, check_toleration
 from reconciler.model.versions import parse_version
-
-InterruptType = Literal["reboot", "restartAllServices", "service", "noop"]
+from reconciler.model.vocab import InterruptType
 
 #: Merge priority of interrupt types, highest first (NodeWright ``fudgeInterruptWithPriority``).
 INTERRUPT_PRIORITY: dict[str, int] = {"reboot": 3, "restartAllServices": 2, "service": 1, "noop": 0}

@@ -7,14 +7,13 @@ lives in ``model`` (docs/architecture-layers.md); :mod:`reconciler.execute.timel
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from reconciler.model.vocab import EventKind
+from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 
 #: Every timeline event kind, as strings (see :class:`reconciler.model.vocab.EventKind`).
 EVENTS: tuple[str, ...] = tuple(k.value for k in EventKind)
 
-NodeResult = Literal["complete", "failed", "untouched", "blocked", "removed", "left", "waiting"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +96,7 @@ class RunResult:
     run_id: str
     plan_hash: str
     recipe: str
-    result: Literal["succeeded", "failed", "halted"]
+    result: RunVerdict
     nodes: list[NodeOutcome]
     compartments: list[dict[str, Any]]
     timeline: list[Event]

@@ -85,3 +85,76 @@ class EventKind(StrEnum):
     RESUME = "resume"
     STOPPED = "stopped"
     OWED = "owed"  # a node out of scope that still owes an interrupt: recorded and kept
+
+
+class Stage(StrEnum):
+    """A package stage (each followed by its ``<stage>-check``), or the merged interrupt
+    (semantics-nodewright.md §2)."""
+
+    APPLY = "apply"
+    CONFIG = "config"
+    INTERRUPT = "interrupt"
+    POST_INTERRUPT = "post-interrupt"
+    UPGRADE = "upgrade"
+    UNINSTALL = "uninstall"
+    UNINSTALL_INTERRUPT = "uninstall-interrupt"
+
+
+class PackageStatus(StrEnum):
+    """A package entry's state in the node record (``PackageState.state``, NodeWright's names)."""
+
+    IN_PROGRESS = "in_progress"
+    COMPLETE = "complete"
+    ERRORING = "erroring"
+    SKIPPED = "skipped"
+    UNKNOWN = "unknown"
+
+
+class NodeStatus(StrEnum):
+    """A recipe's status on a node (the ``status_<recipe>`` label and annotation)."""
+
+    COMPLETE = "complete"
+    IN_PROGRESS = "in_progress"
+    ERRORING = "erroring"
+    BLOCKED = "blocked"
+    WAITING = "waiting"
+    UNKNOWN = "unknown"
+
+
+class InterruptType(StrEnum):
+    """What an interrupt does to the node (NodeWright's interrupt types)."""
+
+    REBOOT = "reboot"
+    RESTART_ALL_SERVICES = "restartAllServices"
+    SERVICE = "service"
+    NOOP = "noop"
+
+
+class Action(StrEnum):
+    """What a plan step does to one package on one node."""
+
+    INSTALL = "install"
+    UPGRADE = "upgrade"
+    DOWNGRADE = "downgrade"
+    RECONFIGURE = "reconfigure"
+    UNINSTALL = "uninstall"
+
+
+class NodeResult(StrEnum):
+    """How a node ended in one run (``NodeOutcome.state``)."""
+
+    COMPLETE = "complete"
+    FAILED = "failed"
+    UNTOUCHED = "untouched"
+    BLOCKED = "blocked"
+    REMOVED = "removed"
+    LEFT = "left"
+    WAITING = "waiting"
+
+
+class RunVerdict(StrEnum):
+    """How a run ended (``RunResult.result``)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    HALTED = "halted"

@@ -30,13 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
     CordonRecord,
     NodeStateError,
-    NodeStatus,
     cordon_key,
     dump_model,
     dump_state,
@@ -46,6 +45,7 @@ from reconciler.model.nodestate import (
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.model.utctime import to_rfc3339
+from reconciler.model.vocab import NodeStatus
 from reconciler.ops.patches import NodePatch
 
 Source = Literal["skyhook", "nodewright"]
@@ -115,7 +115,7 @@ def import_node(
     ann: dict[str, str | None] = {state_key(recipe): dump_state(state)}
     labels: dict[str, str | None] = {}
     old_status = node.annotations.get(f"{prefix}/status_{name}") or node.labels.get(f"{prefix}/status_{name}", "")
-    if old_status in get_args(NodeStatus):
+    if old_status in set(NodeStatus):
         out.status = old_status
         ann[status_key(recipe)] = old_status
         labels[status_key(recipe)] = old_status

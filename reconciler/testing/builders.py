@@ -26,7 +26,6 @@ from reconciler.model.nodestate import (
     FailureRecord,
     InFlight,
     PackageState,
-    Stage,
     State,
     config_key,
     cordon_key,
@@ -58,6 +57,7 @@ from reconciler.model.recipe import (
     Uninstall,
 )
 from reconciler.model.selector import LabelSelector, Taint
+from reconciler.model.vocab import PackageStatus, Stage
 
 InterruptLike = Interrupt | str | Mapping[str, Any] | None
 
@@ -190,8 +190,8 @@ def policy(
 def entry(
     name: str,
     version: str,
-    stage: Stage = "config",
-    state: State = "complete",
+    stage: Stage = Stage.CONFIG,
+    state: State = PackageStatus.COMPLETE,
     *,
     restarts: int = 0,
     image: str | None = None,
@@ -211,8 +211,8 @@ def entry(
 
 def complete_entry(pkg: Package) -> PackageState:
     """The entry the executor leaves after a complete install of ``pkg``."""
-    stage: Stage = "post-interrupt" if pkg.interrupt is not None else "config"
-    return entry(pkg.name, pkg.version, stage, "complete", image=pkg.image, sha=pkg.containerSHA)
+    stage = Stage.POST_INTERRUPT if pkg.interrupt is not None else Stage.CONFIG
+    return entry(pkg.name, pkg.version, stage, PackageStatus.COMPLETE, image=pkg.image, sha=pkg.containerSHA)
 
 
 def state_annotations(
