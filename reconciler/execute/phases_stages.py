@@ -1,0 +1,310 @@
+"""The lifecycle phases that change the node: package stages in dependency order, the merged
+interrupt (reboot by bootID), post-interrupt stages. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from reconciler.diff import config_digest
+from reconciler.execute.decide import (
+    StageVerdict,
+    judge_stage,
+    reboot_confirmed,
+)
+from reconciler.execute.effects import (
+    ReadStage,
+    StartStage,
+)
+from reconciler.execute.memory import Outcome
+from reconciler.execute.stagework import StageRun, build_runs, interrupt_packages, interrupt_spec, stage_spec
+from reconciler.execute.stepcore import StepCore, _Need
+from reconciler.model.nodestate import (
+    config_key,
+    dump_config_digests,
+    dump_state,
+    inflight_key,
+    parse_config_digests,
+    state_key,
+)
+from reconciler.model.recipe import Interrupt
+from reconciler.model.vocab import (
+    IMAGE_PULL_REASONS,
+    EventKind,
+    FailureReason,
+    InterruptType,
+    PackageStatus,
+    Phase,
+    Stage,
+)
+from reconciler.ports import StageSpec
+
+
+class StagePhases(StepCore):
+    """The lifecycle phases that change the node: package stages in dependency order, the merged"""
+
+    # ------------------------------------------------------------------ stages
+    def _spec(self, run: StageRun, stage: str) -> StageSpec:
+        return stage_spec(self.recipe, self.name, run, stage, lifecycle=self.m.lifecycle or self.ctx.run_id,
+                          agent_image=self.ctx.agent_image)
+
+    def _phase_stages(self) -> float | None:
+        if not self.m.runs and self.plan.steps:
+            self.m.runs = build_runs(self.recipe, self.m.state, self.plan.steps)
+        return self._drive(self._stages_done)
+
+    def _stages_done(self) -> float | None:
+        if self.plan.interrupt is not None:
+            self.m.phase = Phase.INTERRUPT
+            return self._phase_interrupt()
+        self.m.phase = Phase.UNCORDON
+        return self._phase_uncordon()
+
+    def _drive(self, on_done: Callable[[], float | None]) -> float | None:
+        """Advance every runnable step (its ``after`` packages done) by its stages, in parallel.
+        Before any new stage starts, the node's scope is checked on a fresh read: out of scope, the
+        running stages finish and nothing new starts; then the node leaves (:meth:`_leave`).
+        Every running stage's status is read first, in one round of reads."""
+        m = self.m
+        runs = m.runs
+        now = self._now
+        why = None
+        if any(not r.done and not r.running for r in runs):
+            why = self._out_of_scope(self._refresh())
+            if why is not None and not any(r.running for r in runs):
+                return self._leave(why)
+        looks = [ReadStage(self._spec(r, r.stages[r.index])) for r in runs
+                 if r.running and not r.done and r.launched != now
+                 and (r.retry_at is None or r.retry_at <= now)
+                 and self._spec(r, r.stages[r.index]).pod_name not in self.v.stages]
+        if looks and not self._wrote:
+            raise _Need(*looks)
+        done_pkgs = {r.step.package for r in runs if r.done}
+        wakes: list[float] = []
+        for run in runs:
+            if run.done or (why is not None and not run.running):  # out of scope: let what runs finish
+                continue
+            if any(dep not in done_pkgs for dep in run.step.after if any(r.step.package == dep for r in runs)):
+                continue
+            if run.retry_at is not None and run.retry_at > now:
+                wakes.append(run.retry_at)
+                continue
+            if run.running and run.launched == now:  # created in this cycle: looked at after a poll
+                wakes.append(now + self.ctx.poll_seconds)
+                continue
+            w = self._drive_one(run)
+            if m.outcome is not Outcome.RUNNING:
+                return None
+            if w is not None:
+                wakes.append(w)
+        if all(r.done for r in runs):
+            return self._leave(why) if why is not None else on_done()
+        if why is not None and not any(r.running for r in runs):
+            return self._leave(why)
+        if any(r.done for r in runs) and not wakes:
+            return now  # a dependency finished: start its dependents now
+        return min(wakes) if wakes else now + self.ctx.poll_seconds
+
+    def _drive_one(self, run: StageRun) -> float | None:
+        now = self._now
+        stage = run.stages[run.index]
+        spec = self._spec(run, stage)
+        if not run.running and run.attempt > self.recipe.timeouts.stageRetries + 1:
+            return self._fail(FailureReason.STAGE_FAILED,
+                              f"{run.step.package} {run.version} {stage} failed {run.attempt - 1} "
+                              "time(s); no attempts left", keep_cordon=True, stage=stage, package=run.step.package)
+        if not run.running:
+            self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.IN_PROGRESS, run.step,
+                            restarts=run.attempt - 1)
+            self._patch(annotations={state_key(self.recipe.name): dump_state(self.m.state)})
+            self._write(StartStage(spec))
+            run.running, run.started, run.retry_at, run.launched = True, self._utc, None, now
+            self._event(EventKind.STAGE_START, f"{run.step.package} {run.version} {stage} (attempt {run.attempt})")
+            return now + self.ctx.poll_seconds
+        st = self._stage_status(spec)
+        utc = self._utc
+        if run.started is None:  # resumed: the pod's own start time (UTC) keeps the timeout across restarts
+            run.started = st.started if st.started is not None else utc
+        j = judge_stage(st.phase, st.reason, utc - run.started, timeout=self.recipe.timeouts.stage,
+                        pull_grace=self.ctx.image_pull_grace)  # pure (execute/decide.py)
+        if j.verdict is StageVerdict.MISSING:
+            self._write(StartStage(spec))
+            run.started, run.launched = utc, now
+            return now + self.ctx.poll_seconds
+        if j.verdict is StageVerdict.SUCCEEDED:
+            return self._stage_succeeded(run)
+        if j.verdict is StageVerdict.FAILED:
+            return self._stage_failed(run, st.exit_code, j.reason, st.log_tail)
+        return now + min(self.ctx.poll_seconds, j.wake_in)
+
+    def _stage_succeeded(self, run: StageRun) -> float | None:
+        stage = run.stages[run.index]
+        m = self.m
+        self._event(EventKind.STAGE_END, f"{run.step.package} {run.version} {stage} ok")
+        name = self.recipe.name
+        ann: dict[str, str | None] = {}
+        if stage == Stage.UNINSTALL:
+            m.state.pop(run.key, None)
+            digests = parse_config_digests(self._annotation(config_key(name)))
+            if digests.pop(run.step.package, None) is not None:
+                ann[config_key(name)] = dump_config_digests(digests)
+        else:
+            self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.COMPLETE, run.step, restarts=0)
+        if stage == Stage.UPGRADE:  # other versions of the package are replaced (semantics §2.3)
+            for k in [k for k in m.state if k.startswith(f"{run.step.package}|") and k != run.key]:
+                del m.state[k]
+        pkg = self.recipe.packages.get(run.step.package)
+        if stage == Stage.CONFIG and pkg is not None and pkg.version == run.version:
+            digests = parse_config_digests(self._annotation(config_key(name)))
+            digests[pkg.name] = config_digest(pkg)
+            ann[config_key(name)] = dump_config_digests(digests)
+        run.index += 1
+        run.attempt = 1
+        run.running = False
+        run.launched = None
+        if run.index >= len(run.stages):
+            run.done = True
+        ann[state_key(name)] = dump_state(m.state)
+        self._defer(ann)
+        return self._now
+
+    def _stage_failed(self, run: StageRun, code: int | None, reason: str, tail: str) -> float | None:
+        stage = run.stages[run.index]
+        now = self._now
+        retries = self.recipe.timeouts.stageRetries
+        self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.ERRORING, run.step,
+                        restarts=run.attempt)
+        if run.attempt <= retries:
+            self._patch(annotations={state_key(self.recipe.name): dump_state(self.m.state)})
+            delay = min(300.0, self.recipe.timeouts.retryBackoff * (2 ** (run.attempt - 1)))
+            self._event(EventKind.STAGE_RETRY,
+                        f"{run.step.package} {stage} failed (exit {code}, {reason}); retry in {delay:.0f} s")
+            run.attempt += 1
+            run.running = False
+            run.launched = None
+            run.retry_at = now + delay
+            return run.retry_at
+        return self._fail(
+            FailureReason(reason) if reason in (FailureReason.STAGE_TIMEOUT, *IMAGE_PULL_REASONS)
+            else FailureReason.STAGE_FAILED,
+            f"{run.step.package} {run.version} {stage} failed after {run.attempt} attempt(s): "
+            f"exit code {code}, {reason}",
+            keep_cordon=True,
+            stage=stage,
+            package=run.step.package,
+            exit_code=code,
+            log_tail=tail,
+        )
+
+    # ------------------------------------------------------------------ interrupt
+    def _interrupt_stage(self, interrupt: Interrupt) -> StageSpec:
+        return interrupt_spec(self.recipe, self.name, self.plan.steps, interrupt,
+                              lifecycle=self.m.lifecycle or self.ctx.run_id, agent_image=self.ctx.agent_image)
+
+    def _phase_interrupt(self) -> float | None:
+        m = self.m
+        now = self._now
+        fl = m.inflight
+        node = self._read()
+        if fl is None or fl.phase is not Phase.INTERRUPT or fl.requestedAt is None:
+            interrupt = self.plan.interrupt
+            if interrupt is None:
+                m.phase = Phase.UNCORDON
+                return self._phase_uncordon()
+            if (why := self._out_of_scope(node)) is not None:
+                return self._leave(f"{why} (before the interrupt)")
+            if self.plan.cordon and not node.unschedulable:
+                # S11: never interrupt a node that is not cordoned
+                self._patch(unschedulable=True)
+                self._event(EventKind.CORDON, "re-cordoned before the interrupt")
+                m.phase = Phase.DRAIN
+                m.evictions.clear()
+                return self._now
+            pkgs = interrupt_packages(self.plan.steps)
+            for s in self.plan.steps:
+                if s.package in pkgs and s.to:
+                    self._set_entry(f"{s.package}|{s.to}", s.package, s.to, Stage.INTERRUPT,
+                                    PackageStatus.IN_PROGRESS, s)
+            ann: dict[str, str | None] = {
+                inflight_key(self.recipe.name): self._inflight(
+                    Phase.INTERRUPT,
+                    interrupt=interrupt.model_dump(mode="json"),
+                    interruptPackages=pkgs,
+                    bootID=node.boot_id,
+                    requestedAt=self._stamp(),
+                ),
+                state_key(self.recipe.name): dump_state(m.state),
+            }
+            self._patch(annotations=ann)
+            self._write(StartStage(self._interrupt_stage(interrupt)))
+            services = f" {','.join(interrupt.services)}" if interrupt.services else ""
+            self._event(EventKind.INTERRUPT, f"{interrupt.type}{services}")
+            return now + self.ctx.poll_seconds
+        interrupt = Interrupt.model_validate(fl.interrupt) if fl.interrupt else self.plan.interrupt
+        if interrupt is None:
+            m.phase = Phase.POST_INTERRUPT
+            return self._now
+        spec = self._interrupt_stage(interrupt)
+        if interrupt.type == InterruptType.REBOOT:
+            if reboot_confirmed(node, fl.bootID):
+                self._event(EventKind.REBOOTED, f"bootID {fl.bootID[:8]} -> {node.boot_id[:8]}")
+                return self._interrupt_done()
+            st = self._stage_status(spec)
+            if st.phase == "missing" and node.boot_id == fl.bootID and node.ready is True:
+                # the request never reached the node (we stopped between the record and the pod)
+                self._write(StartStage(spec))
+            waited = self._elapsed(Phase.INTERRUPT, fl.requestedAt)
+            if waited >= self.recipe.timeouts.reboot:
+                return self._fail(FailureReason.REBOOT_TIMEOUT,
+                                  f"node did not come back from the reboot within {self.recipe.timeouts.reboot} s "
+                                  f"(bootID still {node.boot_id[:8] or 'unknown'}, Ready={node.ready})",
+                                  keep_cordon=True, stage=Stage.INTERRUPT)
+            return now + min(self.ctx.poll_seconds, self.recipe.timeouts.reboot - waited)
+        st = self._stage_status(spec)
+        if st.phase == "missing":
+            self._write(StartStage(spec))
+            return now + self.ctx.poll_seconds
+        if st.phase == "succeeded":
+            return self._interrupt_done()
+        if st.phase == "failed" or self._elapsed(Phase.INTERRUPT, fl.requestedAt) >= self.recipe.timeouts.stage:
+            return self._fail(FailureReason.INTERRUPT_FAILED,
+                              f"{interrupt.type} interrupt failed: exit {st.exit_code} {st.reason}",
+                              keep_cordon=True, stage=Stage.INTERRUPT, exit_code=st.exit_code, log_tail=st.log_tail)
+        return now + self.ctx.poll_seconds
+
+    def _interrupt_done(self) -> float | None:
+        m = self.m
+        pkgs = m.inflight.interruptPackages if m.inflight else ()
+        for s in self.plan.steps:
+            if s.package in pkgs and s.to:
+                self._set_entry(f"{s.package}|{s.to}", s.package, s.to, Stage.INTERRUPT, PackageStatus.COMPLETE, s)
+        self._defer({
+            inflight_key(self.recipe.name): self._inflight(Phase.POST_INTERRUPT),
+            state_key(self.recipe.name): dump_state(m.state),
+        })
+        m.phase = Phase.POST_INTERRUPT
+        return self._now
+
+    def _phase_post_interrupt(self) -> float | None:
+        m = self.m
+        if not m.runs or m.runs[0].stages != [Stage.POST_INTERRUPT]:
+            if m.node is None or m.inflight is None:
+                self._read()
+            pkgs = m.inflight.interruptPackages if m.inflight else interrupt_packages(self.plan.steps)
+            steps = [s for s in self.plan.steps if s.package in pkgs and s.to]
+            m.runs = []
+            for s in steps:
+                run = build_runs(self.recipe, m.state,
+                                 [s.model_copy(update={"stages": (Stage.POST_INTERRUPT,), "after": ()})])[0]
+                run.stages = [Stage.POST_INTERRUPT]
+                entry = m.state.get(run.key)
+                run.index, run.done, run.running, run.attempt = 0, False, False, 1
+                if entry is not None and entry.stage == Stage.POST_INTERRUPT:
+                    run.done = entry.state == PackageStatus.COMPLETE
+                    run.running = entry.state == PackageStatus.IN_PROGRESS
+                    run.attempt = entry.restarts + 1
+                m.runs.append(run)
+        return self._drive(self._post_done)
+
+    def _post_done(self) -> float | None:
+        self.m.phase = Phase.UNCORDON
+        return self._phase_uncordon()
