@@ -135,6 +135,7 @@ class Row:
     reason: str = ""
     raises: type | None = None
     check: Any = field(default=None)
+    plan: NodePlan = PLAN
 
 
 def _two_pdbs() -> tuple[Memory, View]:
@@ -168,6 +169,11 @@ ROWS = [
     Row("start/resume-interrupt", Memory(),
         View(nodes=(node(unschedulable=True, ours=True, inflight=fl("interrupt", requestedAt=to_rfc3339(UTC))),)),
         effects=(Announce,), phase=Phase.INTERRUPT, wake=0.0, announce=(EventKind.RESUME,)),
+    # ---- CORDON without a drain (config-only): nothing disruptive before the first stage
+    Row("cordon/no-cordon-needed->first-stage-carries-the-records", Memory(phase=Phase.CORDON, lifecycle="run-1"),
+        View(fresh=node()), effects=(PatchNode, StartStage, Announce), phase=Phase.STAGES, wake=5.0,
+        plan=PLAN.model_copy(update={"cordon": False, "interrupt": None}),
+        check=lambda t: t.effects[0].unschedulable is None and inflight_key(R) in t.effects[0].annotations),
     # ---- WAIT
     Row("wait/protected-pod->wait", mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait", timers={
         "wait": to_rfc3339(UTC - 10)})), View(pod_lists=((JOB,),)),
@@ -254,6 +260,21 @@ ROWS = [
         View(nodes=(node(unschedulable=True, ours=True, boot="b1",
                          inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 901))),),
              stages={}), needs=(ReadStage,), phase=Phase.INTERRUPT),
+    # ---- POST-INTERRUPT
+    Row("post-interrupt/starts-the-post-interrupt-stage", mem(Phase.POST_INTERRUPT, owns_cordon=True,
+        inflight=fl("post-interrupt")), View(fresh=node(unschedulable=True, ours=True)),
+        effects=(PatchNode, StartStage, Announce), phase=Phase.POST_INTERRUPT, wake=5.0,
+        announce=(EventKind.STAGE_START,),
+        check=lambda t: t.effects[1].spec.stage == "post-interrupt"),
+    # ---- FAILING (the failure records were refused; tried again)
+    Row("failing/records-the-failure-again", mem(Phase.FAILING, owns_cordon=True, failure_args=(
+        "StageFailed", "x", {"keep_cordon": True, "stage": "apply", "package": "drv", "exit_code": 3,
+                             "log_tail": ""})), View(),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.STAGE_FAILED),
+    Row("failing/given-up->reported-not-recorded", mem(Phase.FAILING, give_up_recording=True, failure_args=(
+        "StageFailed", "x", {"keep_cordon": True, "stage": "", "package": "", "exit_code": None, "log_tail": ""})),
+        View(), effects=(Log, Announce), outcome=Outcome.FAILED, wake=None),
     # ---- UNCORDON
     Row("uncordon/ours-last-claim->complete", mem(Phase.UNCORDON, owns_cordon=True),
         View(nodes=(node(unschedulable=True, ours=True),)),
@@ -292,9 +313,9 @@ def _offset(t: Transition[Memory]) -> float | None:
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_step(row: Row) -> None:
     before = copy.deepcopy(row.memory)
-    t = step(row.memory, row.view, PLAN, CTX, NOW, UTC)
+    t = step(row.memory, row.view, row.plan, CTX, NOW, UTC)
     assert row.memory == before, "step changed the memory it was given"
-    assert t == step(before, row.view, PLAN, CTX, NOW, UTC), "same arguments, different transition"
+    assert t == step(before, row.view, row.plan, CTX, NOW, UTC), "same arguments, different transition"
     if row.raises is not None:
         assert isinstance(t.raise_, row.raises)
         return
@@ -348,3 +369,7 @@ def test_pure_module_needs_no_reads_it_did_not_ask_for() -> None:
     assert t2.again and t2.memory.phase is Phase.WAIT
     t3 = step(t2.memory, View(fresh=node(unschedulable=True, ours=True)), PLAN, CTX, NOW, UTC)
     assert t3.needs == (ListPods(),)
+
+
+def test_the_table_covers_every_phase() -> None:
+    assert {r.memory.phase for r in ROWS} == set(Phase)
