@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 
@@ -34,7 +34,9 @@ def add_parser(sub: Any) -> None:
     )
     add_input_args(p)
     add_cluster_args(p)
-    add_output_arg(p, ("table", "json", "yaml", "name"))
+    add_output_arg(p, ("table", "json", "yaml", "name", "markdown", "jsonl"))
+    p.add_argument("--events-file", metavar="PATH",
+                   help="also write every event line here (on a terminal the live view replaces them; -v shows both)")
     p.add_argument("--plan", metavar="plan.json", help="refuse to run unless the current plan has this planHash")
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
@@ -136,19 +138,30 @@ def run(args: argparse.Namespace) -> int:
         lease_duration=args.lease_duration,
         wait_for_lock=args.wait_for_lock,
     )
-    observer = _CliObserver(console, reporter, text=args.output == "table", where=opened.description)
+    observer = _CliObserver(console, reporter, text=args.output == "table", where=opened.description,
+                            live=_live_view(args, console, inputs, opened),
+                            events=open_events_file(args.events_file) if args.events_file else None,
+                            jsonl=sys.stdout if args.output == "jsonl" else None, verbose=args.verbose > 0)
     try:
         done = apply_recipes(inputs, opened.cluster, opened.clock, settings, [observer])
     except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
         print(error_line("crashed", e), file=sys.stderr)
         return EXIT_CRASHED
+    finally:
+        observer.close()
     results = done.results
     _save(args, opened)
     if args.metrics_file or args.pushgateway:
         from reconciler.cli.metrics import export_after_apply
 
         export_after_apply(args, opened, results, {r.name: policy_for(r, inputs).name for r in inputs.recipes})
-    if args.output != "table":
+    if args.output == "markdown":
+        from reconciler.report.runmarkdown import run_markdown
+
+        sys.stdout.write(run_markdown(results))
+    elif args.output == "jsonl":
+        pass  # streamed as the run went (events, then each result)
+    elif args.output != "table":
         from reconciler.cli.outputs import print_results
 
         print_results(args.output, [r.to_dict() for r in results])
@@ -164,9 +177,42 @@ class _CliObserver:
     """The terminal and the reports (status object, git status) of ``reconciler apply``, as an
     observer of the application service (:class:`reconciler.service.Observer`)."""
 
-    def __init__(self, console: Console, reporter: Any, *, text: bool, where: str) -> None:
+    def __init__(self, console: Console, reporter: Any, *, text: bool, where: str, live: Any = None,
+                 events: IO[str] | None = None, jsonl: IO[str] | None = None, verbose: bool = False) -> None:
         self.console, self.reporter, self.text, self.where = console, reporter, text, where
+        self.live, self.events, self.jsonl, self.verbose = live, events, jsonl, verbose
         self._listener: Any = None
+
+    def close(self) -> None:
+        """Stop the live view and close the events file."""
+        if self.live is not None:
+            self.live.stop()
+        if self.events is not None:
+            self.events.close()
+            self.events = None
+
+    def _sinks(self, plan: Any) -> Any:
+        """Where each event goes besides the reporters: the terminal's event lines (not on a terminal,
+        or with -v), the events file, the JSON-lines stream, the live view."""
+        from reconciler.cli.live import jsonl_event
+
+        sinks = []
+        if self.text and (self.live is None or self.verbose):
+            sinks.append(_printer(self.console))
+        if self.events is not None:
+            sinks.append(_line_writer(self.events))
+        if self.jsonl is not None:
+            sinks.append(jsonl_event(self.jsonl, plan.recipe.name))
+        if self.live is not None:
+            sinks.append(self.live.event)
+        if not sinks:
+            return None
+
+        def each(ev: Event) -> None:
+            for fn in sinks:
+                fn(ev)
+
+        return each
 
     def tainted(self, nodes: Any) -> None:
         if self.text:
@@ -184,18 +230,52 @@ class _CliObserver:
             )
             for w in plan.warnings:
                 self.console.print(f"  [yellow]warning:[/yellow] {markup(w)}")
-        self._listener = self.reporter.listener(plan, run_id, _printer(self.console) if self.text else None)
+        if self.live is not None:
+            self.live.start(plan)
+        self._listener = self.reporter.listener(plan, run_id, self._sinks(plan))
 
     def event(self, plan: Any, event: Event) -> None:
         if self._listener is not None:
             self._listener(event)
 
     def finished(self, recipe: Any, plan: Any, result: RunResult) -> None:
+        if self.live is not None:
+            self.live.finish(result)
         self.reporter.finished(plan, result)
+        if self.jsonl is not None:
+            from reconciler.cli.live import jsonl_result
+
+            jsonl_result(self.jsonl, result.to_dict())
 
     def failed(self, recipe: Any, error: Any, run_id: str) -> None:
         if recipe is not None:
             self.reporter.failed(recipe.name, recipe.version, None, error, run_id)
+
+
+def _line_writer(stream: IO[str]) -> Any:
+    def write(ev: Event) -> None:
+        stream.write(f"{ev.t:9.1f}s  {visible(ev.node):<20} {visible(ev.event)} {visible(ev.detail)}".rstrip() + "\n")
+        stream.flush()
+
+    return write
+
+
+def open_events_file(path: str) -> IO[str]:
+    """The ``--events-file``, opened for appending (checked before any work: exit 2 if it cannot be)."""
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"--events-file {visible(path)!r}: {e.strerror or e}") from None
+
+
+def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: Any) -> Any:
+    """The live view when ``apply`` prints tables to a terminal; its ETA comes from a simulated
+    copy of the fleet (a real cluster only: on the simulated fleet the run itself is the simulation)."""
+    if args.output != "table" or not console.is_terminal:
+        return None
+    from reconciler.cli.live import LiveView, predict
+
+    return LiveView(console, predict(inputs, opened.cluster) if opened.sim is None else None)
 
 
 def _save(args: argparse.Namespace, opened: Any) -> None:

@@ -1,0 +1,60 @@
+"""``apply -o markdown``: the end-of-run summary as GitHub-flavoured Markdown, for
+``$GITHUB_STEP_SUMMARY`` (issue 16). Pure. Text from inputs and the cluster is escaped so it
+cannot turn into markup, links or HTML (:func:`reconciler.report.safetext.visible` first)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from reconciler.model.run import RunResult
+from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
+from reconciler.report.safetext import visible
+
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+_ICON = {RunVerdict.SUCCEEDED: "✅", RunVerdict.FAILED: "❌", RunVerdict.HALTED: "⛔"}
+#: Nodes listed individually under "not complete" before the rest are counted.
+MAX_LISTED = 50
+
+
+def md(text: str) -> str:
+    """``text`` safe inside a Markdown table cell: control characters shown, Markdown and HTML
+    characters backslash-escaped, newlines as spaces."""
+    return _SPECIAL.sub(r"\\\1", visible(text).replace("\n", " "))
+
+
+def _hms(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
+
+
+def run_markdown(results: Sequence[RunResult], *, title: str = "node-reconciler apply") -> str:
+    """One table row per recipe (verdict, time, nodes complete/failed/held, reboots, evictions,
+    batches, the most nodes disrupted at once against the ceiling), then the nodes that did not
+    complete with their reason (the first :data:`MAX_LISTED`)."""
+    lines = [f"### {md(title)}", "",
+             "| recipe | result | time | done | failed | held | reboots | evicted | batches | disrupted/ceiling |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    problems: list[tuple[str, str, str, str]] = []
+    for r in results:
+        states = [n.state for n in r.nodes]
+        reboots = sum(1 for e in r.timeline if e.event == EventKind.REBOOTED)
+        evicted = sum(1 for e in r.timeline if e.event == EventKind.EVICT and not e.detail.endswith("removed)"))
+        batches = sum(len(c["batches"]) for c in r.compartments)
+        budget = ", ".join(f"{md(c['name'])} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-"
+        verdict = RunVerdict(r.result)
+        lines.append(
+            f"| {md(r.recipe)} | {_ICON[verdict]} {verdict} | {_hms(r.duration)} | "
+            f"{states.count(NodeResult.COMPLETE)} | {states.count(NodeResult.FAILED)} | "
+            f"{states.count(NodeResult.BLOCKED) + states.count(NodeResult.WAITING)} | {reboots} | {evicted} | "
+            f"{batches} | {budget} |")
+        for n in r.nodes:
+            if n.state not in (NodeResult.COMPLETE, NodeResult.UNTOUCHED, NodeResult.LEFT):
+                problems.append((r.recipe, n.name, str(n.state), n.reason or n.message))
+    if problems:
+        lines += ["", "| recipe | node | state | why |", "|---|---|---|---|"]
+        for recipe, node, state, why in problems[:MAX_LISTED]:
+            lines.append(f"| {md(recipe)} | {md(node)} | {state} | {md(why[:300])} |")
+        if len(problems) > MAX_LISTED:
+            lines.append(f"\n… and {len(problems) - MAX_LISTED} more nodes (see `-o json`).")
+    return "\n".join(lines) + "\n"
