@@ -281,6 +281,7 @@ def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: 
 def _save(args: argparse.Namespace, opened: Any) -> None:
     if getattr(args, "sim_save", None) and opened.sim is not None:
         opened.sim.save(args.sim_save)
+        print(f"simulated fleet written to {visible(args.sim_save)}", file=sys.stderr)
 
 
 _STYLE = {"failed": "red", "halted": "red", "complete": "green", "uncordon": "green", "blocked": "yellow",

@@ -180,3 +180,5 @@ def save_sim(args: argparse.Namespace, opened: Any) -> None:
     target = getattr(args, "sim_save", None) or (args.cluster[4:] if getattr(args, "cluster", "") else None)
     if target:
         opened.sim.save(target)
+        # the --cluster file itself is rewritten unless --sim-save names another: say so, always
+        print(f"simulated fleet written to {visible(target)}", file=sys.stderr)

@@ -143,8 +143,9 @@ def test_package_rerun(fleet: Path, cli: RunCli) -> None:
 
 
 def test_pause_and_disable_are_honoured_by_apply(fleet: Path, recipe: Path, tmp_path: Path, cli: RunCli) -> None:
-    rc, out, _ = cli("pause", R, "--reason", "change freeze", "--cluster", f"sim:{fleet}", "-y")
+    rc, out, err = cli("pause", R, "--reason", "change freeze", "--cluster", f"sim:{fleet}", "-y")
     assert rc == 0 and f"PATCH configmap/node-reconciler/{CONTROLS_CONFIGMAP}" in out
+    assert f"simulated fleet written to {fleet}" in err  # the --cluster file is rewritten: said so
     record = json.loads(config_maps(fleet)[f"node-reconciler/{CONTROLS_CONFIGMAP}"]["data"][R])
     assert record["paused"] is True and record["reason"] == "change freeze" and record["by"]
     rc, out, _ = cli("pause", "--list", "--cluster", f"sim:{fleet}")
@@ -156,6 +157,7 @@ def test_pause_and_disable_are_honoured_by_apply(fleet: Path, recipe: Path, tmp_
     rc, out, err = cli("apply", str(recipe), "--cluster", f"sim:{fleet}", "--sim-save", str(tmp_path / "s.yaml"),
                        "-o", "json")
     assert rc == 0 and json.loads(out) == {"results": []} and f"{R}: paused" in err and "skipped" in err
+    assert f"simulated fleet written to {tmp_path / 's.yaml'}" in err
     assert load_fleet(tmp_path / "s.yaml") == before  # nothing was touched
 
     assert cli("resume", R, "--cluster", f"sim:{fleet}", "-y")[0] == 0
