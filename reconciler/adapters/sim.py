@@ -11,13 +11,19 @@ from event to event (a 10,000-second rollout takes well under a second):
 * stage pods run ``stageSeconds`` and exit 0, or fail as injected (exit code, image pull);
 * a reboot interrupt takes the node NotReady and back with a new bootID after ``rebootSeconds``
   (never, for ``neverReturns`` nodes); other interrupts take ``interruptSeconds``;
-* the Eviction API follows the API server and the disruption controller: PDB
-  ``disruptionsAllowed`` is computed from healthy pods (Ready, not terminating), 429 when it is 0,
-  500 when several PDBs select the pod, UID preconditions (409), no budget check for pods that are
-  not Running or already terminating;
+* the Eviction API follows kube-apiserver and the disruption controller, with the rules written
+  once in :mod:`reconciler.model.disruption` (also used by the plan's warnings): PDB status from
+  healthy pods (Ready, not terminating), ``minAvailable``/``maxUnavailable`` int or percent
+  (rounded up), ``unhealthyPodEvictionPolicy`` (IfHealthyBudget, the default, and AlwaysAllow)
+  for pods that are not Ready, 429 when the budget allows no disruption, 500 when several PDBs
+  select the pod, UID preconditions (409), no budget check for pods Pending, Succeeded, Failed or
+  already terminating;
 * evicted pods terminate after their grace period (capped by ``maxTerminationSeconds``); pods of a
   ReplicaSet/StatefulSet/Job controller are recreated on another schedulable node after
   ``rescheduleSeconds`` and become Ready ``podStartSeconds`` later; DaemonSet pods are never moved;
+* the simulated scheduler binds a re-created pod to the schedulable node (not cordoned, Ready not
+  False, taints tolerated) with the fewest pods, then by name; indexes
+  (:mod:`reconciler.adapters.simindex`) keep every step independent of the fleet's size;
 * pods with ``spec.activeDeadlineSeconds`` end (Succeeded) that many seconds after
   ``status.startTime`` (or after the start of the simulation);
 * ``crash_after=N`` raises :class:`~reconciler.errors.CrashInjected` right after the N-th write.
@@ -37,8 +43,9 @@ from dataclasses import field as dc_field
 from functools import partial
 from typing import Any
 
-from reconciler.adapters.kubeobjects import format_time, node_from, parse_time, pdb_from, pod_from
+from reconciler.adapters.kubeobjects import format_time, parse_time, pod_from
 from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.simindex import FleetIndex
 from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
 from reconciler.errors import (
     ConflictError,
@@ -48,6 +55,7 @@ from reconciler.errors import (
     ServerError,
     TooManyRequestsError,
 )
+from reconciler.model.disruption import EvictionAnswer, eviction_answer
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
 from reconciler.ports import StageSpec, StageStatus
@@ -78,26 +86,6 @@ class SimLease:
         if now is None:
             now = self.wall() if self.wall is not None else base
         return base + self.duration_seconds - now
-
-
-def _int_or_percent(value: int | str | None, total: int, round_up: bool) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    text = str(value).strip()
-    if text.endswith("%"):
-        pct = int(text[:-1])
-        q, r = divmod(total * pct, 100)
-        return q + (1 if round_up and r else 0)
-    return int(text)
-
-
-def _selects(pdb: PdbInfo, pod: Obj) -> bool:
-    """``pdb.selects(pod_from(pod))`` read straight from the pod dict (PDB status covers every pod)."""
-    meta = pod["metadata"]
-    return (pdb.selector is not None and (meta.get("namespace") or "default") == pdb.namespace
-            and pdb.selector.matches(meta.get("labels") or {}))
 
 
 class SimFleet:
@@ -146,6 +134,7 @@ class SimFleet:
         for obj in objects:
             self._add(obj)
         self._assign_resource_versions()
+        self._index = FleetIndex(self.nodes, self.pods, self.pdbs)
         self.epoch: float
         if self._saved_clock is not None:
             now, uids = parse_clock(self._saved_clock)
@@ -197,17 +186,22 @@ class SimFleet:
             check_saved_state(snap)
             return cls(snap.objects, config, crash_after, copy_objects=False)
 
-    def to_objects(self) -> list[Obj]:
+    def to_objects(self, *, copy_objects: bool = True) -> list[Obj]:
         """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name), then
         the stage pods and a ConfigMap holding the simulated clock, so :meth:`from_file` resumes
-        the simulation where it stopped (pending reboots, terminations and stages included)."""
+        the simulation where it stopped (pending reboots, terminations and stages included).
+        ``copy_objects=False`` returns the fleet's own dicts (for writing them out at once)."""
         out: list[Obj] = [self.nodes[k] for k in sorted(self.nodes)]
         out += [self.pods[k] for k in sorted(self.pods)]
         out += [self.pdbs[k] for k in sorted(self.pdbs)]
-        out = copy.deepcopy(out)
+        out += [self.config_maps[k] for k in sorted(self.config_maps)]
+        if copy_objects:
+            out = copy.deepcopy(out)
+        cms = out[len(out) - len(self.config_maps):]
+        del out[len(out) - len(self.config_maps):]
         for name in sorted(self._stages):
             out.append(self._stage_object(name, self._stages[name]))
-        out += [copy.deepcopy(self.config_maps[k]) for k in sorted(self.config_maps)]
+        out += cms
         out.append({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"namespace": CLOCK_NAME[0], "name": CLOCK_NAME[1]},
@@ -296,7 +290,7 @@ class SimFleet:
         C encoders (:func:`reconciler.adapters.simwrite.write_list`), replacing ``path`` atomically."""
         from reconciler.adapters.simwrite import write_list
 
-        write_list(path, self.to_objects())
+        write_list(path, self.to_objects(copy_objects=False))
 
     def _add(self, obj: Obj) -> None:
         kind = obj.get("kind")
@@ -430,7 +424,7 @@ class SimFleet:
     # ---------------------------------------------------------------- reads
     def list_nodes(self) -> list[NodeInfo]:
         """All nodes."""
-        return [node_from(self.nodes[k]) for k in sorted(self.nodes)]
+        return [self._index.node(k) for k in sorted(self.nodes)]
 
     def list_unschedulable_nodes(self) -> list[NodeInfo]:
         """Cordoned nodes only."""
@@ -440,15 +434,13 @@ class SimFleet:
         """One node. Raises NotFoundError."""
         if name not in self.nodes:
             raise NotFoundError(f"node {name} not found", 404)
-        return node_from(self.nodes[name])
+        return self._index.node(name)
 
     def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
         """All pods, or those bound to ``node_name``."""
-        return [
-            pod_from(p)
-            for k, p in sorted(self.pods.items())
-            if node_name is None or (p.get("spec") or {}).get("nodeName") == node_name
-        ]
+        if node_name is None:
+            return [pod_from(self.pods[k]) for k in sorted(self.pods)]
+        return [pod_from(self.pods[k]) for k in self._index.pods_of_node(node_name)]
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """One pod or None."""
@@ -457,11 +449,7 @@ class SimFleet:
 
     def list_pdbs(self) -> list[PdbInfo]:
         """All PDBs, with status computed like the disruption controller."""
-        out = []
-        for key in sorted(self.pdbs):
-            self._refresh_pdb_status(key)
-            out.append(pdb_from(self.pdbs[key]))
-        return out
+        return [self._refresh_pdb_status(key) for key in sorted(self.pdbs)]
 
     def daemonset_exists(self, namespace: str, name: str) -> bool:
         """Whether the DaemonSet exists; a fleet file without DaemonSet objects counts every
@@ -511,7 +499,8 @@ class SimFleet:
             if not spec["taints"]:
                 del spec["taints"]
         self._bump(node)
-        info = node_from(node)
+        self._index.node_changed(name)
+        info = self._index.node(name)
         self._after_write()
         return info
 
@@ -539,6 +528,7 @@ class SimFleet:
         else:
             conds.append(new)
         self._bump(self.nodes[name])
+        self._index.node_changed(name)
         self._after_write()
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
@@ -548,66 +538,57 @@ class SimFleet:
         self._after_write()
 
     # ---------------------------------------------------------------- pods and PDBs
-    def _healthy(self, pod: Obj) -> bool:
-        st = pod.get("status") or {}
-        return (
-            st.get("phase") == "Running"
-            and not pod["metadata"].get("deletionTimestamp")
-            and any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or ())
-        )
-
-    def _pdbs_selecting(self, pod: Obj) -> list[tuple[str, str]]:
-        info = pod_from(pod)
-        return [k for k, b in sorted(self.pdbs.items()) if pdb_from(b).selects(info)]
-
-    def _refresh_pdb_status(self, key: tuple[str, str]) -> None:
+    def _refresh_pdb_status(self, key: tuple[str, str]) -> PdbInfo:
+        """The PDB with its status computed now (the disruption controller's rules), also written
+        into its object (so a saved fleet carries it)."""
         pdb = self.pdbs[key]
-        info = pdb_from(pdb)
-        matching = [p for p in self.pods.values() if _selects(info, p)]
-        matching = [p for p in matching if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-        expected = len(matching)
-        healthy = sum(1 for p in matching if self._healthy(p))
-        desired = _int_or_percent(info.min_available, expected, round_up=True)
-        if desired is None:
-            max_unavail = _int_or_percent(info.max_unavailable, expected, round_up=True)
-            desired = max(0, expected - (max_unavail or 0))
-        allowed = max(0, healthy - desired)
+        info = self._index.pdb_info(key)
         pdb["status"] = {
-            "currentHealthy": healthy,
-            "desiredHealthy": desired,
-            "disruptionsAllowed": allowed,
-            "expectedPods": expected,
+            "currentHealthy": info.current_healthy,
+            "desiredHealthy": info.desired_healthy,
+            "disruptionsAllowed": info.disruptions_allowed,
+            "expectedPods": info.expected_pods,
             "observedGeneration": (pdb["metadata"].get("generation") or 1),
         }
+        return info
 
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
-        """One write: the Eviction API (see module docstring for the rules)."""
-        pod = self.pods.get((namespace, name))
+        """One write: the Eviction API (rules: :func:`reconciler.model.disruption.eviction_answer`,
+        PDB status: :func:`reconciler.model.disruption.budget_status`).
+
+        Raises:
+            NotFoundError: no such pod (404). ConflictError: ``uid`` is not the pod's (409).
+            TooManyRequestsError: the PDB allows no disruption now (429, ``disruption_budget``).
+            ServerError: more than one PDB selects the pod (500).
+        """
+        key = (namespace, name)
+        pod = self.pods.get(key)
         if pod is None:
             raise NotFoundError(f'pods "{name}" not found', 404)
         if uid and pod["metadata"]["uid"] != uid:
             raise ConflictError(
                 f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata']['uid']}", 409
             )
-        phase = (pod.get("status") or {}).get("phase")
+        phase = str((pod.get("status") or {}).get("phase") or "Pending")  # the API server defaults it
         terminating = bool(pod["metadata"].get("deletionTimestamp"))
-        if phase == "Running" and not terminating:
-            covering = self._pdbs_selecting(pod)
-            if len(covering) > 1:
-                raise ServerError(
-                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
-                    500,
-                )
-            if covering:
-                self._refresh_pdb_status(covering[0])
-                status = self.pdbs[covering[0]]["status"]
-                if self._healthy(pod) and status["disruptionsAllowed"] <= 0:
-                    raise TooManyRequestsError(
-                        "Cannot evict pod as it would violate the pod's disruption budget. "
-                        f"The disruption budget {covering[0][1]} needs {status['desiredHealthy']} healthy pods "
-                        f"and has {status['currentHealthy']} currently",
-                        disruption_budget=True,
-                    )
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (pod.get("status") or {}).get("conditions") or ())
+        covering = [] if terminating or phase in ("Pending", "Succeeded", "Failed") else [
+            self._refresh_pdb_status(k) for k in self._index.pdbs_selecting(key)]
+        answer = eviction_answer(phase, terminating, ready, covering)
+        if answer is EvictionAnswer.MULTIPLE_BUDGETS:
+            raise ServerError(
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+                500,
+            )
+        if answer is EvictionAnswer.REFUSED:
+            b = covering[0]
+            raise TooManyRequestsError(
+                "Cannot evict pod as it would violate the pod's disruption budget. "
+                f"The disruption budget {b.name} needs {b.desired_healthy} healthy pods "
+                f"and has {b.current_healthy} currently",
+                disruption_budget=True,
+            )
         self._write("evict", f"pod/{namespace}/{name}")
         if not terminating:
             grace = grace_seconds if grace_seconds is not None else int((pod.get("spec") or {}).get(
@@ -615,10 +596,11 @@ class SimFleet:
             grace_s = min(float(grace), self.config.maxTerminationSeconds)
             pod["metadata"]["deletionTimestamp"] = format_time(self.wall() + grace)
             self._bump(pod)
+            self._index.pod_changed(key, pod)
             if phase in ("Pending", "Succeeded", "Failed"):
                 grace_s = 0.0
             self._set_timer(pod, removeAt=self.wall() + grace_s)
-            self._at(self._now + grace_s, lambda: self._remove_pod((namespace, name), uid or pod["metadata"]["uid"]))
+            self._at(self._now + grace_s, lambda: self._remove_pod(key, uid or pod["metadata"]["uid"]))
         self._after_write()
 
     def _remove_pod(self, key: tuple[str, str], uid: str) -> None:
@@ -626,25 +608,13 @@ class SimFleet:
         if pod is None or pod["metadata"]["uid"] != uid:
             return
         del self.pods[key]
+        self._index.remove_pod(key, pod)
         ctrl = next((o for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")), None)
         if ctrl and ctrl.get("kind") in RECREATED_BY and (pod.get("status") or {}).get("phase") not in (
             "Succeeded",
             "Failed",
         ):
             self._at(self._now + self.config.rescheduleSeconds, lambda: self._recreate(pod, ctrl["kind"]))
-
-    def _schedulable_nodes(self, pod: Obj) -> list[str]:
-        info = pod_from(pod)
-        out = []
-        for name, n in sorted(self.nodes.items()):
-            ni = node_from(n)
-            if ni.unschedulable or ni.ready is False:
-                continue
-            if all(
-                t.effect == "PreferNoSchedule" or any(tol.tolerates(t) for tol in info.tolerations) for t in ni.taints
-            ):
-                out.append(name)
-        return out
 
     def _recreate(self, old: Obj, kind: str) -> None:
         new = copy.deepcopy(old)
@@ -657,23 +627,20 @@ class SimFleet:
             base = meta["name"].rsplit("-", 1)[0] if "-" in meta["name"] else meta["name"]
             meta["name"] = f"{base}-r{self._uid:05d}"
         key = (meta.get("namespace") or "default", meta["name"])
-        candidates = self._schedulable_nodes(new)
+        target = self._index.pick_node(pod_from(new).tolerations)
         spec = new.setdefault("spec", {})
-        if not candidates:
+        if target is None:
             spec.pop("nodeName", None)
             new["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
             self.pods[key] = new
+            self._index.add_pod(key, new)
             self._at(self._now + 30.0, lambda: self._retry_schedule(key, meta["uid"]))
             return
-        load = {n: 0 for n in candidates}
-        for p in self.pods.values():
-            nn = (p.get("spec") or {}).get("nodeName")
-            if nn in load:
-                load[nn] += 1
-        spec["nodeName"] = min(candidates, key=lambda n: (load[n], n))
+        spec["nodeName"] = target
         new["status"] = {"phase": "Pending", "conditions": []}
         self._set_timer(new, startAt=self.wall() + self.config.podStartSeconds)
         self.pods[key] = new
+        self._index.add_pod(key, new)
         uid = meta["uid"]
         self._at(self._now + self.config.podStartSeconds, lambda: self._start_pod(key, uid))
 
@@ -682,6 +649,7 @@ class SimFleet:
         if pod is None or pod["metadata"]["uid"] != uid:
             return
         del self.pods[key]
+        self._index.remove_pod(key, pod)
         self._recreate(pod, "StatefulSet")  # keep its name
 
     def _start_pod(self, key: tuple[str, str], uid: str) -> None:
@@ -695,6 +663,7 @@ class SimFleet:
             "startTime": ts,
             "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ts}],
         }
+        self._index.pod_changed(key, pod)
 
     def _finish_pod(self, key: tuple[str, str], uid: str) -> None:
         pod = self.pods.get(key)
@@ -705,6 +674,7 @@ class SimFleet:
             return
         st["phase"] = "Succeeded"
         st["conditions"] = [{"type": "Ready", "status": "False", "reason": "PodCompleted"}]
+        self._index.pod_changed(key, pod)
 
     # ---------------------------------------------------------------- stages
     def _failure_for(self, spec: StageSpec) -> tuple[int, Any] | None:
@@ -759,13 +729,14 @@ class SimFleet:
         n = self.nodes.get(node)
         if n is None:
             return
+        if node not in self.config.neverReturns:
+            self._set_timer(n, rebootUpAt=self.wall() + self.config.rebootSeconds)
         self._set_ready(n, False, "KubeletNotReady", "simulated reboot")
         rec = self._stages.get(stage_name)
         if rec is not None:  # the interrupt pod dies with the host (exit 143), as on real nodes
             rec.update(phase="failed", exit=143, reason="Error", log="terminated by host shutdown")
         if node in self.config.neverReturns:
             return
-        self._set_timer(n, rebootUpAt=self.wall() + self.config.rebootSeconds)
         self._at(self._now + self.config.rebootSeconds, lambda: self._reboot_up(node))
 
     def _reboot_up(self, node: str) -> None:
@@ -789,6 +760,7 @@ class SimFleet:
         else:
             conds.append(new)
         self._bump(n)
+        self._index.node_changed(n["metadata"]["name"])
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
         """The stage pod's state."""
@@ -903,10 +875,12 @@ class SimFleet:
         if "taints" in changes:
             n.setdefault("spec", {})["taints"] = [dict(t) for t in changes["taints"]]
         self._bump(n)
+        self._index.node_changed(name)
 
     def delete_node(self, name: str) -> None:
         """Test helper (not a write): the node disappears (scale-in)."""
         self.nodes.pop(name, None)
+        self._index.node_changed(name)
 
     def stage_pods(self) -> dict[str, StageSpec]:
         """Stage pods that exist now, by pod name."""

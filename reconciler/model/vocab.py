@@ -85,3 +85,13 @@ class EventKind(StrEnum):
     RESUME = "resume"
     STOPPED = "stopped"
     OWED = "owed"  # a node out of scope that still owes an interrupt: recorded and kept
+
+
+class UnhealthyPodEvictionPolicy(StrEnum):
+    """A PodDisruptionBudget's ``spec.unhealthyPodEvictionPolicy``: when a Running pod that is not
+    Ready may be evicted. ``IF_HEALTHY_BUDGET`` (the default, also for an absent field) only while
+    the budget is healthy; ``ALWAYS_ALLOW`` always. Source: Kubernetes API reference, policy/v1
+    ``PodDisruptionBudgetSpec``."""
+
+    IF_HEALTHY_BUDGET = "IfHealthyBudget"
+    ALWAYS_ALLOW = "AlwaysAllow"
