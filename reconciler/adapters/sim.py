@@ -438,14 +438,12 @@ class SimFleet:
 
     def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
         """All pods, or those bound to ``node_name``."""
-        if node_name is None:
-            return [pod_from(self.pods[k]) for k in sorted(self.pods)]
-        return [pod_from(self.pods[k]) for k in self._index.pods_of_node(node_name)]
+        keys = sorted(self.pods) if node_name is None else self._index.pods_of_node(node_name)
+        return [self._index.pod(k) for k in keys]
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """One pod or None."""
-        p = self.pods.get((namespace, name))
-        return pod_from(p) if p else None
+        return self._index.pod((namespace, name)) if (namespace, name) in self.pods else None
 
     def list_pdbs(self) -> list[PdbInfo]:
         """All PDBs, with status computed like the disruption controller."""
@@ -596,10 +594,10 @@ class SimFleet:
             grace_s = min(float(grace), self.config.maxTerminationSeconds)
             pod["metadata"]["deletionTimestamp"] = format_time(self.wall() + grace)
             self._bump(pod)
-            self._index.pod_changed(key, pod)
             if phase in ("Pending", "Succeeded", "Failed"):
                 grace_s = 0.0
             self._set_timer(pod, removeAt=self.wall() + grace_s)
+            self._index.pod_changed(key, pod)
             self._at(self._now + grace_s, lambda: self._remove_pod(key, uid or pod["metadata"]["uid"]))
         self._after_write()
 

@@ -1,7 +1,8 @@
 """Indexes of the simulated fleet (:mod:`reconciler.adapters.sim`): what its disruption controller,
 scheduler and reads look up, kept up to date as objects change, so no operation scans the fleet.
 
-* nodes parsed once per resourceVersion (:meth:`FleetIndex.node`);
+* nodes parsed once per resourceVersion (:meth:`FleetIndex.node`), pods once per change
+  (:meth:`FleetIndex.pod`);
 * pods by node (``spec.nodeName``);
 * per PodDisruptionBudget: its spec parsed once, the pods it selects, how many of them are
   healthy (Ready and not terminating) and the controllers they belong to, so a PDB's status is
@@ -22,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from reconciler.adapters.kubeobjects import node_from, pdb_from
+from reconciler.adapters.kubeobjects import node_from, pdb_from, pod_from
 from reconciler.model.disruption import budget_status
-from reconciler.model.observed import NodeInfo, PdbInfo
+from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Toleration
 
 Obj = dict[str, Any]
@@ -88,6 +89,7 @@ class FleetIndex:
     def __init__(self, nodes: dict[str, Obj], pods: dict[Key, Obj], pdbs: dict[Key, Obj]) -> None:
         self._nodes, self._pods = nodes, pods
         self._node_cache: dict[str, tuple[Any, NodeInfo]] = {}
+        self._pod_cache: dict[Key, PodInfo] = {}
         self.pods_on: dict[str, set[Key]] = {}
         self._healthy: set[Key] = set()
         self.scale: Counter[CtrlKey] = Counter()
@@ -153,8 +155,20 @@ class FleetIndex:
         return found
 
     # ------------------------------------------------------------------ pods
+    def pod(self, key: Key) -> PodInfo:
+        """The pod's PodInfo, parsed again only after :meth:`pod_changed` (or re-adding).
+
+        Raises:
+            KeyError: no such pod.
+        """
+        info = self._pod_cache.get(key)
+        if info is None:
+            info = self._pod_cache[key] = pod_from(self._pods[key])
+        return info
+
     def add_pod(self, key: Key, pod: Obj, *, schedule: bool = True) -> None:
         """Index a pod just stored in the fleet."""
+        self._pod_cache.pop(key, None)
         node = _node_name(pod)
         if node:
             self.pods_on.setdefault(node, set()).add(key)
@@ -176,6 +190,7 @@ class FleetIndex:
 
     def remove_pod(self, key: Key, pod: Obj) -> None:
         """Unindex a pod just removed from the fleet."""
+        self._pod_cache.pop(key, None)
         node = _node_name(pod)
         on = self.pods_on.get(node)
         if on is not None:
@@ -197,7 +212,9 @@ class FleetIndex:
                         del b.ctrls[ctrl]
 
     def pod_changed(self, key: Key, pod: Obj) -> None:
-        """After a change of the pod's status or deletionTimestamp (not its labels or node)."""
+        """After any change of the pod's status, annotations or deletionTimestamp (not its labels
+        or node)."""
+        self._pod_cache.pop(key, None)
         now = pod_healthy(pod)
         if now == (key in self._healthy):
             return
