@@ -18,9 +18,10 @@ from event to event (a 10,000-second rollout takes well under a second):
   for pods that are not Ready, 429 when the budget allows no disruption, 500 when several PDBs
   select the pod, UID preconditions (409), no budget check for pods Pending, Succeeded, Failed or
   already terminating;
-* evicted pods terminate after their grace period (capped by ``maxTerminationSeconds``); pods of a
-  ReplicaSet/StatefulSet/Job controller are recreated on another schedulable node after
-  ``rescheduleSeconds`` and become Ready ``podStartSeconds`` later; DaemonSet pods are never moved;
+* evicted pods terminate after their grace period (capped by ``maxTerminationSeconds``); a
+  ReplicaSet/StatefulSet/Job controller replaces each at once with a Pending pod that the scheduler
+  binds to another node after ``rescheduleSeconds`` and that is Ready ``podStartSeconds`` later;
+  DaemonSet pods are never moved;
 * the simulated scheduler binds a re-created pod to the schedulable node (not cordoned, Ready not
   False, taints tolerated) with the fewest pods, then by name; indexes
   (:mod:`reconciler.adapters.simindex`) keep every step independent of the fleet's size;
@@ -240,6 +241,8 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
                 self._at(max(self._now, float(timers["removeAt"]) - self.epoch), partial(self._remove_pod, key, uid))
             if "startAt" in timers:
                 self._at(max(self._now, float(timers["startAt"]) - self.epoch), partial(self._start_pod, key, uid))
+            if "scheduleAt" in timers:
+                self._at(max(self._now, float(timers["scheduleAt"]) - self.epoch), partial(self._schedule, key, uid))
 
     def save(self, path: str) -> None:
         """Write the fleet as a ``v1 List`` (simulated time written into the objects' timestamps, so

@@ -118,6 +118,7 @@ class SimPods(SimCore):
         self._after_write()
 
     def _remove_pod(self, key: tuple[str, str], uid: str) -> None:
+        """The terminated pod is gone; its controller (:data:`RECREATED_BY`) replaces it at once."""
         pod = self.pods.get(key)
         if pod is None or pod["metadata"]["uid"] != uid:
             return
@@ -128,43 +129,57 @@ class SimPods(SimCore):
             "Succeeded",
             "Failed",
         ):
-            self._at(self._now + self.config.rescheduleSeconds, lambda: self._recreate(pod, ctrl["kind"]))
+            self._replace(pod, str(ctrl["kind"]))
 
-    def _recreate(self, old: Obj, kind: str) -> None:
+    def _replace(self, old: Obj, kind: str) -> None:
+        """The controller's replacement for ``old``: a new pod (new uid; a new name unless a
+        StatefulSet's), Pending and not bound to a node, that the scheduler binds after
+        ``rescheduleSeconds`` (:meth:`_schedule`). Saved with the fleet as a Pod with the
+        ``scheduleAt`` timer, so a resumed fleet still has it."""
         new = copy.deepcopy(old)
         meta = new["metadata"]
         meta.pop("deletionTimestamp", None)
-        self._set_timer(new, removeAt=None)
+        self._set_timer(new, removeAt=None, startAt=None)
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = format_time(self.wall())
         if kind != "StatefulSet":
             base = meta["name"].rsplit("-", 1)[0] if "-" in meta["name"] else meta["name"]
             meta["name"] = f"{base}-r{self._uid:05d}"
         key = (meta.get("namespace") or "default", meta["name"])
-        target = self._index.pick_node(pod_from(new).tolerations)
-        spec = new.setdefault("spec", {})
-        if target is None:
-            spec.pop("nodeName", None)
-            new["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
-            self.pods[key] = new
-            self._index.add_pod(key, new)
-            self._at(self._now + 30.0, lambda: self._retry_schedule(key, meta["uid"]))
-            return
-        spec["nodeName"] = target
-        new["status"] = {"phase": "Pending", "conditions": []}
-        self._set_timer(new, startAt=self.wall() + self.config.podStartSeconds)
+        new.setdefault("spec", {}).pop("nodeName", None)
+        new["status"] = {"phase": "Pending"}
+        self._set_timer(new, scheduleAt=self.wall() + self.config.rescheduleSeconds)
+        self._bump(new)
         self.pods[key] = new
         self._index.add_pod(key, new)
-        uid = meta["uid"]
-        self._at(self._now + self.config.podStartSeconds, lambda: self._start_pod(key, uid))
+        self._at(self._now + self.config.rescheduleSeconds, partial(self._schedule, key, meta["uid"]))
 
-    def _retry_schedule(self, key: tuple[str, str], uid: str) -> None:
+    def _schedule(self, key: tuple[str, str], uid: str) -> None:
+        """The scheduler binds the pending pod to the schedulable node with the fewest pods whose
+        taints it tolerates (:meth:`reconciler.adapters.simindex.FleetIndex.pick_node`); it starts
+        ``podStartSeconds`` later. No node fits: PodScheduled False (Unschedulable), tried again
+        after 30 s."""
         pod = self.pods.get(key)
-        if pod is None or pod["metadata"]["uid"] != uid:
+        if pod is None or pod["metadata"]["uid"] != uid or pod["metadata"].get("deletionTimestamp"):
             return
-        del self.pods[key]
+        target = self._index.pick_node(pod_from(pod).tolerations)
+        if target is None:
+            pod["status"] = {"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                 "lastTransitionTime": format_time(self.wall())}]}
+            self._set_timer(pod, scheduleAt=self.wall() + 30.0)
+            self._bump(pod)
+            self._index.pod_changed(key, pod)
+            self._at(self._now + 30.0, partial(self._schedule, key, uid))
+            return
         self._index.remove_pod(key, pod)
-        self._recreate(pod, "StatefulSet")  # keep its name
+        pod.setdefault("spec", {})["nodeName"] = target
+        pod["status"] = {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": format_time(self.wall())}]}
+        self._set_timer(pod, scheduleAt=None, startAt=self.wall() + self.config.podStartSeconds)
+        self._bump(pod)
+        self._index.add_pod(key, pod)
+        self._at(self._now + self.config.podStartSeconds, partial(self._start_pod, key, uid))
 
     def _start_pod(self, key: tuple[str, str], uid: str) -> None:
         pod = self.pods.get(key)
