@@ -1,7 +1,8 @@
 """Benchmarks: planning cost and simulated rollout overhead, printed as a table.
 
     python bench/run.py                 # plan 1k/10k/50k nodes, simulated rollout of 10k nodes, plan
-                                        # end to end on 1k/10k/100k-node kubectl snapshots, API
+                                        # end to end on 1k/10k/100k-node kubectl snapshots, the
+                                        # simulated apply of 1k/10k-node snapshots, API
                                         # economy on a real control plane (500 kwok nodes), and
                                         # `plan` against 2,000 and 5,000 real kwok nodes
     python bench/run.py --quick         # smaller sizes, no control plane (a smoke run)
@@ -172,6 +173,10 @@ def main() -> None:
     snap = [sys.executable, os.path.join(HERE, "snapshot.py"), "--sizes",
             *(["200", "1000"] if a.quick else ["1000", "10000", "100000"])]
     subprocess.run(snap, check=True)
+    # the simulated apply of such a snapshot through the CLI, drained and rebooted nodes included
+    print(flush=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "sim_apply.py"), "--sizes",
+                    *(["200", "1000"] if a.quick else ["1000", "10000"])], check=True)
     if a.quick or a.no_controlplane:
         return
     from tests.controlplane.cluster import missing_binaries

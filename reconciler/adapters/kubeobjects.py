@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from reconciler.model.observed import NodeInfo, OwnerRef, PdbInfo, PodInfo
 from reconciler.model.selector import LabelSelector, Requirement, Taint, Toleration
+from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 
 Obj = dict[str, Any]
 
@@ -172,8 +173,17 @@ def pod_from(obj: Obj) -> PodInfo:
     )
 
 
+def unhealthy_policy_from(value: Any) -> UnhealthyPodEvictionPolicy:
+    """``spec.unhealthyPodEvictionPolicy`` → the enum: ``AlwaysAllow`` is AlwaysAllow, anything
+    else (absent, ``IfHealthyBudget``) the default, as kube-apiserver's eviction handler reads it
+    (it only tests for AlwaysAllow; its validation refuses other values)."""
+    if value == UnhealthyPodEvictionPolicy.ALWAYS_ALLOW.value:
+        return UnhealthyPodEvictionPolicy.ALWAYS_ALLOW
+    return UnhealthyPodEvictionPolicy.IF_HEALTHY_BUDGET
+
+
 def pdb_from(obj: Obj) -> PdbInfo:
-    """A policy/v1 PodDisruptionBudget dict → PdbInfo."""
+    """A policy/v1 PodDisruptionBudget dict → PdbInfo (``unhealthyPodEvictionPolicy`` included)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     return PdbInfo(
         namespace=meta.get("namespace") or "default",
@@ -185,4 +195,5 @@ def pdb_from(obj: Obj) -> PdbInfo:
         current_healthy=int(status.get("currentHealthy", 0) or 0),
         desired_healthy=int(status.get("desiredHealthy", 0) or 0),
         expected_pods=int(status.get("expectedPods", 0) or 0),
+        unhealthy_pod_eviction_policy=unhealthy_policy_from(spec.get("unhealthyPodEvictionPolicy")),
     )

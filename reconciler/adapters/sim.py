@@ -11,96 +11,59 @@ from event to event (a 10,000-second rollout takes well under a second):
 * stage pods run ``stageSeconds`` and exit 0, or fail as injected (exit code, image pull);
 * a reboot interrupt takes the node NotReady and back with a new bootID after ``rebootSeconds``
   (never, for ``neverReturns`` nodes); other interrupts take ``interruptSeconds``;
-* the Eviction API follows the API server and the disruption controller: PDB
-  ``disruptionsAllowed`` is computed from healthy pods (Ready, not terminating), 429 when it is 0,
-  500 when several PDBs select the pod, UID preconditions (409), no budget check for pods that are
-  not Running or already terminating;
-* evicted pods terminate after their grace period (capped by ``maxTerminationSeconds``); pods of a
-  ReplicaSet/StatefulSet/Job controller are recreated on another schedulable node after
-  ``rescheduleSeconds`` and become Ready ``podStartSeconds`` later; DaemonSet pods are never moved;
+* the Eviction API follows kube-apiserver and the disruption controller, with the rules written
+  once in :mod:`reconciler.model.disruption` (also used by the plan's warnings): PDB status from
+  healthy pods (Ready, not terminating), ``minAvailable``/``maxUnavailable`` int or percent
+  (rounded up), ``unhealthyPodEvictionPolicy`` (IfHealthyBudget, the default, and AlwaysAllow)
+  for pods that are not Ready, 429 when the budget allows no disruption, 500 when several PDBs
+  select the pod, UID preconditions (409), no budget check for pods Pending, Succeeded, Failed or
+  already terminating;
+* evicted pods terminate after their grace period (capped by ``maxTerminationSeconds``); a
+  ReplicaSet/StatefulSet/Job controller replaces each at once with a Pending pod that the scheduler
+  binds to another node after ``rescheduleSeconds`` and that is Ready ``podStartSeconds`` later;
+  DaemonSet pods are never moved;
+* the simulated scheduler binds a re-created pod to the schedulable node (not cordoned, Ready not
+  False, taints tolerated) with the fewest pods, then by name; indexes
+  (:mod:`reconciler.adapters.simindex`) keep every step independent of the fleet's size;
 * pods with ``spec.activeDeadlineSeconds`` end (Succeeded) that many seconds after
   ``status.startTime`` (or after the start of the simulation);
 * ``crash_after=N`` raises :class:`~reconciler.errors.CrashInjected` right after the N-th write.
 
 ``save(path)`` writes the fleet back in the same kubectl YAML form so a later run continues from it.
+
+The parts, each a base class of :class:`SimFleet` over the state and primitives of
+:class:`reconciler.adapters.simcore.SimCore`: nodes and events (:mod:`~reconciler.adapters.simnodes`),
+pods, PDBs, evictions and the scheduler (:mod:`~reconciler.adapters.simpods`), stage pods and reboots
+(:mod:`~reconciler.adapters.simkubelet`), Leases and ConfigMaps (:mod:`~reconciler.adapters.simstore`),
+indexes (:mod:`~reconciler.adapters.simindex`); this module loads, saves and resumes the fleet.
 """
 
 from __future__ import annotations
 
 import copy
-import heapq
 import json
-import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from dataclasses import field as dc_field
+from collections.abc import Callable
 from functools import partial
-from typing import Any
 
-from reconciler.adapters.kubeobjects import format_time, node_from, parse_time, pdb_from, pod_from
+from reconciler.adapters.kubeobjects import parse_time
 from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.simcore import Obj
+from reconciler.adapters.simindex import FleetIndex
+from reconciler.adapters.simkubelet import SimKubelet
+from reconciler.adapters.simnodes import SimNodes
+from reconciler.adapters.simpods import RECREATED_BY, SimPods
 from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
-from reconciler.errors import (
-    ConflictError,
-    CrashInjected,
-    LeaseHeldError,
-    NotFoundError,
-    ServerError,
-    TooManyRequestsError,
-)
-from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
-from reconciler.model.selector import Taint
-from reconciler.ports import StageSpec, StageStatus
+from reconciler.adapters.simstore import SimLease, SimStore
+from reconciler.ports import StageSpec
 
-Obj = dict[str, Any]
+__all__ = ["KINDS", "RECREATED_BY", "SimFleet", "SimLease"]
+
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap")
 # SIM_ANN (the annotation carrying the simulation's pending timers on saved objects, so a saved
 # fleet resumes), CLOCK_NAME and STAGE_NS live in reconciler.adapters.simsaved with their checks.
-RECREATED_BY = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job")
 
 
-@dataclass(frozen=True)
-class SimLease:
-    """A Lease in the simulated fleet (the ``reconciler.ports.LeaseInfo`` shape); epoch seconds."""
-
-    name: str
-    holder: str
-    duration_seconds: int
-    acquired: float | None
-    renewed: float | None
-    transitions: int
-    resource_version: str
-    wall: Callable[[], float] | None = dc_field(default=None, compare=False, repr=False)
-
-    def expires_in(self, now: float | None = None) -> float:
-        """Seconds until expiry at epoch ``now`` (default: the fleet's simulated time; negative: expired)."""
-        base = self.renewed or self.acquired or 0.0
-        if now is None:
-            now = self.wall() if self.wall is not None else base
-        return base + self.duration_seconds - now
-
-
-def _int_or_percent(value: int | str | None, total: int, round_up: bool) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    text = str(value).strip()
-    if text.endswith("%"):
-        pct = int(text[:-1])
-        q, r = divmod(total * pct, 100)
-        return q + (1 if round_up and r else 0)
-    return int(text)
-
-
-def _selects(pdb: PdbInfo, pod: Obj) -> bool:
-    """``pdb.selects(pod_from(pod))`` read straight from the pod dict (PDB status covers every pod)."""
-    meta = pod["metadata"]
-    return (pdb.selector is not None and (meta.get("namespace") or "default") == pdb.namespace
-            and pdb.selector.matches(meta.get("labels") or {}))
-
-
-class SimFleet:
+class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
     """In-process simulated cluster implementing ``reconciler.ports.Cluster`` and ``Clock``.
 
     Args:
@@ -146,6 +109,7 @@ class SimFleet:
         for obj in objects:
             self._add(obj)
         self._assign_resource_versions()
+        self._index = FleetIndex(self.nodes, self.pods, self.pdbs)
         self.epoch: float
         if self._saved_clock is not None:
             now, uids = parse_clock(self._saved_clock)
@@ -197,17 +161,22 @@ class SimFleet:
             check_saved_state(snap)
             return cls(snap.objects, config, crash_after, copy_objects=False)
 
-    def to_objects(self) -> list[Obj]:
+    def to_objects(self, *, copy_objects: bool = True) -> list[Obj]:
         """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name), then
         the stage pods and a ConfigMap holding the simulated clock, so :meth:`from_file` resumes
-        the simulation where it stopped (pending reboots, terminations and stages included)."""
+        the simulation where it stopped (pending reboots, terminations and stages included).
+        ``copy_objects=False`` returns the fleet's own dicts (for writing them out at once)."""
         out: list[Obj] = [self.nodes[k] for k in sorted(self.nodes)]
         out += [self.pods[k] for k in sorted(self.pods)]
         out += [self.pdbs[k] for k in sorted(self.pdbs)]
-        out = copy.deepcopy(out)
+        out += [self.config_maps[k] for k in sorted(self.config_maps)]
+        if copy_objects:
+            out = copy.deepcopy(out)
+        cms = out[len(out) - len(self.config_maps):]
+        del out[len(out) - len(self.config_maps):]
         for name in sorted(self._stages):
             out.append(self._stage_object(name, self._stages[name]))
-        out += [copy.deepcopy(self.config_maps[k]) for k in sorted(self.config_maps)]
+        out += cms
         out.append({
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"namespace": CLOCK_NAME[0], "name": CLOCK_NAME[1]},
@@ -272,23 +241,8 @@ class SimFleet:
                 self._at(max(self._now, float(timers["removeAt"]) - self.epoch), partial(self._remove_pod, key, uid))
             if "startAt" in timers:
                 self._at(max(self._now, float(timers["startAt"]) - self.epoch), partial(self._start_pod, key, uid))
-
-    @staticmethod
-    def _set_timer(obj: Obj, **timers: float | None) -> None:
-        ann = obj["metadata"].setdefault("annotations", {}) or {}
-        obj["metadata"]["annotations"] = ann
-        cur = json.loads(ann.get(SIM_ANN, "{}"))
-        for k, v in timers.items():
-            if v is None:
-                cur.pop(k, None)
-            else:
-                cur[k] = v
-        if cur:
-            ann[SIM_ANN] = json.dumps(cur, sort_keys=True)
-        else:
-            ann.pop(SIM_ANN, None)
-            if not ann:
-                del obj["metadata"]["annotations"]
+            if "scheduleAt" in timers:
+                self._at(max(self._now, float(timers["scheduleAt"]) - self.epoch), partial(self._schedule, key, uid))
 
     def save(self, path: str) -> None:
         """Write the fleet as a ``v1 List`` (simulated time written into the objects' timestamps, so
@@ -296,7 +250,7 @@ class SimFleet:
         C encoders (:func:`reconciler.adapters.simwrite.write_list`), replacing ``path`` atomically."""
         from reconciler.adapters.simwrite import write_list
 
-        write_list(path, self.to_objects())
+        write_list(path, self.to_objects(copy_objects=False))
 
     def _add(self, obj: Obj) -> None:
         kind = obj.get("kind")
@@ -360,557 +314,6 @@ class SimFleet:
         if t and t > newest:
             newest = t
         return newest or 1767225600.0  # 2026-01-01T00:00:00Z
-
-    def _schedule_deadlines(self) -> None:
-        for key, pod in self.pods.items():
-            deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
-            if deadline is None or (pod.get("status") or {}).get("phase") not in ("Running", "Pending"):
-                continue
-            start = parse_time((pod.get("status") or {}).get("startTime"))
-            at = (start - self.epoch if start is not None else 0.0) + float(deadline)
-            uid = pod["metadata"]["uid"]
-            self._at(max(at, self._now), partial(self._finish_pod, key, uid))
-
-    # ---------------------------------------------------------------- clock
-    def now(self) -> float:
-        """The monotonic reading: simulated seconds since the start of the simulation plus
-        :attr:`mono_offset`. A real process's monotonic clock has an arbitrary origin; set
-        ``mono_offset`` (e.g. before resuming a saved fleet) to act as a fresh process on another
-        host, which is how tests prove nothing persisted depends on it."""
-        return self._now + self.mono_offset
-
-    def utc(self) -> float:
-        """UTC epoch seconds of the current simulated instant (the same as :meth:`wall`)."""
-        return self.epoch + self._now
-
-    def wait(self, seconds: float) -> None:
-        """Advance simulated time to the next event or by ``seconds``, whichever comes first,
-        running every event due by then."""
-        target = self._now + max(0.0, seconds)
-        if self._queue and self._queue[0][0] < target:
-            target = self._queue[0][0]
-        self._now = max(self._now, target)
-        while self._queue and self._queue[0][0] <= self._now:
-            _, _, fn = heapq.heappop(self._queue)
-            fn()
-
-    def advance(self, seconds: float) -> None:
-        """Run the simulation for exactly ``seconds`` (every event due by then)."""
-        target = self._now + seconds
-        while self._now < target:
-            self.wait(target - self._now)
-
-    def wall(self) -> float:
-        """Epoch seconds of the current simulated instant."""
-        return self.epoch + self._now
-
-    def _at(self, t: float, fn: Callable[[], None]) -> None:
-        self._seq += 1
-        heapq.heappush(self._queue, (t, self._seq, fn))
-
-    def _new_uid(self) -> str:
-        self._uid += 1
-        return str(uuid.uuid5(uuid.NAMESPACE_OID, f"sim/{self._uid}"))  # deterministic, varied
-
-    def _write(self, verb: str, target: str) -> None:
-        self.writes += 1
-        self.calls.append((verb, target))
-
-    def _after_write(self) -> None:
-        if self.crash_after is not None and self.writes >= self.crash_after:
-            if self.save_on_crash:
-                self.save(self.save_on_crash)
-            raise CrashInjected(f"simulated crash after {self.writes} writes")
-
-    def _bump(self, obj: Obj) -> str:
-        self._rv += 1
-        obj["metadata"]["resourceVersion"] = str(self._rv)
-        return str(self._rv)
-
-    # ---------------------------------------------------------------- reads
-    def list_nodes(self) -> list[NodeInfo]:
-        """All nodes."""
-        return [node_from(self.nodes[k]) for k in sorted(self.nodes)]
-
-    def list_unschedulable_nodes(self) -> list[NodeInfo]:
-        """Cordoned nodes only."""
-        return [n for n in self.list_nodes() if n.unschedulable]
-
-    def get_node(self, name: str) -> NodeInfo:
-        """One node. Raises NotFoundError."""
-        if name not in self.nodes:
-            raise NotFoundError(f"node {name} not found", 404)
-        return node_from(self.nodes[name])
-
-    def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
-        """All pods, or those bound to ``node_name``."""
-        return [
-            pod_from(p)
-            for k, p in sorted(self.pods.items())
-            if node_name is None or (p.get("spec") or {}).get("nodeName") == node_name
-        ]
-
-    def get_pod(self, namespace: str, name: str) -> PodInfo | None:
-        """One pod or None."""
-        p = self.pods.get((namespace, name))
-        return pod_from(p) if p else None
-
-    def list_pdbs(self) -> list[PdbInfo]:
-        """All PDBs, with status computed like the disruption controller."""
-        out = []
-        for key in sorted(self.pdbs):
-            self._refresh_pdb_status(key)
-            out.append(pdb_from(self.pdbs[key]))
-        return out
-
-    def daemonset_exists(self, namespace: str, name: str) -> bool:
-        """Whether the DaemonSet exists; a fleet file without DaemonSet objects counts every
-        DaemonSet that owns a pod as existing (a dump of pods only)."""
-        if not self.daemonsets:
-            return True
-        return (namespace, name) in self.daemonsets
-
-    # ---------------------------------------------------------------- node writes
-    def patch_node(
-        self,
-        name: str,
-        *,
-        annotations: Mapping[str, str | None] | None = None,
-        labels: Mapping[str, str | None] | None = None,
-        unschedulable: bool | None = None,
-        taints: tuple[Taint, ...] | None = None,
-        resource_version: str | None = None,
-    ) -> NodeInfo:
-        """One write: merge annotations/labels (None removes), set unschedulable and/or taints."""
-        if name not in self.nodes:
-            raise NotFoundError(f"node {name} not found", 404)
-        node = self.nodes[name]
-        meta = node["metadata"]
-        if resource_version is not None and str(meta.get("resourceVersion", "")) != resource_version:
-            raise ConflictError(f"node {name} was modified (resourceVersion {resource_version} is stale)", 409)
-        self._write("patch", f"node/{name}")
-        for field, patch in (("annotations", annotations), ("labels", labels)):
-            if patch:
-                cur = meta.setdefault(field, {}) or {}
-                meta[field] = cur
-                for k, v in patch.items():
-                    if v is None:
-                        cur.pop(k, None)
-                    else:
-                        cur[k] = v
-        spec = node.setdefault("spec", {})
-        if unschedulable is not None:
-            if unschedulable:
-                spec["unschedulable"] = True
-            else:
-                spec.pop("unschedulable", None)
-        if taints is not None:
-            spec["taints"] = [
-                {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v} for t in taints
-            ]
-            if not spec["taints"]:
-                del spec["taints"]
-        self._bump(node)
-        info = node_from(node)
-        self._after_write()
-        return info
-
-    def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
-        """One write: add or replace a node condition by type."""
-        if name not in self.nodes:
-            raise NotFoundError(f"node {name} not found", 404)
-        self._write("patch-status", f"node/{name}")
-        conds = self.nodes[name].setdefault("status", {}).setdefault("conditions", [])
-        ts = format_time(self.wall())
-        new = {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": ts,
-            "lastHeartbeatTime": ts,
-        }
-        for i, c in enumerate(conds):
-            if c.get("type") == type_:
-                if c.get("status") == status:
-                    new["lastTransitionTime"] = c.get("lastTransitionTime", ts)
-                conds[i] = new
-                break
-        else:
-            conds.append(new)
-        self._bump(self.nodes[name])
-        self._after_write()
-
-    def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
-        """One write: record an Event on the node."""
-        self._write("create-event", f"node/{node}")
-        self.events.append({"node": node, "reason": reason, "message": message, "type": type_, "t": self._now})
-        self._after_write()
-
-    # ---------------------------------------------------------------- pods and PDBs
-    def _healthy(self, pod: Obj) -> bool:
-        st = pod.get("status") or {}
-        return (
-            st.get("phase") == "Running"
-            and not pod["metadata"].get("deletionTimestamp")
-            and any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or ())
-        )
-
-    def _pdbs_selecting(self, pod: Obj) -> list[tuple[str, str]]:
-        info = pod_from(pod)
-        return [k for k, b in sorted(self.pdbs.items()) if pdb_from(b).selects(info)]
-
-    def _refresh_pdb_status(self, key: tuple[str, str]) -> None:
-        pdb = self.pdbs[key]
-        info = pdb_from(pdb)
-        matching = [p for p in self.pods.values() if _selects(info, p)]
-        matching = [p for p in matching if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
-        expected = len(matching)
-        healthy = sum(1 for p in matching if self._healthy(p))
-        desired = _int_or_percent(info.min_available, expected, round_up=True)
-        if desired is None:
-            max_unavail = _int_or_percent(info.max_unavailable, expected, round_up=True)
-            desired = max(0, expected - (max_unavail or 0))
-        allowed = max(0, healthy - desired)
-        pdb["status"] = {
-            "currentHealthy": healthy,
-            "desiredHealthy": desired,
-            "disruptionsAllowed": allowed,
-            "expectedPods": expected,
-            "observedGeneration": (pdb["metadata"].get("generation") or 1),
-        }
-
-    def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
-        """One write: the Eviction API (see module docstring for the rules)."""
-        pod = self.pods.get((namespace, name))
-        if pod is None:
-            raise NotFoundError(f'pods "{name}" not found', 404)
-        if uid and pod["metadata"]["uid"] != uid:
-            raise ConflictError(
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata']['uid']}", 409
-            )
-        phase = (pod.get("status") or {}).get("phase")
-        terminating = bool(pod["metadata"].get("deletionTimestamp"))
-        if phase == "Running" and not terminating:
-            covering = self._pdbs_selecting(pod)
-            if len(covering) > 1:
-                raise ServerError(
-                    "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
-                    500,
-                )
-            if covering:
-                self._refresh_pdb_status(covering[0])
-                status = self.pdbs[covering[0]]["status"]
-                if self._healthy(pod) and status["disruptionsAllowed"] <= 0:
-                    raise TooManyRequestsError(
-                        "Cannot evict pod as it would violate the pod's disruption budget. "
-                        f"The disruption budget {covering[0][1]} needs {status['desiredHealthy']} healthy pods "
-                        f"and has {status['currentHealthy']} currently",
-                        disruption_budget=True,
-                    )
-        self._write("evict", f"pod/{namespace}/{name}")
-        if not terminating:
-            grace = grace_seconds if grace_seconds is not None else int((pod.get("spec") or {}).get(
-                "terminationGracePeriodSeconds", 30))
-            grace_s = min(float(grace), self.config.maxTerminationSeconds)
-            pod["metadata"]["deletionTimestamp"] = format_time(self.wall() + grace)
-            self._bump(pod)
-            if phase in ("Pending", "Succeeded", "Failed"):
-                grace_s = 0.0
-            self._set_timer(pod, removeAt=self.wall() + grace_s)
-            self._at(self._now + grace_s, lambda: self._remove_pod((namespace, name), uid or pod["metadata"]["uid"]))
-        self._after_write()
-
-    def _remove_pod(self, key: tuple[str, str], uid: str) -> None:
-        pod = self.pods.get(key)
-        if pod is None or pod["metadata"]["uid"] != uid:
-            return
-        del self.pods[key]
-        ctrl = next((o for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")), None)
-        if ctrl and ctrl.get("kind") in RECREATED_BY and (pod.get("status") or {}).get("phase") not in (
-            "Succeeded",
-            "Failed",
-        ):
-            self._at(self._now + self.config.rescheduleSeconds, lambda: self._recreate(pod, ctrl["kind"]))
-
-    def _schedulable_nodes(self, pod: Obj) -> list[str]:
-        info = pod_from(pod)
-        out = []
-        for name, n in sorted(self.nodes.items()):
-            ni = node_from(n)
-            if ni.unschedulable or ni.ready is False:
-                continue
-            if all(
-                t.effect == "PreferNoSchedule" or any(tol.tolerates(t) for tol in info.tolerations) for t in ni.taints
-            ):
-                out.append(name)
-        return out
-
-    def _recreate(self, old: Obj, kind: str) -> None:
-        new = copy.deepcopy(old)
-        meta = new["metadata"]
-        meta.pop("deletionTimestamp", None)
-        self._set_timer(new, removeAt=None)
-        meta["uid"] = self._new_uid()
-        meta["creationTimestamp"] = format_time(self.wall())
-        if kind != "StatefulSet":
-            base = meta["name"].rsplit("-", 1)[0] if "-" in meta["name"] else meta["name"]
-            meta["name"] = f"{base}-r{self._uid:05d}"
-        key = (meta.get("namespace") or "default", meta["name"])
-        candidates = self._schedulable_nodes(new)
-        spec = new.setdefault("spec", {})
-        if not candidates:
-            spec.pop("nodeName", None)
-            new["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False"}]}
-            self.pods[key] = new
-            self._at(self._now + 30.0, lambda: self._retry_schedule(key, meta["uid"]))
-            return
-        load = {n: 0 for n in candidates}
-        for p in self.pods.values():
-            nn = (p.get("spec") or {}).get("nodeName")
-            if nn in load:
-                load[nn] += 1
-        spec["nodeName"] = min(candidates, key=lambda n: (load[n], n))
-        new["status"] = {"phase": "Pending", "conditions": []}
-        self._set_timer(new, startAt=self.wall() + self.config.podStartSeconds)
-        self.pods[key] = new
-        uid = meta["uid"]
-        self._at(self._now + self.config.podStartSeconds, lambda: self._start_pod(key, uid))
-
-    def _retry_schedule(self, key: tuple[str, str], uid: str) -> None:
-        pod = self.pods.get(key)
-        if pod is None or pod["metadata"]["uid"] != uid:
-            return
-        del self.pods[key]
-        self._recreate(pod, "StatefulSet")  # keep its name
-
-    def _start_pod(self, key: tuple[str, str], uid: str) -> None:
-        pod = self.pods.get(key)
-        if pod is None or pod["metadata"]["uid"] != uid:
-            return
-        ts = format_time(self.wall())
-        self._set_timer(pod, startAt=None)
-        pod["status"] = {
-            "phase": "Running",
-            "startTime": ts,
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ts}],
-        }
-
-    def _finish_pod(self, key: tuple[str, str], uid: str) -> None:
-        pod = self.pods.get(key)
-        if pod is None or pod["metadata"]["uid"] != uid:
-            return
-        st = pod.setdefault("status", {})
-        if st.get("phase") in ("Succeeded", "Failed"):
-            return
-        st["phase"] = "Succeeded"
-        st["conditions"] = [{"type": "Ready", "status": "False", "reason": "PodCompleted"}]
-
-    # ---------------------------------------------------------------- stages
-    def _failure_for(self, spec: StageSpec) -> tuple[int, Any] | None:
-        for i, f in enumerate(self.config.failures):
-            if f.matches(spec.node, spec.package, spec.stage) and self._failures_used.get(i, 0) < f.times:
-                return i, f
-        return None
-
-    def start_stage(self, spec: StageSpec) -> None:
-        """One write: create the stage pod; it runs by the behaviour rules. Existing → no-op."""
-        if spec.node not in self.nodes:
-            raise NotFoundError(f"node {spec.node} not found", 404)
-        if spec.pod_name in self._stages:
-            return
-        self._write("create-pod", f"pod/{spec.pod_name}")
-        rec: Obj = {"spec": spec, "phase": "running", "started": self._now, "exit": None, "reason": "", "log": ""}
-        self.stage_log.append((self._now, "start", spec.node, spec.package, spec.version, spec.stage))
-        self._stages[spec.pod_name] = rec
-        name = spec.pod_name
-        if spec.stage in ("interrupt", "uninstall-interrupt") and spec.interrupt is not None:
-            if spec.interrupt.type == "reboot":
-                rec.update(done_at=self.wall() + 1.0)
-                self._at(self._now + 1.0, lambda: self._reboot_down(spec.node, name))
-            else:
-                rec.update(done_at=self.wall() + self.config.interruptSeconds)
-                self._at(self._now + self.config.interruptSeconds, lambda: self._stage_done(name, 0, "", ""))
-        else:
-            code, reason, log = 0, "", ""
-            hit = self._failure_for(spec)
-            if hit:
-                idx, f = hit
-                self._failures_used[idx] = self._failures_used.get(idx, 0) + 1
-                code, reason = f.exitCode, f.reason
-                log = f.logTail or f"{spec.stage}: simulated failure (exit {f.exitCode})"
-            if reason in ("ImagePullBackOff", "ErrImagePull"):
-                rec.update(phase="pending", reason=reason)  # never starts
-            else:
-                delay = self.config.stage_duration(spec.stage)
-                rec.update(done_at=self.wall() + delay, pending_exit=code, pending_reason=reason, pending_log=log)
-                self._at(self._now + delay, lambda: self._stage_done(name, code, reason, log))
-        self._after_write()
-
-    def _stage_done(self, name: str, code: int, reason: str, log: str) -> None:
-        rec = self._stages.get(name)
-        if rec is None or rec["phase"] != "running":
-            return
-        rec.update(phase="succeeded" if code == 0 else "failed", exit=code, reason=reason, log=log)
-        spec = rec["spec"]
-        self.stage_log.append((self._now, rec["phase"], spec.node, spec.package, spec.version, spec.stage))
-
-    def _reboot_down(self, node: str, stage_name: str) -> None:
-        n = self.nodes.get(node)
-        if n is None:
-            return
-        self._set_ready(n, False, "KubeletNotReady", "simulated reboot")
-        rec = self._stages.get(stage_name)
-        if rec is not None:  # the interrupt pod dies with the host (exit 143), as on real nodes
-            rec.update(phase="failed", exit=143, reason="Error", log="terminated by host shutdown")
-        if node in self.config.neverReturns:
-            return
-        self._set_timer(n, rebootUpAt=self.wall() + self.config.rebootSeconds)
-        self._at(self._now + self.config.rebootSeconds, lambda: self._reboot_up(node))
-
-    def _reboot_up(self, node: str) -> None:
-        n = self.nodes.get(node)
-        if n is None:
-            return
-        self._set_timer(n, rebootUpAt=None)
-        info = n.setdefault("status", {}).setdefault("nodeInfo", {})
-        info["bootID"] = self._new_uid()
-        self._set_ready(n, True, "KubeletReady", "kubelet is posting ready status")
-
-    def _set_ready(self, n: Obj, ready: bool, reason: str, message: str) -> None:
-        conds = n.setdefault("status", {}).setdefault("conditions", [])
-        ts = format_time(self.wall())
-        new = {"type": "Ready", "status": "True" if ready else "False", "reason": reason, "message": message,
-               "lastTransitionTime": ts, "lastHeartbeatTime": ts}
-        for i, c in enumerate(conds):
-            if c.get("type") == "Ready":
-                conds[i] = new
-                break
-        else:
-            conds.append(new)
-        self._bump(n)
-
-    def stage_status(self, spec: StageSpec) -> StageStatus:
-        """The stage pod's state."""
-        rec = self._stages.get(spec.pod_name)
-        if rec is None:
-            return StageStatus("missing")
-        return StageStatus(rec["phase"], rec["exit"], rec["reason"], rec["log"], self.epoch + rec["started"])
-
-    def delete_stage(self, spec: StageSpec) -> None:
-        """One write: delete the stage pod (absent is fine: no write)."""
-        if spec.pod_name not in self._stages:
-            return
-        self._write("delete-pod", f"pod/{spec.pod_name}")
-        del self._stages[spec.pod_name]
-        self._after_write()
-
-    def end_run(self, run_id: str) -> None:
-        """Nothing shared to release in the simulated fleet (stage pods go with ``delete_stages``)."""
-
-    def delete_stages(self, recipe: str, node: str) -> None:
-        """One write: delete every stage pod of ``recipe`` on ``node``."""
-        names = [k for k, v in self._stages.items() if v["spec"].recipe == recipe and v["spec"].node == node]
-        if not names:
-            return
-        self._write("delete-pods", f"pods/{recipe}/{node}")
-        for k in names:
-            del self._stages[k]
-        self._after_write()
-
-    # ---------------------------------------------------------------- leases (reconciler.execute.lock)
-    def get_lease(self, name: str) -> SimLease | None:
-        """The Lease ``name`` or None (simulated wall time; leases are not saved with the fleet)."""
-        return self.leases.get(name)
-
-    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> SimLease:
-        """One write: create the Lease, renew it for its holder, or take it over once expired
-        (as ``KubeCluster.acquire_lease``). Raises LeaseHeldError while another holder's lease runs."""
-        now = self.wall()
-        cur = self.leases.get(name)
-        if cur is not None and cur.holder and cur.holder != holder and cur.expires_in(now) > 0:
-            raise LeaseHeldError(f"{STAGE_NS}/{name}", cur.holder, cur.expires_in(now))
-        taking_over = cur is None or cur.holder != holder
-        self._write("create-lease" if cur is None else "update-lease", f"lease/{name}")
-        self._rv += 1
-        self.leases[name] = SimLease(
-            name, holder, duration_seconds,
-            acquired=now if taking_over or cur is None else (cur.acquired or now), renewed=now,
-            transitions=0 if cur is None else cur.transitions + (1 if taking_over and cur.holder else 0),
-            resource_version=str(self._rv), wall=self.wall,
-        )
-        self._after_write()
-        return self.leases[name]
-
-    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> SimLease:
-        """One write: renewTime = now. Raises NotFoundError (no lease), LeaseHeldError (another holder)."""
-        cur = self.leases.get(name)
-        if cur is None:
-            raise NotFoundError(f"lease {STAGE_NS}/{name} does not exist", 404, "NotFound")
-        if cur.holder != holder:
-            raise LeaseHeldError(f"{STAGE_NS}/{name}", cur.holder or "nobody", cur.expires_in(self.wall()))
-        self._write("update-lease", f"lease/{name}")
-        self._rv += 1
-        self.leases[name] = replace(cur, duration_seconds=duration_seconds or cur.duration_seconds,
-                                    renewed=self.wall(), resource_version=str(self._rv))
-        self._after_write()
-        return self.leases[name]
-
-    def release_lease(self, name: str, holder: str) -> None:
-        """One write: delete the Lease if ``holder`` holds it (otherwise nothing)."""
-        cur = self.leases.get(name)
-        if cur is None or cur.holder != holder:
-            return
-        self._write("delete-lease", f"lease/{name}")
-        del self.leases[name]
-        self._after_write()
-
-    # ---------------------------------------------------------------- ConfigMapStore (reconciler.ops.controls)
-    def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
-        """The ``data`` of a ConfigMap, or None."""
-        cm = self.config_maps.get((namespace, name))
-        return None if cm is None else {str(k): str(v) for k, v in (cm.get("data") or {}).items()}
-
-    def patch_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> None:
-        """One write: merge ``data`` (None removes a key), creating the ConfigMap when absent."""
-        self._write("patch-configmap", f"configmap/{namespace}/{name}")
-        cm = self.config_maps.setdefault((namespace, name), {
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"namespace": namespace, "name": name,
-                         "labels": {"app.kubernetes.io/managed-by": "node-reconciler"}},
-        })
-        cur = cm.setdefault("data", {}) or {}
-        cm["data"] = cur
-        for k, v in data.items():
-            if v is None:
-                cur.pop(k, None)
-            else:
-                cur[k] = v
-        self._bump(cm)
-        self._after_write()
-
-    # ---------------------------------------------------------------- helpers for tests
-    def set_node(self, name: str, **changes: Any) -> None:
-        """Test helper (not a write): change a node directly, e.g. ``labels={...}``, ``ready=False``
-        or ``taints=[{"key": ..., "value": ..., "effect": ...}]`` (replaces the list)."""
-        n = self.nodes[name]
-        if "labels" in changes:
-            n["metadata"]["labels"] = dict(changes["labels"])
-        if "unschedulable" in changes:
-            n.setdefault("spec", {})["unschedulable"] = bool(changes["unschedulable"])
-        if "ready" in changes:
-            self._set_ready(n, bool(changes["ready"]), "Test", "set by test")
-        if "taints" in changes:
-            n.setdefault("spec", {})["taints"] = [dict(t) for t in changes["taints"]]
-        self._bump(n)
-
-    def delete_node(self, name: str) -> None:
-        """Test helper (not a write): the node disappears (scale-in)."""
-        self.nodes.pop(name, None)
-
-    def stage_pods(self) -> dict[str, StageSpec]:
-        """Stage pods that exist now, by pod name."""
-        return {k: v["spec"] for k, v in self._stages.items()}
 
     def dump_state(self) -> str:
         """A canonical JSON of nodes and pods (for comparing final states in tests)."""

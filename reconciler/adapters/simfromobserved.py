@@ -12,6 +12,7 @@ from typing import Any
 
 from reconciler.adapters.kubeobjects import format_time
 from reconciler.model.observed import NodeInfo, ObservedFleet, PdbInfo, PodInfo
+from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 from reconciler.plan.drain import MANAGED_BY
 
 Obj = dict[str, Any]
@@ -65,6 +66,8 @@ def _pdb(b: PdbInfo) -> Obj:
         spec["minAvailable"] = b.min_available
     if b.max_unavailable is not None:
         spec["maxUnavailable"] = b.max_unavailable
+    if b.unhealthy_pod_eviction_policy is not UnhealthyPodEvictionPolicy.IF_HEALTHY_BUDGET:
+        spec["unhealthyPodEvictionPolicy"] = b.unhealthy_pod_eviction_policy.value
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": b.name, "namespace": b.namespace, "generation": 1}, "spec": spec}
 

@@ -1,7 +1,8 @@
 """What a saved simulated fleet (``--sim-save``) adds to plain Kubernetes objects, and its checks.
 
 A saved fleet carries the simulation's pending timers in the annotation :data:`SIM_ANN` (a JSON
-string): on a Node ``{"rebootUpAt": epoch}``, on a Pod ``{"removeAt": epoch, "startAt": epoch}``,
+string): on a Node ``{"rebootUpAt": epoch}``, on a Pod ``{"removeAt": epoch, "scheduleAt": epoch,
+"startAt": epoch}``,
 on a stage pod (namespace :data:`STAGE_NS`) the whole stage record (:class:`StageRecord`); and the
 ConfigMap :data:`CLOCK_NAME` holds the simulated clock (``data.now``: epoch seconds, ``data.uids``:
 the uid counter). :func:`check_saved_state` validates all of them when a fleet file is loaded, so
@@ -39,9 +40,11 @@ class NodeTimers(_Saved):
 
 
 class PodTimers(_Saved):
-    """:data:`SIM_ANN` of a Pod: when a terminating pod is gone, when a recreated pod is Ready."""
+    """:data:`SIM_ANN` of a Pod: when a terminating pod is gone, when a controller's replacement
+    pod is bound to a node, when it is Ready."""
 
     removeAt: Epoch | None = None
+    scheduleAt: Epoch | None = None
     startAt: Epoch | None = None
 
 

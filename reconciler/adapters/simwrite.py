@@ -1,8 +1,11 @@
 """Write Kubernetes objects as one ``v1 List`` file (a saved simulated fleet, a generated fleet).
 
-JSON (``path`` ending in ``.json``) goes through the standard library's C encoder, indented as
-``kubectl get -o json`` prints it; anything else is YAML through libyaml's C emitter (PyYAML
-``CSafeDumper``, block style, no anchors), falling back to PyYAML's pure emitter without libyaml.
+:func:`write_list` streams to the file one object at a time, so a 10,000-node fleet is never one
+string in memory: JSON (``path`` ending in ``.json``) through orjson (indented by 2; an object
+orjson cannot encode, such as an integer beyond 64 bits, through the standard library), anything
+else YAML through libyaml's C emitter (PyYAML ``CSafeDumper``, block style, no anchors), falling
+back to PyYAML's pure emitter without libyaml. :func:`dumps_list` returns the same list as one
+string (JSON indented by 4, as ``kubectl get -o json`` prints it).
 Strings that a YAML 1.1 *or* 1.2 reader would take for another type (``yes``, ``on``, ``0o17``,
 ``1e3``, timestamps) are quoted, so the file reads back identically with our loader
 (:mod:`reconciler.load.snapshotfile`), kubectl and other tools. The file is replaced atomically
@@ -17,6 +20,7 @@ import re
 import tempfile
 from typing import Any
 
+import orjson
 import yaml
 
 _BASE: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -51,19 +55,47 @@ def dumps_list(objects: list[Any], fmt: str) -> str:
     return out
 
 
+def _json_item(obj: Any) -> bytes:
+    try:
+        out = orjson.dumps(obj, option=orjson.OPT_INDENT_2)
+    except (orjson.JSONEncodeError, TypeError):
+        out = json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
+    return out.replace(b"\n", b"\n    ")
+
+
+def _write_json(fh: Any, objects: list[Any]) -> None:
+    fh.write(b'{\n  "apiVersion": "v1",\n  "kind": "List",\n  "metadata": {"resourceVersion": ""},\n  "items": [')
+    for i, obj in enumerate(objects):
+        fh.write(b",\n    " if i else b"\n    ")
+        fh.write(_json_item(obj))
+    fh.write(b"\n  ]\n}\n" if objects else b"]\n}\n")
+
+
+def _write_yaml(fh: Any, objects: list[Any]) -> None:
+    # the C emitter writes to the stream as it goes (no whole-file string)
+    fh.write(b'apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: ""\nitems:')
+    if not objects:
+        fh.write(b" []\n")
+        return
+    fh.write(b"\n")
+    for obj in objects:
+        yaml.dump([obj], fh, Dumper=_Dumper, default_flow_style=False, sort_keys=False, allow_unicode=True,
+                  width=1 << 30, encoding="utf-8")
+
+
 def write_list(path: str | os.PathLike[str], objects: list[Any]) -> None:
-    """Write ``objects`` as a ``v1 List`` to ``path`` (format by suffix, see the module docstring).
+    """Write ``objects`` as a ``v1 List`` to ``path`` (format by suffix, see the module docstring),
+    one object at a time.
 
     Raises:
         OSError: the directory is not writable (the file is left as it was).
     """
     target = os.fspath(path)
-    text = dumps_list(objects, "json" if target.endswith(".json") else "yaml")
     folder = os.path.dirname(os.path.abspath(target))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(target)[-40:], dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            (_write_json if target.endswith(".json") else _write_yaml)(fh, objects)
         try:
             mode = os.stat(target).st_mode & 0o777
         except FileNotFoundError:

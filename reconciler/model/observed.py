@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from reconciler.model.selector import LabelSelector, Taint, Toleration
+from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +94,9 @@ class PodInfo:
 @dataclass(frozen=True, slots=True)
 class PdbInfo:
     """A PodDisruptionBudget. ``selector`` None matches nothing (policy/v1); an empty selector
-    matches every pod in the namespace. Status fields as the disruption controller writes them."""
+    matches every pod in the namespace. Status fields as the disruption controller writes them;
+    ``unhealthy_pod_eviction_policy`` is ``spec.unhealthyPodEvictionPolicy`` (absent: the default,
+    ``IfHealthyBudget``). How the Eviction API uses them: :mod:`reconciler.model.disruption`."""
 
     namespace: str
     name: str
@@ -104,6 +107,7 @@ class PdbInfo:
     current_healthy: int = 0
     desired_healthy: int = 0
     expected_pods: int = 0
+    unhealthy_pod_eviction_policy: UnhealthyPodEvictionPolicy = UnhealthyPodEvictionPolicy.IF_HEALTHY_BUDGET
 
     @property
     def ref(self) -> str:

@@ -158,3 +158,13 @@ class RunVerdict(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     HALTED = "halted"
+
+
+class UnhealthyPodEvictionPolicy(StrEnum):
+    """A PodDisruptionBudget's ``spec.unhealthyPodEvictionPolicy``: when a Running pod that is not
+    Ready may be evicted. ``IF_HEALTHY_BUDGET`` (the default, also for an absent field) only while
+    the budget is healthy; ``ALWAYS_ALLOW`` always. Source: Kubernetes API reference, policy/v1
+    ``PodDisruptionBudgetSpec``."""
+
+    IF_HEALTHY_BUDGET = "IfHealthyBudget"
+    ALWAYS_ALLOW = "AlwaysAllow"

@@ -69,6 +69,7 @@ from typing import Any
 
 from reconciler.diff import NodeDiff, PackageChange, diff_node
 from reconciler.errors import InputError
+from reconciler.model.disruption import EvictionAnswer, eviction_answer
 from reconciler.model.graph import dependents, find_cycle
 from reconciler.model.interrupts import merge_interrupts
 from reconciler.model.nodestate import (
@@ -262,17 +263,23 @@ def _plan_node(
     if cordon:
         view = classify_drain(fleet.pods_on(info.name), recipe.drain, recipe.podNonInterruptLabels)
         for p in view.evict:
-            if p.phase != "Running" or p.deletion_ts is not None:
-                continue  # Pending/finished/terminating pods are deleted without a budget check
+            terminating = p.deletion_ts is not None
+            if terminating or p.phase in ("Pending", "Succeeded", "Failed"):
+                continue  # deleted without a budget check (the Eviction API's canIgnorePDB)
             covering = fleet.pdbs_for(p)
             for b in covering:
                 pdbs[b.ref] = b.disruptions_allowed
-                if b.disruptions_allowed <= 0:
-                    warnings.append(
-                        f"node {info.name}: PodDisruptionBudget {b.ref} allows 0 disruptions; evicting "
-                        f"{p.ref} is refused (429) until it allows one, or the drain times out"
-                    )
-            if len(covering) > 1:
+            answer = eviction_answer(p.phase, terminating, p.ready, covering)
+            if answer is EvictionAnswer.REFUSED:
+                b = covering[0]
+                why = (f"allows 0 disruptions and {p.ref} is not Ready (unhealthyPodEvictionPolicy "
+                       f"{b.unhealthy_pod_eviction_policy.value}: {b.current_healthy} of {b.desired_healthy} "
+                       "desired healthy)" if not p.ready else "allows 0 disruptions")
+                warnings.append(
+                    f"node {info.name}: PodDisruptionBudget {b.ref} {why}; evicting "
+                    f"{p.ref} is refused (429) until it allows one, or the drain times out"
+                )
+            elif answer is EvictionAnswer.MULTIPLE_BUDGETS:
                 warnings.append(
                     f"node {info.name}: pod {p.ref} is selected by {len(covering)} PodDisruptionBudgets "
                     f"({', '.join(b.ref for b in covering)}); the Eviction API refuses it (HTTP 500)"

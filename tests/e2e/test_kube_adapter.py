@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client
 
-from reconciler.adapters.kube import (
+from reconciler.adapters.kube import KubeCluster
+from reconciler.adapters.stagepod import (
     INTERRUPT_TYPE_LABEL,
     MANAGED_BY_LABEL,
     RUN_ID_LABEL,
     SPEC_ANNOTATION,
     STAGE_LABEL,
-    KubeCluster,
     config_map_name,
     run_owner_name,
 )

@@ -1,0 +1,246 @@
+"""Indexes of the simulated fleet (:mod:`reconciler.adapters.sim`): what its disruption controller,
+scheduler and reads look up, kept up to date as objects change, so no operation scans the fleet.
+
+* nodes parsed once per resourceVersion (:meth:`FleetIndex.node`), pods once per change
+  (:meth:`FleetIndex.pod`);
+* pods by node (``spec.nodeName``);
+* per PodDisruptionBudget: its spec parsed once, the pods it selects, how many of them are
+  healthy (Ready and not terminating) and the controllers they belong to, so a PDB's status is
+  computed in time proportional to its number of controllers, not to the fleet
+  (:meth:`FleetIndex.pdb_info`, rules in :func:`reconciler.model.disruption.budget_status`);
+* the scheduler's choice (:meth:`FleetIndex.pick_node`): the schedulable node with the fewest
+  pods (ties by name) whose taints the pod tolerates, from a heap with lazy deletion.
+
+The fleet calls :meth:`add_pod` / :meth:`remove_pod` / :meth:`pod_changed` / :meth:`node_changed`
+after every change it makes; the raw objects stay the fleet's (the index holds keys and counts).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from reconciler.adapters.kubeobjects import node_from, pdb_from, pod_from
+from reconciler.model.disruption import budget_status
+from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
+from reconciler.model.selector import Toleration
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+#: A controller of pods: (namespace, kind, uid or name).
+CtrlKey = tuple[str, str, str]
+
+
+def pod_healthy(pod: Obj) -> bool:
+    """Counted healthy by the disruption controller: not terminating and Ready
+    (``countHealthyPods``: no deletionTimestamp, ``IsPodReady``)."""
+    if pod["metadata"].get("deletionTimestamp"):
+        return False
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or ())
+
+
+def pod_finished(pod: Obj) -> bool:
+    """Phase Succeeded or Failed."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def controller_of(pod: Obj) -> CtrlKey | None:
+    """The pod's controller ownerReference as a key, or None."""
+    meta = pod["metadata"]
+    for o in meta.get("ownerReferences") or ():
+        if o.get("controller"):
+            return (meta.get("namespace") or "default", str(o.get("kind", "")), str(o.get("uid") or o.get("name", "")))
+    return None
+
+
+def _node_name(pod: Obj) -> str:
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+class _Budget:
+    """One PDB's parsed spec and the running counts over the pods it selects."""
+
+    __slots__ = ("ctrls", "healthy", "info", "pods")
+
+    def __init__(self, info: PdbInfo) -> None:
+        self.info = info
+        self.pods: set[Key] = set()
+        self.healthy = 0
+        self.ctrls: Counter[CtrlKey] = Counter()
+
+    def selects(self, namespace: str, labels: dict[str, str]) -> bool:
+        sel = self.info.selector
+        return sel is not None and namespace == self.info.namespace and sel.matches(labels)
+
+
+class FleetIndex:
+    """See the module docstring. ``nodes``/``pods`` are the fleet's own dicts (read, never written).
+
+    ``scale``: replicas per controller, as the disruption controller reads them from the
+    ReplicaSet/StatefulSet; the simulated fleet has no controller objects, so it is the number of
+    pods (not Succeeded/Failed) each controller had when the fleet was loaded — the simulated
+    controllers re-create every pod they lose, so that number holds for the whole run.
+    """
+
+    def __init__(self, nodes: dict[str, Obj], pods: dict[Key, Obj], pdbs: dict[Key, Obj]) -> None:
+        self._nodes, self._pods = nodes, pods
+        self._node_cache: dict[str, tuple[Any, NodeInfo]] = {}
+        self._pod_cache: dict[Key, PodInfo] = {}
+        self.pods_on: dict[str, set[Key]] = {}
+        self._healthy: set[Key] = set()
+        self.scale: Counter[CtrlKey] = Counter()
+        self._budgets: dict[Key, _Budget] = {k: _Budget(pdb_from(pdbs[k])) for k in sorted(pdbs)}
+        self._by_ns: dict[str, list[Key]] = {}
+        for k in self._budgets:
+            self._by_ns.setdefault(k[0], []).append(k)
+        self._heap: list[tuple[int, str]] = []
+        for key, pod in pods.items():
+            ctrl = controller_of(pod)
+            if ctrl is not None and not pod_finished(pod):
+                self.scale[ctrl] += 1
+            self.add_pod(key, pod, schedule=False)
+        self._heap = [(len(self.pods_on.get(n, ())), n) for n in nodes]
+        heapq.heapify(self._heap)
+
+    # ------------------------------------------------------------------ nodes
+    def node(self, name: str) -> NodeInfo:
+        """The node's NodeInfo, parsed again only when its resourceVersion changed.
+
+        Raises:
+            KeyError: no such node.
+        """
+        raw = self._nodes[name]
+        rv = raw["metadata"].get("resourceVersion")
+        hit = self._node_cache.get(name)
+        if hit is not None and hit[0] == rv:
+            return hit[1]
+        info = node_from(raw)
+        self._node_cache[name] = (rv, info)
+        return info
+
+    def node_changed(self, name: str) -> None:
+        """After any change to node ``name`` (or its removal)."""
+        self._node_cache.pop(name, None)
+        if name in self._nodes:
+            heapq.heappush(self._heap, (len(self.pods_on.get(name, ())), name))
+
+    def _schedulable(self, name: str) -> bool:
+        if name not in self._nodes:
+            return False
+        info = self.node(name)
+        return not info.unschedulable and info.ready is not False
+
+    def pick_node(self, tolerations: Iterable[Toleration]) -> str | None:
+        """The node the simulated scheduler binds a new pod to: schedulable (not cordoned, Ready
+        not False), every taint but PreferNoSchedule tolerated, fewest pods bound, then by name;
+        None when no node fits."""
+        tols = tuple(tolerations)
+        aside: list[tuple[int, str]] = []
+        found: str | None = None
+        while self._heap:
+            load, name = heapq.heappop(self._heap)
+            if not self._schedulable(name) or len(self.pods_on.get(name, ())) != load:
+                continue  # stale: a newer entry exists for a node that still counts
+            info = self.node(name)
+            aside.append((load, name))
+            if all(t.effect == "PreferNoSchedule" or any(tol.tolerates(t) for tol in tols) for t in info.taints):
+                found = name
+                break
+        for entry in aside:
+            heapq.heappush(self._heap, entry)
+        return found
+
+    # ------------------------------------------------------------------ pods
+    def pod(self, key: Key) -> PodInfo:
+        """The pod's PodInfo, parsed again only after :meth:`pod_changed` (or re-adding).
+
+        Raises:
+            KeyError: no such pod.
+        """
+        info = self._pod_cache.get(key)
+        if info is None:
+            info = self._pod_cache[key] = pod_from(self._pods[key])
+        return info
+
+    def add_pod(self, key: Key, pod: Obj, *, schedule: bool = True) -> None:
+        """Index a pod just stored in the fleet."""
+        self._pod_cache.pop(key, None)
+        node = _node_name(pod)
+        if node:
+            self.pods_on.setdefault(node, set()).add(key)
+            if schedule:
+                heapq.heappush(self._heap, (len(self.pods_on[node]), node))
+        meta = pod["metadata"]
+        ns, labels = meta.get("namespace") or "default", meta.get("labels") or {}
+        healthy = pod_healthy(pod)
+        if healthy:
+            self._healthy.add(key)
+        ctrl = controller_of(pod)
+        for bk in self._by_ns.get(ns, ()):
+            b = self._budgets[bk]
+            if b.selects(ns, labels):
+                b.pods.add(key)
+                b.healthy += healthy
+                if ctrl is not None:
+                    b.ctrls[ctrl] += 1
+
+    def remove_pod(self, key: Key, pod: Obj) -> None:
+        """Unindex a pod just removed from the fleet."""
+        self._pod_cache.pop(key, None)
+        node = _node_name(pod)
+        on = self.pods_on.get(node)
+        if on is not None:
+            on.discard(key)
+            if not on:
+                del self.pods_on[node]
+            heapq.heappush(self._heap, (len(on), node))
+        healthy = key in self._healthy
+        self._healthy.discard(key)
+        ctrl = controller_of(pod)
+        for bk in self._by_ns.get(pod["metadata"].get("namespace") or "default", ()):
+            b = self._budgets[bk]
+            if key in b.pods:
+                b.pods.discard(key)
+                b.healthy -= healthy
+                if ctrl is not None:
+                    b.ctrls[ctrl] -= 1
+                    if b.ctrls[ctrl] <= 0:
+                        del b.ctrls[ctrl]
+
+    def pod_changed(self, key: Key, pod: Obj) -> None:
+        """After any change of the pod's status, annotations or deletionTimestamp (not its labels
+        or node)."""
+        self._pod_cache.pop(key, None)
+        now = pod_healthy(pod)
+        if now == (key in self._healthy):
+            return
+        if now:
+            self._healthy.add(key)
+        else:
+            self._healthy.discard(key)
+        for bk in self._by_ns.get(pod["metadata"].get("namespace") or "default", ()):
+            b = self._budgets[bk]
+            if key in b.pods:
+                b.healthy += 1 if now else -1
+
+    def pods_of_node(self, node: str) -> list[Key]:
+        """Keys of the pods bound to ``node``, sorted."""
+        return sorted(self.pods_on.get(node, ()))
+
+    # ------------------------------------------------------------------ PDBs
+    def pdbs_selecting(self, key: Key) -> list[Key]:
+        """Keys of the PDBs selecting the pod ``key`` (sorted)."""
+        return [bk for bk in self._by_ns.get(key[0], ()) if key in self._budgets[bk].pods]
+
+    def pdb_info(self, key: Key) -> PdbInfo:
+        """The PDB with its status as the disruption controller computes it now
+        (:func:`reconciler.model.disruption.budget_status`)."""
+        b = self._budgets[key]
+        st = budget_status(b.info.min_available, b.info.max_unavailable, pods=len(b.pods),
+                           scale=sum(self.scale.get(c, n) for c, n in b.ctrls.items()), healthy=b.healthy)
+        return replace(b.info, disruptions_allowed=st.disruptions_allowed, current_healthy=st.current_healthy,
+                       desired_healthy=st.desired_healthy, expected_pods=st.expected_pods)
