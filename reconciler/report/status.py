@@ -205,6 +205,25 @@ def _condition(
     }
 
 
+def kstatus_conditions(
+    ready: tuple[str, str, str],
+    reconciling: tuple[str, str, str],
+    stalled: tuple[str, str, str],
+    *,
+    generation: int,
+    now: str,
+    previous: Iterable[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """The ``Ready``, ``Reconciling`` and ``Stalled`` conditions, each given as ``(status, reason,
+    message)``, at ``generation``; ``lastTransitionTime`` is kept from ``previous`` when a
+    condition's status did not change, else ``now`` (kstatus conventions, gitops-conventions.md §3.2)."""
+    prev = {str(c.get("type")): c for c in previous}
+    return [
+        _condition(t, s, r, m, generation, now, prev)
+        for t, (s, r, m) in (("Ready", ready), ("Reconciling", reconciling), ("Stalled", stalled))
+    ]
+
+
 def rollout_status(
     progress: RolloutProgress,
     *,
