@@ -78,19 +78,24 @@ class Endpoints:
         Raises:
             OSError: an address cannot be bound (in use, no permission).
         """
-        wanted: dict[tuple[str, int], set[str]] = {}
-        if metrics[1] >= 0:
-            wanted.setdefault(metrics, set()).add("/metrics")
-        if probes[1] >= 0:
-            wanted.setdefault(probes, set()).update({"/healthz", "/readyz"})
-        bound: dict[tuple[str, int], int] = {}
-        for addr, paths in wanted.items():
+        same = metrics == probes and metrics[1] > 0  # port 0: each gets its own free port
+        plan: list[tuple[tuple[str, int], set[str]]] = []
+        if same:
+            plan.append((metrics, {"/metrics", "/healthz", "/readyz"}))
+        else:
+            if metrics[1] >= 0:
+                plan.append((metrics, {"/metrics"}))
+            if probes[1] >= 0:
+                plan.append((probes, {"/healthz", "/readyz"}))
+        ports: dict[str, int] = {}
+        for addr, paths in plan:
             server = ThreadingHTTPServer(addr, self._handler(frozenset(paths)))
             server.daemon_threads = True
             threading.Thread(target=server.serve_forever, name=f"http-{addr[1]}", daemon=True).start()
             self.servers.append(server)
-            bound[addr] = server.server_address[1]
-        return [bound.get(metrics, -1), bound.get(probes, -1)]
+            for path in paths:
+                ports[path] = int(server.server_address[1])
+        return [ports.get("/metrics", -1), ports.get("/healthz", -1)]
 
     def close(self) -> None:
         """Stop every server."""

@@ -92,6 +92,12 @@ class ObjectSource:
         with self._mutex:
             self._objects = {str((o.get("metadata") or {}).get("name")): dict(o) for o in objects}
 
+    def get(self, name: str) -> dict[str, Any] | None:
+        """Object ``name`` as last seen (a copy), or None."""
+        with self._mutex:
+            obj = self._objects.get(name)
+        return dict(obj) if obj is not None else None
+
     def generation(self, name: str) -> int | None:
         """``metadata.generation`` of object ``name`` (None: no such object)."""
         with self._mutex:

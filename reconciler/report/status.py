@@ -118,12 +118,14 @@ class RolloutProgress:
         for n in result.nodes:
             if n.name not in self.nodes:
                 continue
+            # "untouched" with nothing to do stays complete (up to date); otherwise not done yet
+            fallback: NodeProgress = "complete" if self.nodes[n.name] == "complete" else "pending"
             state: NodeProgress = {
                 "complete": "complete",
                 "failed": "failed",
                 "blocked": "blocked",
                 "removed": "removed",
-            }.get(n.state, "pending")  # type: ignore[assignment]
+            }.get(n.state, fallback)  # type: ignore[assignment]
             self.nodes[n.name] = state
             if n.state in ("failed", "blocked"):
                 stage = f" at {n.failed_stage}" if n.failed_stage else ""
