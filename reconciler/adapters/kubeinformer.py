@@ -176,23 +176,22 @@ def node_informer(api_client: client.ApiClient, handler: Handler) -> Informer:
     """Nodes (stored as :class:`~reconciler.model.observed.NodeInfo`)."""
     from reconciler.adapters.kubeobjects import node_from
 
-    core = client.CoreV1Api(api_client)
-    return Informer("nodes", core.list_node, handler, convert=node_from)
+    return Informer("nodes", client.CoreV1Api(api_client).list_node, handler, convert=node_from)
 
 
 def recipe_informer(api_client: client.ApiClient, handler: Handler) -> Informer:
     """NodeRecipe objects (``reconciler.nodewright.dev/v1alpha1``, cluster-scoped; raw dicts)."""
     import functools
 
-    api = client.CustomObjectsApi(api_client)
-    return Informer("noderecipes", functools.partial(api.list_cluster_custom_object, "reconciler.nodewright.dev",
-                                                     "v1alpha1", "noderecipes"), handler)
+    lister = client.CustomObjectsApi(api_client).list_cluster_custom_object
+    return Informer("noderecipes", functools.partial(lister, "reconciler.nodewright.dev", "v1alpha1", "noderecipes"),
+                    handler)
 
 
 def config_map_informer(api_client: client.ApiClient, namespace: str, name: str, handler: Handler) -> Informer:
     """One ConfigMap (``fieldSelector metadata.name``, so RBAC may grant list/watch on that name only)."""
     import functools
 
-    core = client.CoreV1Api(api_client)
-    return Informer(f"configmap-{name}", functools.partial(core.list_namespaced_config_map, namespace,
-                                                           field_selector=f"metadata.name={name}"), handler)
+    lister = client.CoreV1Api(api_client).list_namespaced_config_map
+    return Informer(f"configmap-{name}", functools.partial(lister, namespace, field_selector=f"metadata.name={name}"),
+                    handler)

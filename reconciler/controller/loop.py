@@ -225,6 +225,9 @@ class Controller:
                                                                         else ""))
         try:
             outcome = self._pass()
+        except Exception:  # a bug must not end a long-running controller: log it, retry later
+            log.exception("pass %d failed unexpectedly; retrying in %.0f s", self.passes, self.settings.retry_seconds)
+            outcome = "error"
         finally:
             self._in_pass.clear()
         self._retry = outcome in ("lease-held", "lease-lost", "error")

@@ -220,11 +220,17 @@ API_NEEDS: dict[str, list[Grant] | str] = {
     "patch_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "patch")],
     "patch_cluster_custom_object_status": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts/status",
                                             "patch")],
+    # kubeinformer.py / noderecipes.py: `reconciler controller` only (CONTROLLER below)
+    "list_cluster_custom_object": "controller only: NodeRecipe list+watch (CONTROLLER)",
+    "list_namespaced_config_map": "controller only: the controls ConfigMap, list+watch by name (CONTROLLER)",
 }
 #: lists that kubewatch.py streams (watch=True): they also need `watch`
 WATCHED = {"list_node": ("", "nodes"), "list_pod_for_all_namespaces": ("", "pods")}
-#: what the controller adds (the chart grants it with controller.enabled; the verb comes later)
+#: what the controller adds (the chart grants it with controller.enabled): kubeinformer.py watches
+#: nodes, NodeRecipes and the controls ConfigMap; noderecipes.py writes NodeRecipe status
 CONTROLLER: set[Grant] = {
+    ("release", "", "configmaps", "list"),
+    ("release", "", "configmaps", "watch"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "get"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "list"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "watch"),
@@ -295,8 +301,10 @@ def test_rbac_grants_exactly_what_the_code_calls() -> None:
 
 
 def test_rbac_with_the_controller_adds_only_the_controllers_needs() -> None:
-    got, _ = granted(render())
+    got, names = granted(render())
     assert got == needed() | CONTROLLER
+    # list/watch of ConfigMaps only for the controls ConfigMap (the informer selects it by name)
+    assert names[("configmaps", "list")] == names[("configmaps", "watch")] == ["node-reconciler-controls"]
 
 
 def test_nothing_dangerous_is_granted() -> None:

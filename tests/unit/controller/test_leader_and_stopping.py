@@ -108,3 +108,22 @@ def test_a_stop_wakes_a_long_wait_within_a_slice() -> None:
         clock.wait(3600)
     assert time.monotonic() - start < 2.0
     assert StoppableClock(SlowClock(), StopSignal(), slice_seconds=0.05).wait(0.12) == set()
+
+
+def test_the_controls_are_reached_on_an_adapter_that_provides_a_store() -> None:
+    """KubeCluster is not a ConfigMapStore; it *provides* one (config_map_store()). The stop
+    wrapper reads the pause/disable controls through it and fences writes to it."""
+    sim = SimFleet.from_file(FLEET)
+
+    class Provides:  # no get_config_map of its own, as KubeCluster
+        def config_map_store(self) -> SimFleet:
+            return sim
+
+    signal = StopSignal()
+    fenced = StoppableCluster(Provides(), signal)  # type: ignore[arg-type]
+    fenced.patch_config_map("node-reconciler", "node-reconciler-controls", {"r": '{"paused": true}'})
+    assert fenced.get_config_map("node-reconciler", "node-reconciler-controls") == {"r": '{"paused": true}'}
+    signal.request_shutdown()
+    with pytest.raises(PassStopped):
+        fenced.patch_config_map("node-reconciler", "node-reconciler-controls", {"r": None})
+    assert fenced.get_config_map("node-reconciler", "node-reconciler-controls") == {"r": '{"paused": true}'}
