@@ -49,13 +49,23 @@ def add_parser(sub: Any) -> None:
         "controller", help="run as a controller: watch nodes and recipes, roll out on change (a Deployment)",
         description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("--source", choices=("crd", "directory", "git"), default="crd",
-                   help="desired state: NodeRecipe objects (crd), files (directory); git: not yet")
+                   help="desired state: NodeRecipe objects (crd), a git ref fetched every --git-interval (git), "
+                        "files (directory)")
     p.add_argument("--recipes", "--path", dest="recipe_paths", action="append", default=[], metavar="PATH",
                    help="--source directory: recipe files or directories (repeatable)")
     p.add_argument("--policy", action="append", default=[], metavar="PATH",
                    help="DeploymentPolicy files or directories (repeatable; both sources)")
-    for flag in ("--git-url", "--git-ref", "--git-path", "--git-policy-path", "--git-interval", "--status-repo"):
-        p.add_argument(flag, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--git-url", default=None, metavar="URL",
+                   help="--source git: repository (a token in $RECONCILER_GIT_TOKEN is used as the password)")
+    p.add_argument("--git-ref", default="main", metavar="BRANCH|TAG", help="--source git: branch or tag (main)")
+    p.add_argument("--git-path", default="", metavar="DIR", help="--source git: recipes inside the repository")
+    p.add_argument("--git-policy-path", default="", metavar="DIR",
+                   help="--source git: DeploymentPolicies inside the repository")
+    p.add_argument("--git-interval", type=request_timeout, default=300.0, metavar="DURATION",
+                   help="--source git: how often the ref is fetched (5m)")
+    p.add_argument("--git-workdir", default=None, metavar="DIR",
+                   help="--source git: where the repository is kept (default /source when writable, else a temp dir)")
+    p.add_argument("--status-repo", default=None, help=argparse.SUPPRESS)
     p.add_argument("--cluster-name", default="", help="cluster name for messages")
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--leader-elect", type=_bool, nargs="?", const=True, default=False, metavar="true|false",
@@ -78,9 +88,10 @@ def add_parser(sub: Any) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.source == "git" or args.git_url:
-        raise InputError("--source git is not available in this release: use --source crd (NodeRecipe objects "
-                         "applied by Argo CD or Flux) or --source directory")
+    if args.source == "git" and not args.git_url:
+        raise InputError("--source git needs --git-url URL")
+    if args.source != "git" and args.git_url:
+        raise InputError("--git-url is for --source git")
     if args.status_repo:
         raise InputError("--status-repo is not available for the controller in this release (the status is on "
                          "the NodeRecipe objects)")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import tempfile
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +19,8 @@ from reconciler.cli.clusters import Opened
 from reconciler.controller.leader import Leadership
 from reconciler.controller.loop import Controller, ControllerSettings
 from reconciler.controller.metrics import ControllerMetrics
-from reconciler.controller.source import DirectorySource, ObjectSource
+from reconciler.controller.source import DirectorySource, GitSource, ObjectSource
+from reconciler.errors import ReconcilerError
 from reconciler.ops.controls import CONTROLS_CONFIGMAP, namespace_for
 
 log = logging.getLogger(__name__)
@@ -33,6 +37,8 @@ class Wired:
     endpoints: Any = None
     clock: Any = None
     ports: list[int] = field(default_factory=list)
+    git: tuple[GitSource, float] | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
 
     def healthy(self) -> str:
         """``""`` or why /healthz fails: a watch thread or the decision thread died."""
@@ -64,9 +70,26 @@ class Wired:
                             i.last_error)
         if self.leader is not None:
             self.leader.start()
+        if self.git is not None:
+            threading.Thread(target=self._fetch_loop, name="git-fetch", daemon=True).start()
+
+    def _fetch_loop(self) -> None:
+        """Fetch the git ref every interval; a new commit queues a pass (the first pass fetches itself)."""
+        assert self.git is not None
+        source, interval = self.git
+        while not self._stop.wait(interval):
+            try:
+                reason = source.refresh()
+            except ReconcilerError as e:
+                log.warning("git fetch failed (the last commit fetched stays in use): %s", e)
+                continue
+            if reason:
+                self.controller.metrics.triggers.labels("git").inc()
+                self.controller.queue.add(reason)
 
     def close(self) -> None:
         """Stop everything; release the leader Lease (the standby takes over at once)."""
+        self._stop.set()
         for i in self.informers:
             i.stop()
         if self.leader is not None:
@@ -101,6 +124,11 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
     status = None
     if args.source == "crd":
         source = ObjectSource(args.policy, locked=args.locked)
+    elif args.source == "git":
+        from reconciler.adapters.gitsource import GitMirror
+
+        source = GitSource(GitMirror(args.git_url, args.git_ref, _git_workdir(args.git_workdir)), args.git_path,
+                           args.git_policy_path, locked=args.locked)
     else:
         source = DirectorySource(args.recipe_paths, args.policy, locked=args.locked)
     api_client = getattr(opened.cluster, "api_client", None)
@@ -110,6 +138,8 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
         status = (NodeRecipeStatus(api_client), source)
     ctl = Controller(source, opened.cluster, opened.clock, settings, status=status, leader=leader, metrics=metrics)
     wired = Wired(ctl, args, leader=leader, clock=opened.clock)
+    if isinstance(source, GitSource):
+        wired.git = (source, args.git_interval)
     if api_client is not None and not sim:
         from reconciler.adapters.kubeinformer import config_map_informer, node_informer, recipe_informer
 
@@ -129,3 +159,12 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
         wired.informers.append(config_map_informer(api_client, namespace_for(opened.cluster), CONTROLS_CONFIGMAP,
                                                    on_controls))
     return wired
+
+
+def _git_workdir(given: str | None) -> str:
+    """``--git-workdir``, else ``/source`` (the chart's emptyDir) when writable, else a new temp dir."""
+    if given:
+        return given
+    if os.path.isdir("/source") and os.access("/source", os.W_OK):
+        return "/source"
+    return tempfile.mkdtemp(prefix="reconciler-git-")

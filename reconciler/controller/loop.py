@@ -243,6 +243,9 @@ class Controller:
         except InputError as e:
             log.error("the desired state cannot be loaded: %s", e)
             return "invalid"
+        except ReconcilerError as e:  # a git fetch that failed: try again later
+            log.error("the desired state cannot be fetched: %s; retrying in %.0f s", e, self.settings.retry_seconds)
+            return "error"
         invalid = dict(desired.invalid)
         kept = self._select(desired.inputs.recipes, invalid)
         for name, why in sorted(invalid.items()):

@@ -15,6 +15,7 @@ generations (for their status).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,61 @@ class DirectorySource:
 
     def selectors(self) -> list[LabelSelector]:
         """Selectors of the recipes last read."""
+        return [r.nodeSelector for r in self._last.recipes]
+
+
+class RepoFetcher(Protocol):
+    """A git branch or tag fetched on demand (:class:`reconciler.adapters.gitsource.GitMirror`)."""
+
+    def fetch(self) -> str:
+        """The commit SHA the ref names now. Raises a ReconcilerError when the fetch fails."""
+        ...
+
+    def checkout(self, commit: str, prefixes: Sequence[str]) -> str:
+        """A directory holding the files of ``commit`` under ``prefixes``."""
+        ...
+
+
+class GitSource:
+    """Recipes at ``path`` and policies at ``policy_path`` of a git ref (``--source git``).
+
+    :meth:`refresh` (called at ``--git-interval`` by the controller's fetch thread, and before the
+    first pass) fetches the ref and, when it names a new commit, lays its files out and returns
+    the reason for a pass; :meth:`current` loads the last commit laid out, as
+    :class:`DirectorySource` does."""
+
+    def __init__(self, fetcher: RepoFetcher, path: str = "", policy_path: str = "", *, locked: bool = True) -> None:
+        self.fetcher, self.locked = fetcher, locked
+        self.path, self.policy_path = path.strip("/"), policy_path.strip("/")
+        self.commit = ""
+        self._dir = ""
+        self._mutex = threading.Lock()
+        self._last: Inputs = _empty()
+
+    def refresh(self) -> str:
+        """Fetch; ``"git: new commit <sha>"`` when the ref moved (``""`` when not). Raises on a failed fetch."""
+        commit = self.fetcher.fetch()
+        with self._mutex:
+            if commit == self.commit:
+                return ""
+        tree = self.fetcher.checkout(commit, [p for p in (self.path, self.policy_path) if p] or [""])
+        with self._mutex:
+            self.commit, self._dir = commit, tree
+        return f"git: new commit {commit[:12]}"
+
+    def current(self) -> Desired:
+        """Load the files of the last commit fetched (fetching first when none was)."""
+        if not self.commit:
+            self.refresh()
+        with self._mutex:
+            base, commit = self._dir, self.commit
+        recipes = [os.path.join(base, self.path)] if self.path else [base]
+        policies = [os.path.join(base, self.policy_path)] if self.policy_path else []
+        self._last = load_inputs(recipes, policies, locked=self.locked, allow_empty=True)
+        return Desired(self._last, revision=f"git {commit[:12]}")
+
+    def selectors(self) -> list[LabelSelector]:
+        """Selectors of the recipes last loaded."""
         return [r.nodeSelector for r in self._last.recipes]
 
 

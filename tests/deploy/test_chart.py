@@ -125,6 +125,28 @@ def test_controller_with_a_git_source_and_digest_pinned_image() -> None:
     assert tok["valueFrom"]["secretKeyRef"] == {"name": "fleet-token", "key": "token"}
 
 
+@pytest.mark.parametrize("values", [
+    [],
+    [*GIT, "--set", "recipeSource.git.secretName=fleet-token", "--set", "clusterName=prod-a"],
+    ["--set", "recipeSource.type=directory", "--set", "recipeSource.directory.policyVolume.configMap.name=p"],
+    ["--set", "controller.leaderElection.enabled=false", "--set", "controller.extraArgs={--workers=8}"],
+], ids=["crd", "git", "directory", "no-leader-election"])
+def test_the_controller_args_are_the_verbs_flags(values: list[str]) -> None:
+    """Every argument the Deployment passes is parsed by `reconciler controller` itself and passes
+    its option checks (reconciler/cli/controller.py), so a rendered chart never crash-loops on a flag."""
+    from reconciler.cli.controller import _check
+    from reconciler.cli.main import build_parser
+
+    (c,) = one(render(*values), "Deployment")["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(c["args"])
+    _check(args)
+    assert args.verb == "controller"
+    assert args.metrics_addr == ("", 8080) and args.probe_addr == ("", 8081)
+    assert args.leader_elect is ("controller.leaderElection.enabled=false" not in values)
+    assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline, args.leader_elect_retry_period) == (
+        15.0, 10.0, 2.0)
+
+
 def test_controller_disabled_renders_no_deployment_and_no_service() -> None:
     objs = render("--set", "controller.enabled=false")
     assert "Deployment" not in kinds(objs) and "Service" not in kinds(objs)

@@ -21,7 +21,8 @@ OFF = ["--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--source", "git", "--git-url", "https://x"], "--source git is not available"),
+    (["--source", "git"], "--source git needs --git-url"),
+    (["--source", "crd", "--git-url", "https://x"], "--git-url is for --source git"),
     (["--source", "directory"], "--source directory needs --recipes"),
     (["--source", "crd", "--recipes", "recipes"], "--recipes is for --source directory"),
     (["--source", "crd", "--cluster", f"sim:{FLEET}"], "--source crd needs a real cluster"),
