@@ -50,12 +50,14 @@ from reconciler.controller.triggers import controls_trigger, node_trigger, recip
 from reconciler.controller.workqueue import WorkQueue
 from reconciler.errors import ClusterError, InputError, LeaseHeldError, ReconcilerError
 from reconciler.execute.lock import LeaseLostError
+from reconciler.load import Inputs
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import Recipe
 from reconciler.model.utctime import to_rfc3339
 from reconciler.ops.controls import held_reason
+from reconciler.plan.planner import locked_refusals
 from reconciler.ports import Clock, Cluster
-from reconciler.service import ApplyResult, ApplySettings, Observer, apply_recipes, unpinned
+from reconciler.service import ApplyResult, ApplySettings, Observer, apply_recipes, plan_recipes, unpinned
 
 log = logging.getLogger(__name__)
 
@@ -263,22 +265,28 @@ class Controller:
         clock = StoppableClock(self.clock, self.signal)
         try:
             result = apply_recipes(inputs, cluster, clock, settings, self._observers())
-        except PassStopped as e:
-            log.warning("%s", e)
-            return "preempted" if e.reason.startswith("preempted") else "stopped"
-        except LeaseLostError as e:
-            log.error("pass stopped: %s", e)
-            return "lease-lost"
-        except LeaseHeldError as e:
-            log.warning("a recipe is being applied by another run; retrying in %.0f s: %s",
-                        self.settings.retry_seconds, e)
-            return "lease-held"
+        except (PassStopped, LeaseLostError, LeaseHeldError) as e:
+            return self._failed(e)
         except InputError as e:
-            log.error("the pass was refused: %s", e)
-            return "invalid"
+            refused = self._refused_by_plan(inputs) if self.settings.locked else {}
+            if not refused:
+                log.error("the pass was refused: %s", e)
+                return "invalid"
+            # locked mode refused one recipe's plan (a downgrade without uninstall steps): that
+            # recipe is Stalled, the others go on (the service refuses the whole set at once)
+            for name, why in refused.items():
+                log.error("recipe %s is refused: %s", name, why)
+                self._write_status(name, lambda g, now, prev, w=why, n=name: invalid_status(
+                    n, w, generation=g, now=now, previous=prev))
+            rest = tuple(r for r in inputs.recipes if r.name not in refused)
+            if not rest:
+                return "invalid"
+            try:
+                result = apply_recipes(replace(inputs, recipes=rest), cluster, clock, settings, self._observers())
+            except ReconcilerError as again:
+                return self._failed(again)
         except ReconcilerError as e:
-            log.error("the pass failed: %s; retrying in %.0f s", e, self.settings.retry_seconds)
-            return "error"
+            return self._failed(e)
         self.last_result = result
         for name, why in result.skipped.items():
             self._write_status(name, lambda g, now, prev, w=why, n=name: held_status(n, w, generation=g, now=now,
@@ -293,6 +301,37 @@ class Controller:
                 return "preempted"
             return "stopped" if why else "lease-lost"
         return "succeeded" if result.succeeded else "failed"
+
+    def _failed(self, e: ReconcilerError) -> str:
+        """The outcome of a pass the service ended with ``e``."""
+        if isinstance(e, PassStopped):
+            log.warning("%s", e)
+            return "preempted" if e.reason.startswith("preempted") else "stopped"
+        if isinstance(e, LeaseLostError):
+            log.error("pass stopped: %s", e)
+            return "lease-lost"
+        if isinstance(e, LeaseHeldError):
+            log.warning("a recipe is being applied by another run; retrying in %.0f s: %s",
+                        self.settings.retry_seconds, e)
+            return "lease-held"
+        if isinstance(e, InputError):
+            log.error("the pass was refused: %s", e)
+            return "invalid"
+        log.error("the pass failed: %s; retrying in %.0f s", e, self.settings.retry_seconds)
+        return "error"
+
+    def _refused_by_plan(self, inputs: Inputs) -> dict[str, str]:
+        """Recipe → why locked mode refuses its current plan (reads only: one observe and plan)."""
+        try:
+            plans = plan_recipes(inputs, self.cluster)
+        except ReconcilerError:
+            return {}
+        out = {}
+        for recipe, plan in zip(inputs.recipes, plans, strict=True):
+            why = locked_refusals(plan, recipe)
+            if why:
+                out[recipe.name] = "; ".join(why)
+        return out
 
     def held(self, recipe: str) -> str:
         """``reconciler pause``/``disable`` state of ``recipe`` as the service reads it."""

@@ -172,6 +172,18 @@ def _tainted(api: Any, node: str) -> bool:
     return any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in taints)
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 class StagePods:
     """Watches the stage pods of one node: when each was first seen and when its stage finished
     (every init container terminated), to subtract the stages' own time from a measurement."""
@@ -223,6 +235,10 @@ def test_a_noderecipe_rolls_out_goes_ready_and_a_joining_tainted_node_is_untaint
         assert sorted(_complete(api, nodes, name)) == sorted(nodes)
         lease = client.CoordinationV1Api(api).read_namespaced_lease(LEADER, NS)
         assert lease.spec.holder_identity.startswith("solo/")
+        cpu0, t = _cpu_seconds(a.proc.pid), time.monotonic()
+        time.sleep(10)
+        idle = (_cpu_seconds(a.proc.pid) - cpu0) / (time.monotonic() - t)
+        print(f"\nidle controller: {100 * idle:.1f} % of a core, RSS {_rss_mib(a.proc.pid):.0f} MiB")
 
         # a node joins with the runtime-required taint: packages, then the taint goes, nothing else done
         joined = f"{test_id}-join"

@@ -134,3 +134,21 @@ def test_a_halted_rollout_is_not_restarted_by_unrelated_events() -> None:
     obj2 = recipe_object("containerd-limits.yaml", generation=2, priority=7)
     ctl.source.observe("MODIFIED", obj2)  # type: ignore[attr-defined]
     assert ctl.reconcile(["recipe changed"]) == "failed"  # new content: tried again
+
+
+def test_a_locked_mode_refusal_stalls_that_recipe_only() -> None:
+    """A downgrade without uninstall steps is refused in locked mode; the service refuses the
+    whole set, the controller finds the recipe by its plan, marks it InvalidSpec and goes on."""
+    limits = recipe_object("containerd-limits.yaml")
+    ctl, _, writer = make([limits])
+    assert ctl.reconcile(["startup"]) == "succeeded"
+    older = recipe_object("containerd-limits.yaml", generation=2)
+    for pkg in older["spec"]["packages"].values():
+        pkg["version"] = "1.0.0"
+    ctl.source.observe("MODIFIED", older)  # type: ignore[attr-defined]
+    ctl.source.observe("ADDED", recipe_object("gpu-training-tuning.yaml"))  # type: ignore[attr-defined]
+    assert ctl.reconcile(["recipes changed"]) == "succeeded"
+    refused = writer.last("containerd-limits")
+    assert refused["phase"] == "Invalid" and "refused in locked mode" in refused["summary"]
+    assert refused["observedGeneration"] == 2
+    assert writer.last(TUNING)["phase"] == "Complete"
