@@ -152,3 +152,31 @@ def test_a_locked_mode_refusal_stalls_that_recipe_only() -> None:
     assert refused["phase"] == "Invalid" and "refused in locked mode" in refused["summary"]
     assert refused["observedGeneration"] == 2
     assert writer.last(TUNING)["phase"] == "Complete"
+
+
+def test_pause_during_a_rollout_stops_it_and_resume_finishes_it() -> None:
+    ctl, sim, writer = make([recipe_object("gpu-training-tuning.yaml")])
+    store = store_for(sim)
+    assert store is not None
+
+    def pause() -> None:
+        old = store.get_config_map("node-reconciler", "node-reconciler-controls")
+        patch, _, _ = control_patch(sim, TUNING, "pause", reason="incident", by="sre")
+        assert patch is not None
+        patch.write(store)
+        ctl.on_controls(old, store.get_config_map("node-reconciler", "node-reconciler-controls"))
+
+    _stop_when_in_progress(ctl, writer, pause)
+    assert ctl.reconcile(["startup"]) == "preempted"
+    done = sum(1 for n in sim.list_nodes() if n.labels.get(f"reconciler.nodewright.dev/status_{TUNING}") == "complete")
+    assert ctl.reconcile(ctl.queue.take(ctl.signal.shutdown, 0.1)) == "succeeded"
+    assert writer.last(TUNING)["phase"] == "Paused"
+    still = sum(1 for n in sim.list_nodes() if n.labels.get(f"reconciler.nodewright.dev/status_{TUNING}") == "complete")
+    assert still == done  # nothing more was done while paused
+    old = store.get_config_map("node-reconciler", "node-reconciler-controls")
+    patch, _, _ = control_patch(sim, TUNING, "resume")
+    assert patch is not None
+    patch.write(store)
+    ctl.on_controls(old, store.get_config_map("node-reconciler", "node-reconciler-controls"))
+    assert ctl.reconcile(ctl.queue.take(ctl.signal.shutdown, 0.1)) == "succeeded"
+    assert writer.last(TUNING)["phase"] == "Complete"
