@@ -179,6 +179,12 @@ def node_informer(api_client: client.ApiClient, handler: Handler) -> Informer:
     return Informer("nodes", client.CoreV1Api(api_client).list_node, handler, convert=node_from)
 
 
+def pdb_informer(api_client: client.ApiClient, handler: Handler) -> Informer:
+    """PodDisruptionBudgets of every namespace (policy/v1; raw dicts)."""
+    return Informer("poddisruptionbudgets",
+                    client.PolicyV1Api(api_client).list_pod_disruption_budget_for_all_namespaces, handler)
+
+
 def recipe_informer(api_client: client.ApiClient, handler: Handler) -> Informer:
     """NodeRecipe objects (``reconciler.nodewright.dev/v1alpha1``, cluster-scoped; raw dicts)."""
     import functools

@@ -141,9 +141,10 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
     if isinstance(source, GitSource):
         wired.git = (source, args.git_interval)
     if api_client is not None and not sim:
-        from reconciler.adapters.kubeinformer import config_map_informer, node_informer, recipe_informer
+        from reconciler.adapters.kubeinformer import config_map_informer, node_informer, pdb_informer, recipe_informer
 
         wired.informers.append(node_informer(api_client, ctl.on_node))
+        wired.informers.append(pdb_informer(api_client, ctl.on_pdb))
         if isinstance(source, ObjectSource):
             objects = source
 

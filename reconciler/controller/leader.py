@@ -78,9 +78,10 @@ class Leadership:
         return self
 
     def lost(self) -> str:
-        """Why this replica stopped leading in its current term (``""`` while leading or standing by)."""
-        with self._mutex:
-            return self._lost
+        """Why this replica stopped leading in its current term (``""`` while leading or standing by).
+        Lock-free (one attribute read): the write fence calls it before every write, and must
+        not wait while the election thread holds its lock during a slow renewal."""
+        return self._lost
 
     def is_leader(self) -> bool:
         """Leading now, with the Lease held within its renew deadline."""

@@ -46,7 +46,7 @@ from reconciler.controller.recipestatus import (
 )
 from reconciler.controller.source import DesiredState
 from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StopSignal
-from reconciler.controller.triggers import controls_trigger, node_trigger, recipe_trigger
+from reconciler.controller.triggers import controls_trigger, node_trigger, pdb_trigger, recipe_trigger
 from reconciler.controller.workqueue import WorkQueue
 from reconciler.errors import ClusterError, InputError, LeaseHeldError, ReconcilerError
 from reconciler.execute.lock import LeaseLostError
@@ -138,6 +138,13 @@ class Controller:
         reason = recipe_trigger(event, old, new)
         if reason:
             self.metrics.triggers.labels("recipe").inc()
+            self.queue.add(reason)
+
+    def on_pdb(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """A PodDisruptionBudget watch event (:func:`~.triggers.pdb_trigger`)."""
+        reason = pdb_trigger(event, old, new)
+        if reason:
+            self.metrics.triggers.labels("pdb").inc()
             self.queue.add(reason)
 
     def on_controls(self, old: Mapping[str, str] | None, new: Mapping[str, str] | None) -> None:

@@ -11,7 +11,10 @@ would decide:
 * the **runtime-required taint** appeared (a node provisioned with it, or tainted by hand);
 * the node became **Ready** (a node that joined NotReady can be worked on now).
 
-A node deleted needs no pass (its records go with it). A recipe object counts when its
+A node deleted needs no pass (its records go with it). A PodDisruptionBudget counts when it is
+added or deleted, its spec changed (``metadata.generation``), or its ``status.disruptionsAllowed``
+went from 0 to more (a drain it refused may go on now); its other status updates (every pod
+change rewrites them) do not. A recipe object counts when its
 ``metadata.generation`` changed (spec) or its release annotation changed; a status-only update
 (our own status writes) does not. A control switch counts whenever the controls ConfigMap
 changed (pause, resume, disable, enable).
@@ -91,3 +94,24 @@ def controls_trigger(old: Mapping[str, str] | None, new: Mapping[str, str] | Non
         return ""
     changed = sorted(k for k in set(old or {}) | set(new or {}) if (old or {}).get(k) != (new or {}).get(k))
     return f"controls changed for {', '.join(changed)}"
+
+
+def _allowed(obj: Mapping[str, Any] | None) -> int:
+    status = (obj or {}).get("status")
+    value = status.get("disruptionsAllowed") if isinstance(status, Mapping) else None
+    return value if isinstance(value, int) else 0
+
+
+def pdb_trigger(event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str:
+    """Why a PodDisruptionBudget watch event needs a pass (``""``: it does not); see the module docstring."""
+    meta = _meta(new or old)
+    name = f"{meta.get('namespace', '')}/{meta.get('name', '?')}"
+    if event == "DELETED":
+        return f"PodDisruptionBudget {name} deleted"
+    if old is None:
+        return f"PodDisruptionBudget {name} added"
+    if _meta(old).get("generation") != _meta(new).get("generation"):
+        return f"PodDisruptionBudget {name} changed"
+    if _allowed(old) == 0 and _allowed(new) > 0:
+        return f"PodDisruptionBudget {name} allows disruptions again"
+    return ""

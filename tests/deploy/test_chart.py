@@ -249,11 +249,10 @@ API_NEEDS: dict[str, list[Grant] | str] = {
 #: lists that kubewatch.py streams (watch=True): they also need `watch`
 WATCHED = {"list_node": ("", "nodes"), "list_pod_for_all_namespaces": ("", "pods")}
 #: what the controller adds (the chart grants it with controller.enabled): kubeinformer.py watches
-#: nodes, NodeRecipes and the controls ConfigMap; noderecipes.py writes NodeRecipe status
+#: nodes, PodDisruptionBudgets, NodeRecipes and the controls ConfigMap; noderecipes.py writes NodeRecipe status
 CONTROLLER: set[Grant] = {
     ("release", "", "configmaps", "list"),
     ("release", "", "configmaps", "watch"),
-    ("cluster", "reconciler.nodewright.dev", "noderecipes", "get"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "list"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "watch"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes/status", "patch"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.controller.triggers import controls_trigger, node_trigger, recipe_trigger
+from reconciler.controller.triggers import controls_trigger, node_trigger, pdb_trigger, recipe_trigger
 from reconciler.model.nodestate import IGNORE_LABEL, RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import Taint
@@ -68,3 +68,21 @@ def test_recipe_trigger(event: str, old: dict[str, object] | None, new: dict[str
 ])
 def test_controls_trigger(old: dict[str, str] | None, new: dict[str, str] | None, expected: str) -> None:
     assert controls_trigger(old, new) == expected
+
+
+def pdb(gen: int, allowed: int) -> dict[str, object]:
+    return {"metadata": {"namespace": "ml", "name": "inference", "generation": gen},
+            "status": {"disruptionsAllowed": allowed, "currentHealthy": 5}}
+
+
+@pytest.mark.parametrize(("event", "old", "new", "expected"), [
+    ("ADDED", None, pdb(1, 0), "PodDisruptionBudget ml/inference added"),
+    ("MODIFIED", pdb(1, 0), pdb(2, 0), "PodDisruptionBudget ml/inference changed"),
+    ("MODIFIED", pdb(1, 0), pdb(1, 1), "PodDisruptionBudget ml/inference allows disruptions again"),
+    ("MODIFIED", pdb(1, 1), pdb(1, 0), ""),  # one disruption in use: nothing to retry
+    ("MODIFIED", pdb(1, 1), pdb(1, 2), ""),  # status churn of every pod change
+    ("DELETED", pdb(1, 0), None, "PodDisruptionBudget ml/inference deleted"),
+])
+def test_pdb_trigger(event: str, old: dict[str, object] | None, new: dict[str, object] | None,
+                     expected: str) -> None:
+    assert pdb_trigger(event, old, new) == expected
