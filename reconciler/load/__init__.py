@@ -1,6 +1,7 @@
 """The ``load`` layer: recipe and policy files → validated, frozen models (pure: no network).
 
-Public API: :func:`load_inputs`, :class:`Inputs`, :func:`policy_for`.
+Public API: :func:`load_inputs`, :func:`load_objects` (NodeRecipe objects from the cluster),
+:class:`Inputs`, :func:`policy_for`.
 
 Accepted documents (any file may hold several, separated by ``---``):
 
@@ -38,7 +39,7 @@ from reconciler.load.yamlsafe import YamlDoc, load_file
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import Recipe
 
-__all__ = ["InputPaths", "Inputs", "load_inputs", "policy_for"]
+__all__ = ["InputPaths", "Inputs", "load_inputs", "load_objects", "policy_for"]
 
 #: Directory next to a recipes directory searched for policies when none are given.
 POLICY_DIR = "policies"
@@ -281,6 +282,34 @@ class _Run:
             else:
                 pfirst[p.policy.name] = pos
 
+    def assemble(self, *, check_policies: bool) -> Inputs:
+        """The :class:`Inputs` of what was read (recipes in (priority, name) order); with
+        ``check_policies`` (policies were given or found) a recipe naming an unknown policy is
+        an error added to ``errors``."""
+        run = self
+        order = {f: i for i, f in enumerate(run.files)}
+        run.recipes.sort(key=lambda r: (order.get(r.doc.file, len(order)), r.doc.index))
+        run.policies.sort(key=lambda p: (order.get(p.doc.file, len(order)), p.doc.index))
+        run.check_names()
+
+        policy_map = {p.policy.name: p.policy for p in run.policies}
+        recipe_docs = {r.recipe.name: r.doc for r in run.recipes}
+        inputs = Inputs(
+            recipes=tuple(sorted((r.recipe for r in run.recipes), key=lambda r: (r.priority, r.name))),
+            policies=MappingProxyType(policy_map),
+            files=tuple(run.files),
+            recipe_docs=MappingProxyType(recipe_docs),
+            policy_docs=MappingProxyType({p.policy.name: p.doc for p in run.policies}),
+            reset_overrides=MappingProxyType(
+                {r.recipe.name: r.reset_batch_state for r in run.recipes if r.reset_batch_state is not None}
+            ),
+        )
+        if policy_map or check_policies:
+            for r in run.recipes:
+                if r.recipe.deploymentPolicy is not None and r.recipe.deploymentPolicy not in policy_map:
+                    run.errors.append(_missing_policy(r.recipe, inputs))
+        return inputs
+
     def sort_key(self, e: InputError) -> tuple[int, int, int]:
         pos = e.pos or SourcePos("")
         idx = self.files.index(pos.file) if pos.file in self.files else len(self.files)
@@ -357,33 +386,56 @@ def load_inputs(
         if not is_aicr(doc, policy_only) and os.path.realpath(doc.file) not in run.claimed:
             run.dispatch(doc, policy_only=policy_only)
 
-    order = {f: i for i, f in enumerate(run.files)}
-    run.recipes.sort(key=lambda r: (order.get(r.doc.file, len(order)), r.doc.index))
-    run.policies.sort(key=lambda p: (order.get(p.doc.file, len(order)), p.doc.index))
-    run.check_names()
-
-    policy_map = {p.policy.name: p.policy for p in run.policies}
-    recipe_docs = {r.recipe.name: r.doc for r in run.recipes}
-    inputs = Inputs(
-        recipes=tuple(sorted((r.recipe for r in run.recipes), key=lambda r: (r.priority, r.name))),
-        policies=MappingProxyType(policy_map),
-        files=tuple(run.files),
-        recipe_docs=MappingProxyType(recipe_docs),
-        policy_docs=MappingProxyType({p.policy.name: p.doc for p in run.policies}),
-        reset_overrides=MappingProxyType(
-            {r.recipe.name: r.reset_batch_state for r in run.recipes if r.reset_batch_state is not None}
-        ),
-    )
-    if policy_map or policy_paths or pol_paths:
-        for r in run.recipes:
-            if r.recipe.deploymentPolicy is not None and r.recipe.deploymentPolicy not in policy_map:
-                run.errors.append(_missing_policy(r.recipe, inputs))
+    inputs = run.assemble(check_policies=bool(policy_paths or pol_paths))
 
     if not run.recipes and not run.errors and not allow_empty:
         where = SourcePos(recipe_files[0], 1, 1) if recipe_files else SourcePos(paths[0] if paths else "<none>")
         found = f" (only {len(run.policies)} policies)" if run.policies else ""
         run.errors.append(InputError(f"no recipe found in {', '.join(paths)}{found}; {EMPTY_HINT}", where))
 
+    if run.errors:
+        unique: dict[str, InputError] = {}
+        for err in sorted(run.errors, key=run.sort_key):
+            unique.setdefault(str(err), err)
+        errs = list(unique.values())
+        raise errs[0] if len(errs) == 1 else InputErrors(errs)
+    return inputs
+
+
+def load_objects(
+    objects: Sequence[Mapping[str, object]], policy_paths: Sequence[str] = (), *, locked: bool = False
+) -> Inputs:
+    """Load ``NodeRecipe`` objects as the API server returns them (``reconciler controller
+    --source crd``), with policies from files.
+
+    Each object is reduced to its document form first (:func:`reconciler.load.crform.document_of`:
+    server-set metadata and ``status`` dropped; the release from the annotation
+    ``reconciler.nodewright.dev/version``) and then checked exactly as a file would be; an error
+    names the object (``NodeRecipe/<name>``) and the field, without a line (there is no file).
+
+    Raises:
+        InputError / InputErrors: as :func:`load_inputs`.
+    """
+    from reconciler.load.crform import document_of
+
+    if isinstance(policy_paths, str):
+        policy_paths = [policy_paths]
+    run = _Run(locked)
+    policy_files = _expand(policy_paths, run.errors)
+    for i, obj in enumerate(objects):
+        doc = document_of(obj, i)
+        run.add_file(doc.file)
+        run.dispatch(doc, policy_only=False)
+    for f in policy_files:
+        run.add_file(f)
+        try:
+            docs = load_file(f)
+        except InputError as e:
+            run.errors.append(e)
+            continue
+        for doc in docs:
+            run.dispatch(doc, policy_only=True)
+    inputs = run.assemble(check_policies=bool(policy_paths))
     if run.errors:
         unique: dict[str, InputError] = {}
         for err in sorted(run.errors, key=run.sort_key):

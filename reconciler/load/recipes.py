@@ -391,11 +391,34 @@ def build_recipe(
     return recipe if len(errors) == before else None
 
 
+#: The release of a NodeRecipe stored in the cluster, where ObjectMeta has no ``version``
+#: (reconciler.load.crform); a file may use it too.
+VERSION_ANNOTATION = "reconciler.nodewright.dev/version"
+
+
+def _annotated_version(doc: YamlDoc, version: str, errors: list[InputError]) -> str:
+    """``metadata.version``, or the :data:`VERSION_ANNOTATION` annotation when that is absent;
+    both present with different values is an error at the annotation."""
+    path = ("metadata", "annotations", VERSION_ANNOTATION)
+    if not doc.has(path):
+        return version
+    value = doc.get(path)
+    if not isinstance(value, str):
+        return version  # check_metadata reports a non-string annotation value
+    if doc.has(("metadata", "version")) and value != version:
+        errors.append(doc.error(path, f"the annotation {VERSION_ANNOTATION} ({value!r}) and metadata.version "
+                                      f"({version!r}) disagree; give the release once"))
+        return version
+    return value
+
+
 def load_node_recipe(doc: YamlDoc, errors: list[InputError], *, locked: bool) -> LoadedRecipe | None:
     """Convert a ``NodeRecipe`` document (architecture.md §3.1).
 
     Top level: ``apiVersion``, ``kind``, ``metadata`` {``name`` (required), ``version``,
     ``labels``, ``annotations``}, ``spec`` (fields :data:`SPEC_FIELDS`; unknown ones are errors).
+    The release is ``metadata.version`` or, for an object stored in the cluster (which cannot
+    hold that field), the annotation :data:`VERSION_ANNOTATION`.
     """
     before = len(errors)
     check_keys(doc, (), _TOP_KEYS, errors, "a NodeRecipe")
@@ -407,6 +430,7 @@ def load_node_recipe(doc: YamlDoc, errors: list[InputError], *, locked: bool) ->
         hint = f" (YAML read {version!r} as a number: quote it)" if isinstance(version, int | float) else ""
         errors.append(doc.error(("metadata", "version"), f"metadata.version must be a string{hint}"))
         version = ""
+    version = _annotated_version(doc, version, errors)
     if not require_mapping(doc, ("spec",), errors, required=True):
         return None
     check_keys(doc, ("spec",), SPEC_FIELDS, errors, "spec")

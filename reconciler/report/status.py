@@ -118,12 +118,14 @@ class RolloutProgress:
         for n in result.nodes:
             if n.name not in self.nodes:
                 continue
+            # "untouched" with nothing to do stays complete (up to date); otherwise not done yet
+            fallback: NodeProgress = "complete" if self.nodes[n.name] == "complete" else "pending"
             state: NodeProgress = {
                 "complete": "complete",
                 "failed": "failed",
                 "blocked": "blocked",
                 "removed": "removed",
-            }.get(n.state, "pending")  # type: ignore[assignment]
+            }.get(n.state, fallback)  # type: ignore[assignment]
             self.nodes[n.name] = state
             if n.state in ("failed", "blocked"):
                 stage = f" at {n.failed_stage}" if n.failed_stage else ""
@@ -203,6 +205,25 @@ def _condition(
         "observedGeneration": generation,
         "lastTransitionTime": since or now,
     }
+
+
+def kstatus_conditions(
+    ready: tuple[str, str, str],
+    reconciling: tuple[str, str, str],
+    stalled: tuple[str, str, str],
+    *,
+    generation: int,
+    now: str,
+    previous: Iterable[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """The ``Ready``, ``Reconciling`` and ``Stalled`` conditions, each given as ``(status, reason,
+    message)``, at ``generation``; ``lastTransitionTime`` is kept from ``previous`` when a
+    condition's status did not change, else ``now`` (kstatus conventions, gitops-conventions.md §3.2)."""
+    prev = {str(c.get("type")): c for c in previous}
+    return [
+        _condition(t, s, r, m, generation, now, prev)
+        for t, (s, r, m) in (("Ready", ready), ("Reconciling", reconciling), ("Stalled", stalled))
+    ]
 
 
 def rollout_status(

@@ -125,6 +125,28 @@ def test_controller_with_a_git_source_and_digest_pinned_image() -> None:
     assert tok["valueFrom"]["secretKeyRef"] == {"name": "fleet-token", "key": "token"}
 
 
+@pytest.mark.parametrize("values", [
+    [],
+    [*GIT, "--set", "recipeSource.git.secretName=fleet-token", "--set", "clusterName=prod-a"],
+    ["--set", "recipeSource.type=directory", "--set", "recipeSource.directory.policyVolume.configMap.name=p"],
+    ["--set", "controller.leaderElection.enabled=false", "--set", "controller.extraArgs={--workers=8}"],
+], ids=["crd", "git", "directory", "no-leader-election"])
+def test_the_controller_args_are_the_verbs_flags(values: list[str]) -> None:
+    """Every argument the Deployment passes is parsed by `reconciler controller` itself and passes
+    its option checks (reconciler/cli/controller.py), so a rendered chart never crash-loops on a flag."""
+    from reconciler.cli.controller import _check
+    from reconciler.cli.main import build_parser
+
+    (c,) = one(render(*values), "Deployment")["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(c["args"])
+    _check(args)
+    assert args.verb == "controller"
+    assert args.metrics_addr == ("", 8080) and args.probe_addr == ("", 8081)
+    assert args.leader_elect is ("controller.leaderElection.enabled=false" not in values)
+    assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline, args.leader_elect_retry_period) == (
+        15.0, 10.0, 2.0)
+
+
 def test_controller_disabled_renders_no_deployment_and_no_service() -> None:
     objs = render("--set", "controller.enabled=false")
     assert "Deployment" not in kinds(objs) and "Service" not in kinds(objs)
@@ -220,12 +242,17 @@ API_NEEDS: dict[str, list[Grant] | str] = {
     "patch_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "patch")],
     "patch_cluster_custom_object_status": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts/status",
                                             "patch")],
+    # kubeinformer.py / noderecipes.py: `reconciler controller` only (CONTROLLER below)
+    "list_cluster_custom_object": "controller only: NodeRecipe list+watch (CONTROLLER)",
+    "list_namespaced_config_map": "controller only: the controls ConfigMap, list+watch by name (CONTROLLER)",
 }
 #: lists that kubewatch.py streams (watch=True): they also need `watch`
 WATCHED = {"list_node": ("", "nodes"), "list_pod_for_all_namespaces": ("", "pods")}
-#: what the controller adds (the chart grants it with controller.enabled; the verb comes later)
+#: what the controller adds (the chart grants it with controller.enabled): kubeinformer.py watches
+#: nodes, PodDisruptionBudgets, NodeRecipes and the controls ConfigMap; noderecipes.py writes NodeRecipe status
 CONTROLLER: set[Grant] = {
-    ("cluster", "reconciler.nodewright.dev", "noderecipes", "get"),
+    ("release", "", "configmaps", "list"),
+    ("release", "", "configmaps", "watch"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "list"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "watch"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes/status", "patch"),
@@ -295,8 +322,10 @@ def test_rbac_grants_exactly_what_the_code_calls() -> None:
 
 
 def test_rbac_with_the_controller_adds_only_the_controllers_needs() -> None:
-    got, _ = granted(render())
+    got, names = granted(render())
     assert got == needed() | CONTROLLER
+    # list/watch of ConfigMaps only for the controls ConfigMap (the informer selects it by name)
+    assert names[("configmaps", "list")] == names[("configmaps", "watch")] == ["node-reconciler-controls"]
 
 
 def test_nothing_dangerous_is_granted() -> None:

@@ -4,8 +4,9 @@ validation, every recipes/*.yaml is accepted as a NodeRecipe object, and the cha
 ServiceAccount is allowed exactly what the RBAC says (SubjectAccessReview by the API server's
 authorizer).
 
-The controller Deployment is applied with 0 replicas: `reconciler controller` is not released
-yet, and its pods must not land on the nodes other tests drain.
+The controller Deployment is applied with 0 replicas: its image is in no registry the kwok
+cluster pulls from, and its pods must not land on the nodes other tests drain. The controller
+itself runs as host processes with this ServiceAccount's token in tests/e2e/test_controller_e2e.py.
 """
 
 from __future__ import annotations

@@ -1,0 +1,76 @@
+"""The controller's git source (``reconciler controller --source git``): fetch one branch or tag of
+a repository at an interval, like Flux's source-controller, and lay out the files of a new commit
+in a directory the loader reads.
+
+The fetch is the ``git`` command (``git fetch --depth 1 <url> <ref>`` into a bare repository under
+``workdir``); a token in ``$RECONCILER_GIT_TOKEN`` goes through a credential helper, never into the
+URL, the command line or a log (the chart's pipeline Job clones the same way). The commit's files
+under the wanted paths are written by :meth:`reconciler.adapters.git.GitRepo.extract` into
+``workdir/tree-<sha>``; the previous tree is removed once a new one is complete.
+
+Errors: :class:`~reconciler.adapters.git.GitError` (exit 4) with the message redacted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+from reconciler.adapters.git import GitError, GitRepo, redact
+
+_HELPER = ('!f() { test -n "$RECONCILER_GIT_TOKEN" && echo username=x-access-token && '
+           'echo "password=$RECONCILER_GIT_TOKEN"; }; f')
+
+
+class GitMirror:
+    """One branch or tag of ``url`` fetched into ``workdir`` (module docstring).
+
+    Args:
+        url: repository URL (https, ssh or a local path). ref: branch or tag name.
+        workdir: a writable directory (the chart mounts an emptyDir at ``/source``).
+        timeout: seconds for one fetch.
+    """
+
+    def __init__(self, url: str, ref: str, workdir: str, *, git: str = "git", timeout: float = 300.0) -> None:
+        self.url, self.ref, self.workdir, self.git, self.timeout = url, ref, workdir, git, timeout
+        self.gitdir = os.path.join(workdir, "mirror.git")
+        self.commit = ""
+        self.tree = ""
+
+    def _run(self, *args: str) -> str:
+        cmd = [self.git, "-c", f"credential.helper={_HELPER}", "-c", "protocol.file.allow=always", *args]
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+        try:
+            cp = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout, env=env, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise GitError(redact(f"git {args[0]} {self.url}: {e}")) from None
+        if cp.returncode != 0:
+            last = (cp.stderr.strip().splitlines() or ["(no message)"])[-1]
+            raise GitError(redact(f"git {args[0]} {self.url} {self.ref}: {last}"))
+        return cp.stdout.strip()
+
+    def fetch(self) -> str:
+        """Fetch ``ref``; returns its commit SHA. Raises GitError."""
+        os.makedirs(self.workdir, exist_ok=True)
+        if not os.path.isdir(self.gitdir):
+            self._run("init", "--quiet", "--bare", self.gitdir)
+        self._run("-C", self.gitdir, "fetch", "--quiet", "--depth", "1", "--no-tags", "--force", "--", self.url,
+                  self.ref)
+        return self._run("-C", self.gitdir, "rev-parse", "FETCH_HEAD^{commit}")
+
+    def checkout(self, commit: str, prefixes: Sequence[str]) -> str:
+        """The files of ``commit`` under ``prefixes`` in a fresh directory; returns its path."""
+        dest = os.path.join(self.workdir, f"tree-{commit[:16]}")
+        if self.tree != dest:
+            tmp = dest + ".tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.makedirs(tmp)
+            GitRepo(self.gitdir).extract(commit, [p.strip("/") for p in prefixes if p] or [""], tmp)
+            shutil.rmtree(dest, ignore_errors=True)
+            os.replace(tmp, dest)
+            if self.tree and self.tree != dest:
+                shutil.rmtree(self.tree, ignore_errors=True)
+        self.commit, self.tree = commit, dest
+        return dest

@@ -1,0 +1,171 @@
+"""Wire ``reconciler controller`` together: the controller (:mod:`reconciler.controller`) with the
+adapters of the cluster it runs against — watches (:mod:`reconciler.adapters.kubeinformer`), the
+NodeRecipe status writer, leader election, and the HTTP endpoints (:mod:`reconciler.adapters.probes`).
+
+On the simulated fleet (``--cluster sim:PATH``, tests) there are no watches: passes run on start
+(and ``--once``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.cli.clusters import Opened
+from reconciler.controller.leader import Leadership
+from reconciler.controller.loop import Controller, ControllerSettings
+from reconciler.controller.metrics import ControllerMetrics
+from reconciler.controller.source import DirectorySource, GitSource, ObjectSource
+from reconciler.errors import ReconcilerError
+from reconciler.ops.controls import CONTROLS_CONFIGMAP, namespace_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Wired:
+    """The controller and what runs beside it; :meth:`start` and :meth:`close` them together."""
+
+    controller: Controller
+    args: argparse.Namespace
+    informers: list[Any] = field(default_factory=list)
+    leader: Leadership | None = None
+    endpoints: Any = None
+    clock: Any = None
+    ports: list[int] = field(default_factory=list)
+    git: tuple[GitSource, float] | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def healthy(self) -> str:
+        """``""`` or why /healthz fails: a watch thread or the decision thread died."""
+        dead = [i.name for i in self.informers if not i.alive()]
+        if dead:
+            return f"watch thread(s) stopped: {', '.join(dead)}"
+        return ""
+
+    def ready(self) -> str:
+        """``""`` or why /readyz fails: caches not synced yet, or the decision thread not running."""
+        pending = [i.name for i in self.informers if not i.synced.is_set()]
+        if pending:
+            return f"waiting for the initial LIST of {', '.join(pending)}"
+        if not self.controller.thread_alive.is_set():
+            return "the controller is not running"
+        return ""
+
+    def start(self, sync_timeout: float = 120.0) -> None:
+        """Serve the endpoints, start the watches (waiting for their first LIST) and the election."""
+        from reconciler.adapters.probes import Endpoints
+
+        self.endpoints = Endpoints(self.controller.metrics.registry, self.healthy, self.ready)
+        self.ports = self.endpoints.serve(self.args.metrics_addr, self.args.probe_addr)
+        for i in self.informers:
+            i.start()
+        for i in self.informers:
+            if not i.synced.wait(sync_timeout):
+                log.warning("informer %s: no initial LIST after %.0f s (%s); going on", i.name, sync_timeout,
+                            i.last_error)
+        if self.leader is not None:
+            self.leader.start()
+        if self.git is not None:
+            threading.Thread(target=self._fetch_loop, name="git-fetch", daemon=True).start()
+
+    def _fetch_loop(self) -> None:
+        """Fetch the git ref every interval; a new commit queues a pass (the first pass fetches itself)."""
+        assert self.git is not None
+        source, interval = self.git
+        while not self._stop.wait(interval):
+            try:
+                reason = source.refresh()
+            except ReconcilerError as e:
+                log.warning("git fetch failed (the last commit fetched stays in use): %s", e)
+                continue
+            if reason:
+                self.controller.metrics.triggers.labels("git").inc()
+                self.controller.queue.add(reason)
+
+    def close(self) -> None:
+        """Stop everything; release the leader Lease (the standby takes over at once)."""
+        self._stop.set()
+        for i in self.informers:
+            i.stop()
+        if self.leader is not None:
+            self.leader.release()
+        if self.endpoints is not None:
+            self.endpoints.close()
+        close = getattr(self.clock, "close", None)
+        if close is not None:
+            close()
+
+
+def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
+    """The controller for ``args`` on ``opened`` (see the module docstring)."""
+    metrics = ControllerMetrics()
+    sim = opened.sim is not None
+    settings = ControllerSettings(
+        holder=identity,
+        locked=args.locked,
+        workers=1 if sim else args.workers,
+        poll_seconds=args.poll_seconds or opened.poll_seconds,
+        lease_duration=args.lease_duration,
+        wait_for_lock=max(2.0 * args.lease_duration, 30.0),
+        retry_seconds=args.retry_seconds,
+    )
+    leader = None
+    if args.leader_elect:
+        leader = Leadership(opened.cluster, opened.clock, identity,
+                            lease_duration=args.leader_elect_lease_duration,
+                            renew_deadline=args.leader_elect_renew_deadline,
+                            retry_period=args.leader_elect_retry_period)
+    source: Any
+    status = None
+    if args.source == "crd":
+        source = ObjectSource(args.policy, locked=args.locked)
+    elif args.source == "git":
+        from reconciler.adapters.gitsource import GitMirror
+
+        source = GitSource(GitMirror(args.git_url, args.git_ref, _git_workdir(args.git_workdir)), args.git_path,
+                           args.git_policy_path, locked=args.locked)
+    else:
+        source = DirectorySource(args.recipe_paths, args.policy, locked=args.locked)
+    api_client = getattr(opened.cluster, "api_client", None)
+    if args.source == "crd" and api_client is not None:
+        from reconciler.adapters.noderecipes import NodeRecipeStatus
+
+        status = (NodeRecipeStatus(api_client), source)
+    ctl = Controller(source, opened.cluster, opened.clock, settings, status=status, leader=leader, metrics=metrics)
+    wired = Wired(ctl, args, leader=leader, clock=opened.clock)
+    if isinstance(source, GitSource):
+        wired.git = (source, args.git_interval)
+    if api_client is not None and not sim:
+        from reconciler.adapters.kubeinformer import config_map_informer, node_informer, pdb_informer, recipe_informer
+
+        wired.informers.append(node_informer(api_client, ctl.on_node))
+        wired.informers.append(pdb_informer(api_client, ctl.on_pdb))
+        if isinstance(source, ObjectSource):
+            objects = source
+
+            def on_recipe(event: str, old: Any, new: Any) -> None:
+                objects.observe(event, new if new is not None else old)
+                ctl.on_recipe(event, old, new)
+
+            wired.informers.append(recipe_informer(api_client, on_recipe))
+
+        def on_controls(event: str, old: Any, new: Any) -> None:
+            ctl.on_controls((old or {}).get("data"), (new or {}).get("data"))
+
+        wired.informers.append(config_map_informer(api_client, namespace_for(opened.cluster), CONTROLS_CONFIGMAP,
+                                                   on_controls))
+    return wired
+
+
+def _git_workdir(given: str | None) -> str:
+    """``--git-workdir``, else ``/source`` (the chart's emptyDir) when writable, else a new temp dir."""
+    if given:
+        return given
+    if os.path.isdir("/source") and os.access("/source", os.W_OK):
+        return "/source"
+    return tempfile.mkdtemp(prefix="reconciler-git-")

@@ -1,0 +1,345 @@
+"""The controller: one decision thread applying the desired state whenever something changed.
+
+:meth:`Controller.serve` loops until shutdown:
+
+1. with leader election, wait until this replica leads (a standby only keeps its caches);
+2. wait for work (:class:`~.workqueue.WorkQueue`: the startup pass, a watch event that
+   :mod:`.triggers` says matters, a retry after an error);
+3. run one **pass** (:meth:`Controller.reconcile`): load the desired state, write the status of
+   objects the loader refuses, then :func:`reconciler.service.apply_recipes` over every other
+   recipe — the same Leases, fenced writes, pause/disable, sequencing, batch gating and locked
+   mode as ``reconciler apply`` — with writes fenced by the stop signal (:mod:`.stopping`).
+
+Every pass applies *all* recipes, not only the one an event named: the runtime-required taint
+leaves a node only when every runtime-required recipe selecting it is complete, and sequencing
+compares recipes by priority, so the service must see them together. Recipes already up to date
+cost one plan each.
+
+New work preempts a running pass (``preempt``): the rollout stops between two of its loop steps
+(nodes keep their records), and the next pass resumes those lifecycles — in-flight lifecycles
+always run to completion, whatever the budget — and plans the new work, so a node that joins
+during a rollout that waits days for training jobs gets its packages without waiting for it.
+
+A rollout that **halted** (failure threshold) is not started again by unrelated events: the
+recipe is left Stalled until its content changes or a control switch of it changes (``pause`` then
+``resume`` retries it). A runtime-required recipe is never left out, so the taint rule still sees
+it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from reconciler.controller.leader import Leadership
+from reconciler.controller.metrics import ControllerMetrics, MetricsObserver
+from reconciler.controller.recipestatus import (
+    ObjectView,
+    RecipeStatusObserver,
+    StatusWriter,
+    held_status,
+    invalid_status,
+)
+from reconciler.controller.source import DesiredState
+from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StopSignal
+from reconciler.controller.triggers import controls_trigger, node_trigger, pdb_trigger, recipe_trigger
+from reconciler.controller.workqueue import WorkQueue
+from reconciler.errors import ClusterError, InputError, LeaseHeldError, ReconcilerError
+from reconciler.execute.lock import LeaseLostError
+from reconciler.load import Inputs
+from reconciler.model.observed import NodeInfo
+from reconciler.model.recipe import Recipe
+from reconciler.model.utctime import to_rfc3339
+from reconciler.ops.controls import held_reason
+from reconciler.plan.planner import locked_refusals
+from reconciler.ports import Clock, Cluster
+from reconciler.service import ApplyResult, ApplySettings, Observer, apply_recipes, plan_recipes, unpinned
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """How the controller runs its passes.
+
+    ``holder``: the replica's identity (``<pod>/<pid>``), prefixed with each pass's run id on the
+    recipe Leases. ``locked``: as ``apply`` (every package pinned by digest). ``workers``,
+    ``poll_seconds``: as :class:`~reconciler.service.ApplySettings`. ``lease_duration``: seconds
+    of the recipe Leases; ``wait_for_lock``: how long a pass waits for a recipe Lease another run
+    holds (a new leader waits for the old leader's to expire). ``retry_seconds``: a pass that
+    failed (API errors, a Lease held by a pipeline run) is retried after this long. ``preempt``:
+    new work stops a running pass (module docstring).
+    """
+
+    holder: str
+    locked: bool = True
+    workers: int | None = None
+    poll_seconds: float = 15.0
+    lease_duration: int = 60
+    wait_for_lock: float = 120.0
+    retry_seconds: float = 30.0
+    preempt: bool = True
+
+
+def content_digest(recipe: Recipe) -> str:
+    """sha256 of the recipe model (what a halted rollout is remembered by)."""
+    return hashlib.sha256(recipe.model_dump_json().encode()).hexdigest()
+
+
+class Controller:
+    """The controller (module docstring). Event handlers (:meth:`on_node`, :meth:`on_recipe`,
+    :meth:`on_controls`) are called by watch threads; everything else runs on :meth:`serve`'s thread.
+
+    Args:
+        source: the desired state. cluster, clock: the adapter and its clock.
+        settings: :class:`ControllerSettings`.
+        status: NodeRecipe status writer and the objects' view (None: no status, e.g. a directory source).
+        leader: leader election (None: always active, a single replica).
+        metrics: Prometheus metrics (None: a private registry).
+    """
+
+    def __init__(self, source: DesiredState, cluster: Cluster, clock: Clock, settings: ControllerSettings, *,
+                 status: tuple[StatusWriter, ObjectView] | None = None, leader: Leadership | None = None,
+                 metrics: ControllerMetrics | None = None) -> None:
+        self.source, self.cluster, self.clock, self.settings = source, cluster, clock, settings
+        self.status, self.leader = status, leader
+        self.metrics = metrics or ControllerMetrics()
+        self.queue = WorkQueue()
+        self.signal = StopSignal()
+        if leader is not None:
+            self.signal.lost_leadership = leader.lost
+        self.queue.on_add = self._on_add
+        self._in_pass = threading.Event()
+        self.stalled: dict[str, str] = {}  # recipe → content digest of a rollout that halted
+        self.passes = 0
+        self.last_outcome = ""
+        self.last_result: ApplyResult | None = None
+        self.thread_alive = threading.Event()
+        self._retry = False
+
+    # ------------------------------------------------------------------ event handlers (watch threads)
+    def _on_add(self, reason: str) -> None:
+        if self.settings.preempt and self._in_pass.is_set():
+            self.signal.preempt(reason)
+
+    def on_node(self, event: str, old: NodeInfo | None, new: NodeInfo | None) -> None:
+        """A node watch event; queues a pass when :func:`~.triggers.node_trigger` says it matters."""
+        reason = node_trigger(event, old, new, self.source.selectors())
+        if reason:
+            self.metrics.triggers.labels("node").inc()
+            self.queue.add(reason)
+
+    def on_recipe(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """A NodeRecipe watch event (the source's store is updated by the caller)."""
+        reason = recipe_trigger(event, old, new)
+        if reason:
+            self.metrics.triggers.labels("recipe").inc()
+            self.queue.add(reason)
+
+    def on_pdb(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
+        """A PodDisruptionBudget watch event (:func:`~.triggers.pdb_trigger`)."""
+        reason = pdb_trigger(event, old, new)
+        if reason:
+            self.metrics.triggers.labels("pdb").inc()
+            self.queue.add(reason)
+
+    def on_controls(self, old: Mapping[str, str] | None, new: Mapping[str, str] | None) -> None:
+        """The controls ConfigMap changed (``pause``/``resume``/``disable``/``enable``): a halted
+        recipe whose switch changed may be tried again."""
+        reason = controls_trigger(old, new)
+        if reason:
+            for name in [k for k in set(old or {}) | set(new or {}) if (old or {}).get(k) != (new or {}).get(k)]:
+                self.stalled.pop(name, None)
+            self.metrics.triggers.labels("controls").inc()
+            self.queue.add(reason)
+
+    # ------------------------------------------------------------------ the decision thread
+    def stop(self) -> None:
+        """SIGTERM: stop the running pass (its step is recorded on the nodes) and :meth:`serve`."""
+        self.signal.request_shutdown()
+        self.queue.wake()
+
+    def serve(self) -> None:
+        """Run passes until :meth:`stop` (module docstring)."""
+        self.thread_alive.set()
+        self.queue.add("startup")
+        shutdown = self.signal.shutdown
+        try:
+            while not shutdown.is_set():
+                if self.leader is not None and not self.leader.is_leader():
+                    self.metrics.leader.set(0)
+                    if not self.leader.wait_leading(shutdown):
+                        break
+                    self.leader.new_term()
+                    self.queue.add("became leader")
+                if self.leader is not None:
+                    self.metrics.leader.set(1)
+                reasons = self.queue.take(shutdown, timeout=self.settings.retry_seconds if self._retry else None)
+                if shutdown.is_set():
+                    break
+                if not reasons and self._retry:
+                    reasons = ["retry after a failed pass"]
+                if reasons:
+                    self.reconcile(reasons)
+        finally:
+            self.thread_alive.clear()
+
+    def _observers(self) -> list[Observer]:
+        out: list[Observer] = [MetricsObserver(self.metrics)]
+        if self.status is not None:
+            writer, objects = self.status
+            out.append(RecipeStatusObserver(writer, objects, self.clock,
+                                            on_write=lambda _: self.metrics.status_writes.inc()))
+        return out
+
+    def _write_status(self, name: str, build: Any) -> None:
+        if self.status is None:
+            return
+        writer, objects = self.status
+        gen = objects.generation(name)
+        if gen is None:
+            return
+        try:
+            writer.write_status(name, build(gen, to_rfc3339(self.clock.utc()), objects.conditions(name)))
+            self.metrics.status_writes.inc()
+        except ClusterError as e:
+            log.warning("recipe %s: could not write its status: %s", name, e)
+
+    def _select(self, recipes: Sequence[Recipe], invalid: dict[str, str]) -> list[Recipe]:
+        kept = []
+        for r in recipes:
+            refused = unpinned(r) if self.settings.locked else []
+            if refused:
+                invalid[r.name] = "; ".join(refused)
+                continue
+            if self.stalled.get(r.name) == content_digest(r) and not r.runtimeRequired:
+                continue  # halted with this very content: left Stalled until it changes
+            self.stalled.pop(r.name, None)
+            kept.append(r)
+        return kept
+
+    def reconcile(self, reasons: Sequence[str]) -> str:
+        """One pass (module docstring); returns its outcome (``succeeded``, ``failed``, ``idle``,
+        ``invalid``, ``preempted``, ``stopped``, ``lease-held``, ``lease-lost``, ``error``), also
+        counted in the metrics."""
+        self.signal.clear_preempt()
+        self._in_pass.set()
+        self.passes += 1
+        start = self.clock.now()
+        log.info("pass %d: %s", self.passes, "; ".join(reasons[:5]) + (f" (+{len(reasons) - 5})" if len(reasons) > 5
+                                                                        else ""))
+        try:
+            outcome = self._pass()
+        except Exception:  # a bug must not end a long-running controller: log it, retry later
+            log.exception("pass %d failed unexpectedly; retrying in %.0f s", self.passes, self.settings.retry_seconds)
+            outcome = "error"
+        finally:
+            self._in_pass.clear()
+        self._retry = outcome in ("lease-held", "lease-lost", "error")
+        self.last_outcome = outcome
+        self.metrics.passes.labels(outcome).inc()
+        self.metrics.pass_seconds.observe(max(0.0, self.clock.now() - start))
+        log.info("pass %d: %s", self.passes, outcome)
+        return outcome
+
+    def _pass(self) -> str:
+        try:
+            desired = self.source.current()
+        except InputError as e:
+            log.error("the desired state cannot be loaded: %s", e)
+            return "invalid"
+        except ReconcilerError as e:  # a git fetch that failed: try again later
+            log.error("the desired state cannot be fetched: %s; retrying in %.0f s", e, self.settings.retry_seconds)
+            return "error"
+        invalid = dict(desired.invalid)
+        kept = self._select(desired.inputs.recipes, invalid)
+        for name, why in sorted(invalid.items()):
+            log.error("recipe %s is refused: %s", name, why)
+            self._write_status(name, lambda g, now, prev, w=why, n=name: invalid_status(n, w, generation=g, now=now,
+                                                                                       previous=prev))
+        if not kept:
+            return "invalid" if invalid else "idle"
+        inputs = replace(desired.inputs, recipes=tuple(kept))
+        settings = ApplySettings(holder=self.settings.holder, locked=self.settings.locked,
+                                 workers=self.settings.workers, poll_seconds=self.settings.poll_seconds,
+                                 lease_duration=self.settings.lease_duration,
+                                 wait_for_lock=self.settings.wait_for_lock)
+        cluster = StoppableCluster(self.cluster, self.signal)
+        clock = StoppableClock(self.clock, self.signal)
+        try:
+            result = apply_recipes(inputs, cluster, clock, settings, self._observers())
+        except (PassStopped, LeaseLostError, LeaseHeldError) as e:
+            return self._failed(e)
+        except InputError as e:
+            refused = self._refused_by_plan(inputs) if self.settings.locked else {}
+            if not refused:
+                log.error("the pass was refused: %s", e)
+                return "invalid"
+            # locked mode refused one recipe's plan (a downgrade without uninstall steps): that
+            # recipe is Stalled, the others go on (the service refuses the whole set at once)
+            for name, why in refused.items():
+                log.error("recipe %s is refused: %s", name, why)
+                self._write_status(name, lambda g, now, prev, w=why, n=name: invalid_status(
+                    n, w, generation=g, now=now, previous=prev))
+            rest = tuple(r for r in inputs.recipes if r.name not in refused)
+            if not rest:
+                return "invalid"
+            try:
+                result = apply_recipes(replace(inputs, recipes=rest), cluster, clock, settings, self._observers())
+            except ReconcilerError as again:
+                return self._failed(again)
+        except ReconcilerError as e:
+            return self._failed(e)
+        self.last_result = result
+        for name, why in result.skipped.items():
+            self._write_status(name, lambda g, now, prev, w=why, n=name: held_status(n, w, generation=g, now=now,
+                                                                                    previous=prev))
+        for r in result.results:
+            if r.result == "halted":
+                self.stalled[r.recipe] = content_digest(inputs.recipe(r.recipe))
+        if result.stopped:
+            why = self.signal.reason()
+            log.warning("pass stopped: %s", why or result.stopped)
+            if why.startswith("preempted"):
+                return "preempted"
+            return "stopped" if why else "lease-lost"
+        return "succeeded" if result.succeeded else "failed"
+
+    def _failed(self, e: ReconcilerError) -> str:
+        """The outcome of a pass the service ended with ``e``."""
+        if isinstance(e, PassStopped):
+            log.warning("%s", e)
+            return "preempted" if e.reason.startswith("preempted") else "stopped"
+        if isinstance(e, LeaseLostError):
+            log.error("pass stopped: %s", e)
+            return "lease-lost"
+        if isinstance(e, LeaseHeldError):
+            log.warning("a recipe is being applied by another run; retrying in %.0f s: %s",
+                        self.settings.retry_seconds, e)
+            return "lease-held"
+        if isinstance(e, InputError):
+            log.error("the pass was refused: %s", e)
+            return "invalid"
+        log.error("the pass failed: %s; retrying in %.0f s", e, self.settings.retry_seconds)
+        return "error"
+
+    def _refused_by_plan(self, inputs: Inputs) -> dict[str, str]:
+        """Recipe → why locked mode refuses its current plan (reads only: one observe and plan)."""
+        try:
+            plans = plan_recipes(inputs, self.cluster)
+        except ReconcilerError:
+            return {}
+        out = {}
+        for recipe, plan in zip(inputs.recipes, plans, strict=True):
+            why = locked_refusals(plan, recipe)
+            if why:
+                out[recipe.name] = "; ".join(why)
+        return out
+
+    def held(self, recipe: str) -> str:
+        """``reconciler pause``/``disable`` state of ``recipe`` as the service reads it."""
+        return held_reason(self.cluster, recipe)

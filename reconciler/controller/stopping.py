@@ -1,0 +1,152 @@
+"""Stopping a pass cleanly: on SIGTERM, on lost leadership, or to start over with new work.
+
+The application service runs a rollout to its end; the controller must be able to end it early
+without leaving anything half done. Two hooks do it, both outside ``reconciler.execute``:
+
+* :class:`StoppableCluster` — the port decorator of fenced writes
+  (:class:`~reconciler.execute.fence.FencedCluster`) with :class:`StopFence`: once a stop is
+  requested (or leadership is lost) no further write reaches the cluster; the write raises
+  :class:`PassStopped` (a :class:`~reconciler.execute.lock.LeaseLostError`), which the rollout
+  treats as a lost Lease: it stops at once, nodes keep their records (the current step is
+  recorded there), and the next pass or leader resumes them.
+* :class:`StoppableClock` — the rollout waits between its loop passes in ``Clock.wait``; this
+  clock waits in slices of at most ``slice_seconds`` and raises :class:`PassStopped` as soon as a
+  stop is requested, so a rollout waiting for a long stage notices within a second. The raise
+  happens between loop passes, never inside a node step. The service then releases the recipe
+  Leases (its ``except`` path) and re-raises to the controller.
+
+``StopSignal`` says why: ``"shutdown"`` (SIGTERM: the controller exits after the pass),
+``"preempt"`` (new work: the pass ends and a new one starts at once), or leadership lost.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from reconciler.execute.fence import FencedCluster
+from reconciler.execute.lock import LeaseLostError
+from reconciler.ops.controls import store_for
+from reconciler.ports import Clock, Cluster, ConfigMapStore
+
+
+class PassStopped(LeaseLostError):
+    """The pass was asked to stop (``reason``: shutdown, preempt, or leadership lost)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"reconcile pass stopped: {reason}")
+        self.reason = reason
+
+
+class StopSignal:
+    """A stop request with its reason; thread-safe. ``shutdown`` is sticky (the process ends);
+    ``preempt`` is cleared by :meth:`clear_preempt` when the next pass starts."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.shutdown = threading.Event()
+        self._preempt = ""
+        self.lost_leadership: Callable[[], str] = lambda: ""
+
+    def request_shutdown(self) -> None:
+        """SIGTERM/SIGINT: stop the pass and the controller."""
+        self.shutdown.set()
+
+    def preempt(self, reason: str) -> None:
+        """End the running pass so a new one starts with ``reason``'s work."""
+        with self._lock:
+            if not self._preempt:
+                self._preempt = reason
+
+    def clear_preempt(self) -> None:
+        """Forget a preemption (a new pass starts and takes every queued reason)."""
+        with self._lock:
+            self._preempt = ""
+
+    def reason(self) -> str:
+        """Why the pass must stop now (``""``: it may go on)."""
+        if self.shutdown.is_set():
+            return "shutdown (SIGTERM)"
+        lost = self.lost_leadership()
+        if lost:
+            return f"leadership lost: {lost}"
+        with self._lock:
+            return f"preempted: {self._preempt}" if self._preempt else ""
+
+
+class StopFence:
+    """A :class:`~reconciler.execute.fence.WriteFence` that refuses writes once ``signal`` says stop."""
+
+    def __init__(self, signal: StopSignal) -> None:
+        self.signal = signal
+
+    def check(self) -> None:
+        """Raise :class:`PassStopped` when a stop was requested."""
+        why = self.signal.reason()
+        if why:
+            raise PassStopped(why)
+
+
+class StoppableCluster(FencedCluster):
+    """``inner`` with writes fenced by ``signal`` (module docstring). Attributes the service reads
+    from the adapter (``namespace``, ``config_map_store``, ...) are the inner adapter's."""
+
+    def __init__(self, inner: Cluster, signal: StopSignal) -> None:
+        super().__init__(inner, StopFence(signal))
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    # FencedCluster reaches ConfigMaps only on an adapter that *is* a ConfigMapStore (the simulated
+    # fleet); KubeCluster *provides* one (config_map_store()): reach it the way ops.controls does
+    def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The inner adapter's ConfigMap store's read (a read: not fenced)."""
+        return self._controls_store().get_config_map(namespace, name)
+
+    def patch_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> None:
+        """Fenced write to the inner adapter's ConfigMap store."""
+        self.fence.check()
+        self._controls_store().patch_config_map(namespace, name, data)
+
+    def _controls_store(self) -> ConfigMapStore:
+        store = store_for(self.inner)
+        if store is None:
+            raise TypeError(f"{type(self.inner).__name__} keeps no ConfigMaps")
+        return store
+
+
+class StoppableClock:
+    """``inner`` whose :meth:`wait` raises :class:`PassStopped` once ``signal`` says stop.
+
+    Waits are cut into slices of ``slice_seconds``; a slice that returns changes (or ``None``:
+    unknown) ends the wait with that answer, as the inner clock would.
+    """
+
+    def __init__(self, inner: Clock, signal: StopSignal, *, slice_seconds: float = 1.0) -> None:
+        self.inner, self.signal, self.slice_seconds = inner, signal, slice_seconds
+
+    def now(self) -> float:
+        """The inner clock's monotonic seconds."""
+        return self.inner.now()
+
+    def utc(self) -> float:
+        """The inner clock's UTC epoch seconds."""
+        return self.inner.utc()
+
+    def wait(self, seconds: float) -> Collection[str] | None:
+        """Wait up to ``seconds`` (see the class docstring). Raises PassStopped."""
+        end = self.inner.now() + max(0.0, seconds)
+        while True:
+            why = self.signal.reason()
+            if why:
+                raise PassStopped(why)
+            left = end - self.inner.now()
+            got = self.inner.wait(max(0.0, min(left, self.slice_seconds)))
+            if got is None or got or self.inner.now() >= end:
+                why = self.signal.reason()
+                if why:
+                    raise PassStopped(why)
+                return got

@@ -1,0 +1,345 @@
+"""``reconciler controller`` on the real control plane (issue 15's "done when").
+
+The chart is rendered and applied server side (CRDs, RBAC; tests/e2e/test_chart_e2e.py); the
+controller runs as host processes (``python -m reconciler controller``) with a token of the
+chart's ServiceAccount, so it has exactly the chart's permissions. NodeRecipe objects are
+applied server side with strict field validation, as Argo CD or Flux would. Ready is judged
+by the real kstatus library (sigs.k8s.io/cli-utils ``status.Compute``, tests/gitops/kstatus).
+
+* a NodeRecipe applied → every selected node gets its packages in batches and the object goes
+  Current (Ready, observedGeneration = generation); a kwok node that joins with the
+  runtime-required taint gets its packages and loses the taint with no other action (the time
+  from join to untainted, minus the stage pods' own durations, is printed);
+* two replicas with leader election: SIGTERM to the leader mid-rollout → it exits 0 and
+  releases the Lease, the standby takes over at once; SIGKILL to the new leader mid-rollout → a
+  third replica takes over after the Leases expire and finishes with no node failed or redone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, watch
+from kubernetes.dynamic import DynamicClient
+
+from reconciler.controller.leader import LEADER_LEASE
+from reconciler.execute.lock import lease_name
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, failure_key, status_key
+from tests.e2e.test_chart_e2e import NS, apply
+from tests.e2e.test_chart_e2e import chart_applied as chart_applied  # the fixture, requested by name
+from tests.gitops.tools import kstatus
+
+ROOT = Path(__file__).resolve().parents[2]
+SHA = "sha256:" + "e" * 64
+GROUP, VERSION, PLURAL = "reconciler.nodewright.dev", "v1alpha1", "noderecipes"
+LEADER = lease_name(LEADER_LEASE)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait(what: str, fn: Any, timeout: float = 120.0, every: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = fn()
+        if got:
+            return got
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def sa_kubeconfig(controlplane: Any, api: Any, request: pytest.FixtureRequest,
+                  tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The chart applied; a kubeconfig holding a token of its ServiceAccount (TokenRequest API)."""
+    request.getfixturevalue("chart_applied")
+    tok = client.CoreV1Api(api).create_namespaced_service_account_token(
+        "node-reconciler", NS, {"spec": {"expirationSeconds": 7200}})
+    path = tmp_path_factory.mktemp("sa") / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "e2e", "cluster": {"server": controlplane.server,
+                                                 "certificate-authority": str(controlplane.ca_file)}}],
+        "users": [{"name": "sa", "user": {"token": tok.status.token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "e2e", "user": "sa"}}]}))
+    return path
+
+
+class Replica:
+    """One ``reconciler controller`` host process."""
+
+    def __init__(self, name: str, kubeconfig: Path, logs: Path, *extra: str) -> None:
+        self.name = name
+        self.probes, self.metrics = _free_port(), _free_port()
+        self.log = logs / f"controller-{name}.log"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "POD_NAME": name, "POD_NAMESPACE": NS}
+        self._err = self.log.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "reconciler", "-v", "controller", "--source", "crd", "--kubeconfig", str(kubeconfig),
+             "--leader-elect", "--leader-elect-lease-duration", "6s", "--leader-elect-renew-deadline", "4s",
+             "--leader-elect-retry-period", "1s", "--lease-duration", "10", "--poll-seconds", "5",
+             "--metrics-bind-address", f"127.0.0.1:{self.metrics}",
+             "--health-probe-bind-address", f"127.0.0.1:{self.probes}", *extra],
+            env=env, stdout=subprocess.DEVNULL, stderr=self._err)
+
+    def get(self, path: str, port: int | None = None) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port or self.probes}{path}", timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError:
+            return 0, ""
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._err.close()
+
+
+@pytest.fixture
+def replicas(sa_kubeconfig: Path, controlplane: Any) -> Iterator[Any]:
+    """Factory: ``replicas(name) -> Replica`` (killed at the end)."""
+    started: list[Replica] = []
+
+    def start(name: str) -> Replica:
+        r = Replica(name, sa_kubeconfig, controlplane.logs)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        r.stop()
+
+
+def recipe_object(name: str, group: str, *, budget: int, run_for: str = "1s", runtime_required: bool = True
+                  ) -> dict[str, Any]:
+    env = [{"name": "SIM_TEST_RUN_FOR", "value": run_for}]
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeRecipe",
+        "metadata": {"name": name, "annotations": {"reconciler.nodewright.dev/version": "2026.12.1"}},
+        "spec": {
+            "nodeSelector": {"matchLabels": {"e2e.test/group": group}},
+            "interruptionBudget": {"count": budget},
+            "runtimeRequired": runtime_required,
+            "timeouts": {"stageRetries": 1, "retryBackoff": 1, "stage": 120},
+            "packages": {
+                "base-tools": {"version": "1.0.0", "image": "ghcr.io/example/base-tools", "containerSHA": SHA,
+                               "env": env},
+                "gpu-tuning": {"version": "2.0.0", "image": "ghcr.io/example/gpu-tuning", "containerSHA": SHA,
+                               "dependsOn": {"base-tools": "1.0.0"}, "env": env},
+            },
+        },
+    }
+
+
+def _obj(api: Any, name: str) -> dict[str, Any]:
+    out: dict[str, Any] = client.CustomObjectsApi(api).get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    return out
+
+
+def _kstatus(api: Any, name: str) -> str:
+    return str(kstatus([_obj(api, name)])[0]["status"])
+
+
+def _complete(api: Any, nodes: list[str], recipe: str) -> list[str]:
+    core = client.CoreV1Api(api)
+    return [n for n in nodes if (core.read_node(n).metadata.labels or {}).get(status_key(recipe)) == "complete"]
+
+
+def _tainted(api: Any, node: str) -> bool:
+    taints = client.CoreV1Api(api).read_node(node).spec.taints or []
+    return any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in taints)
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class StagePods:
+    """Watches the stage pods of one node: when each was first seen and when its stage finished
+    (every init container terminated), to subtract the stages' own time from a measurement."""
+
+    def __init__(self, api: Any, node: str) -> None:
+        self.api, self.node = api, node
+        self.seen: dict[str, float] = {}
+        self.done: dict[str, float] = {}
+        self._w = watch.Watch()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        core = client.CoreV1Api(self.api)
+        with contextlib.suppress(Exception):
+            for ev in self._w.stream(core.list_namespaced_pod, NS, field_selector=f"spec.nodeName={self.node}",
+                                     timeout_seconds=300):
+                pod = ev["object"]
+                name = pod.metadata.name
+                self.seen.setdefault(name, time.monotonic())
+                inits = pod.status.init_container_statuses or []
+                if inits and all(s.state and s.state.terminated for s in inits):
+                    self.done.setdefault(name, time.monotonic())
+
+    def stage_seconds(self) -> float:
+        self._w.stop()
+        return sum(self.done[n] - self.seen[n] for n in self.done)
+
+
+def test_a_noderecipe_rolls_out_goes_ready_and_a_joining_tainted_node_is_untainted(
+        controlplane: Any, api: Any, make_nodes: Any, test_id: str, replicas: Any) -> None:
+    dyn = DynamicClient(api)
+    core = client.CoreV1Api(api)
+    nodes = make_nodes(4)
+    name = f"ctl-{test_id[-4:]}"
+    a = replicas("solo")
+    _wait("the controller ready", lambda: a.get("/readyz")[0] == 200, timeout=60)
+    assert a.get("/healthz") == (200, "ok\n")
+    applied = apply(dyn, recipe_object(name, test_id, budget=2))
+    try:
+        gen = applied.metadata.generation
+        _wait("status InProgress (observed)", lambda: (_obj(api, name).get("status") or {}).get(
+            "observedGeneration") == gen, timeout=60)
+        _wait("the NodeRecipe Current by kstatus", lambda: _kstatus(api, name) == "Current", timeout=180)
+        st = _obj(api, name)["status"]
+        assert {c["type"]: c["status"] for c in st["conditions"]} == {"Ready": "True", "Reconciling": "False",
+                                                                      "Stalled": "False"}
+        assert st["observedGeneration"] == gen and st["recipeVersion"] == "2026.12.1"
+        assert sorted(_complete(api, nodes, name)) == sorted(nodes)
+        lease = client.CoordinationV1Api(api).read_namespaced_lease(LEADER, NS)
+        assert lease.spec.holder_identity.startswith("solo/")
+        cpu0, t = _cpu_seconds(a.proc.pid), time.monotonic()
+        time.sleep(10)
+        idle = (_cpu_seconds(a.proc.pid) - cpu0) / (time.monotonic() - t)
+        print(f"\nidle controller: {100 * idle:.1f} % of a core, RSS {_rss_mib(a.proc.pid):.0f} MiB")
+
+        # a node joins with the runtime-required taint: packages, then the taint goes, nothing else done
+        joined = f"{test_id}-join"
+        pods = StagePods(api, joined)
+        t0 = time.monotonic()
+        core.create_node({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": joined, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                                       "labels": {"kubernetes.io/hostname": joined, "e2e.test/group": test_id}},
+                          "spec": {"providerID": f"kwok://{joined}",
+                                   "taints": [{"key": RUNTIME_REQUIRED_TAINT_KEY, "value": "true",
+                                               "effect": "NoSchedule"}]}})
+        try:
+            _wait("the joined node untainted", lambda: not _tainted(api, joined), timeout=120, every=0.05)
+            took = time.monotonic() - t0
+            assert _complete(api, [joined], name) == [joined]
+            stages = pods.stage_seconds()
+            print(f"\njoin-to-untainted {took:.2f} s; stage pods {stages:.2f} s; overhead {took - stages:.2f} s")
+            code, body = a.get("/metrics", a.metrics)
+            assert code == 200 and "reconciler_controller_passes_total" in body
+            assert 'reconciler_controller_triggers_total{kind="node"}' in body
+            _wait("Current again", lambda: _kstatus(api, name) == "Current", timeout=60)
+        finally:
+            with contextlib.suppress(Exception):
+                core.delete_node(joined)
+        a.proc.send_signal(signal.SIGTERM)
+        assert a.proc.wait(30) == 0, a.tail()
+        with pytest.raises(client.exceptions.ApiException):
+            client.CoordinationV1Api(api).read_namespaced_lease(LEADER, NS)  # released on the way out
+    except BaseException:
+        print(a.tail())
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+
+
+def _leader(api: Any) -> str:
+    try:
+        lease = client.CoordinationV1Api(api).read_namespaced_lease(LEADER, NS)
+    except client.exceptions.ApiException:
+        return ""
+    return str(lease.spec.holder_identity or "").split("/")[0]
+
+
+def test_the_standby_takes_over_after_sigterm_and_after_a_kill_and_finishes(
+        controlplane: Any, api: Any, make_nodes: Any, test_id: str, replicas: Any) -> None:
+    dyn = DynamicClient(api)
+    nodes = make_nodes(6)
+    name = f"ha-{test_id[-4:]}"
+    reps = {n: replicas(n) for n in ("r1", "r2")}
+    first = _wait("a leader", lambda: _leader(api), timeout=60)
+    standby = "r2" if first == "r1" else "r1"
+    apply(dyn, recipe_object(name, test_id, budget=1, run_for="2s"))
+    try:
+        _wait("two nodes complete", lambda: len(_complete(api, nodes, name)) >= 2, timeout=180)
+        t = time.monotonic()
+        reps[first].proc.send_signal(signal.SIGTERM)
+        assert reps[first].proc.wait(30) == 0, reps[first].tail()
+        stopped_in = time.monotonic() - t
+        _wait("the standby leads", lambda: _leader(api) == standby, timeout=20)
+        took_over = time.monotonic() - t
+        done_before = len(_complete(api, nodes, name))
+        _wait("one more node complete under the new leader",
+              lambda: len(_complete(api, nodes, name)) > done_before, timeout=120)
+        third = replicas("r3")
+        # kill -9 the active replica mid-rollout: the Leases expire and r3 resumes
+        reps[standby].proc.kill()
+        reps[standby].proc.wait(10)
+        t = time.monotonic()
+        _wait("r3 leads", lambda: _leader(api) == "r3", timeout=60)
+        killed_over = time.monotonic() - t
+        _wait("every node complete", lambda: len(_complete(api, nodes, name)) == len(nodes), timeout=240)
+        _wait("the NodeRecipe Current by kstatus", lambda: _kstatus(api, name) == "Current", timeout=60)
+        core = client.CoreV1Api(api)
+        for n in nodes:
+            node = core.read_node(n)
+            assert failure_key(name) not in (node.metadata.annotations or {}), n
+            assert not node.spec.unschedulable, n
+        print(f"\nSIGTERM: stopped in {stopped_in:.1f} s, standby leading {took_over:.1f} s after the signal; "
+              f"kill -9: r3 leading {killed_over:.1f} s after the kill")
+        third.proc.send_signal(signal.SIGTERM)
+        assert third.proc.wait(30) == 0, third.tail()
+    except BaseException:
+        for r in reps.values():
+            print(r.name, r.tail())
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+
+
+def test_a_new_noderecipe_is_in_progress_until_a_controller_observed_it(
+        controlplane: Any, api: Any, sa_kubeconfig: Path, test_id: str) -> None:
+    """kstatus calls an object without status Current; the CRD's status default
+    (observedGeneration -1) keeps a new NodeRecipe InProgress until the controller writes one."""
+    name = f"new-{test_id[-4:]}"
+    apply(DynamicClient(api), recipe_object(name, test_id, budget=1))
+    try:
+        got = _obj(api, name)
+        assert got["status"] == {"observedGeneration": -1}
+        assert got["metadata"]["generation"] == 1
+        assert _kstatus(api, name) == "InProgress"
+    finally:
+        client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)

@@ -1,0 +1,70 @@
+"""``--source git`` (reconciler.adapters.gitsource.GitMirror + reconciler.controller.source.GitSource)
+on a local repository: a new commit is one pass's reason, an unchanged ref is none, the loaded
+recipes are the commit's, a failed fetch is a GitError naming the URL without the token."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reconciler.adapters.git import GitError
+from reconciler.adapters.gitsource import GitMirror
+from reconciler.controller.source import GitSource
+
+ROOT = Path(__file__).resolve().parents[3]
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
+
+
+def _git(repo: Path, *args: str) -> str:
+    cp = subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@example.org", "-c", "user.name=t", *args],
+                        capture_output=True, text=True, check=True)
+    return cp.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "fleet"
+    (r / "recipes").mkdir(parents=True)
+    (r / "policies").mkdir()
+    shutil.copy(ROOT / "recipes" / "gpu-training-tuning.yaml", r / "recipes")
+    for p in (ROOT / "policies").glob("*.yaml"):
+        shutil.copy(p, r / "policies")
+    (r / "README.md").write_text("not a recipe\n")
+    _git(r, "init", "-q", "-b", "main")
+    _git(r, "add", "-A")
+    _git(r, "commit", "-qm", "one")
+    return r
+
+
+def test_a_new_commit_is_a_reason_for_a_pass_and_its_files_are_loaded(repo: Path, tmp_path: Path) -> None:
+    src = GitSource(GitMirror(str(repo), "main", str(tmp_path / "work")), "recipes", "policies")
+    first = _git(repo, "rev-parse", "HEAD")
+    assert src.refresh() == f"git: new commit {first[:12]}"
+    assert src.refresh() == ""  # same commit: no pass
+    d = src.current()
+    assert [r.name for r in d.inputs.recipes] == ["gpu-training-tuning"] and first[:12] in d.revision
+    shutil.copy(ROOT / "recipes" / "containerd-limits.yaml", repo / "recipes")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "two")
+    second = _git(repo, "rev-parse", "HEAD")
+    assert src.refresh() == f"git: new commit {second[:12]}"
+    assert sorted(r.name for r in src.current().inputs.recipes) == ["containerd-limits", "gpu-training-tuning"]
+    trees = sorted(p.name for p in (tmp_path / "work").iterdir() if p.name.startswith("tree-"))
+    assert trees == [f"tree-{second[:16]}"]  # the previous tree is removed
+
+
+def test_a_tag_is_fetched_too(repo: Path, tmp_path: Path) -> None:
+    _git(repo, "tag", "v2026.11")
+    src = GitSource(GitMirror(str(repo), "v2026.11", str(tmp_path / "work")), "recipes", "policies")
+    assert [r.name for r in src.current().inputs.recipes] == ["gpu-training-tuning"]
+
+
+def test_a_failed_fetch_names_the_url_and_never_the_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECONCILER_GIT_TOKEN", "ghp_" + "s3cr3t" * 6)
+    mirror = GitMirror(str(tmp_path / "missing"), "main", str(tmp_path / "work"))
+    with pytest.raises(GitError) as e:
+        mirror.fetch()
+    assert str(tmp_path / "missing") in str(e.value) and "s3cr3t" not in str(e.value)

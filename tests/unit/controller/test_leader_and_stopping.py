@@ -1,0 +1,129 @@
+"""Leader election on a Lease (reconciler.controller.leader) and the stop signal
+(reconciler.controller.stopping) on the simulated fleet: one leader at a time, a clean release
+hands over at once, a leader that cannot renew steps down, and a stop fences writes and wakes waits."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from reconciler.adapters.sim import SimFleet
+from reconciler.controller.leader import LEADER_LEASE, Leadership
+from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StopSignal
+from reconciler.execute.lock import lease_name
+from reconciler.load.recipes import OBJECT_NAME
+
+ROOT = Path(__file__).resolve().parents[3]
+FLEET = str(ROOT / "examples" / "fleets" / "gpu-24.yaml")
+
+
+def _until(cond: object, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():  # type: ignore[operator]
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_the_leader_lease_name_can_never_be_a_recipes() -> None:
+    assert not OBJECT_NAME.fullmatch(LEADER_LEASE)
+    assert lease_name(LEADER_LEASE).startswith("reconciler-controller-leader-")
+
+
+def test_one_leader_at_a_time_and_a_clean_release_hands_over() -> None:
+    sim = SimFleet.from_file(FLEET)
+    a = Leadership(sim, sim, "a/1", lease_duration=15, renew_deadline=10, retry_period=0.05).start()
+    assert _until(a.is_leader)
+    b = Leadership(sim, sim, "b/1", lease_duration=15, renew_deadline=10, retry_period=0.05).start()
+    time.sleep(0.3)
+    assert not b.is_leader()  # a renews; b stands by
+    lease = sim.get_lease(a.lease_name)
+    assert lease is not None and lease.holder == "a/1"
+    a.release()
+    assert _until(b.is_leader)  # no waiting for expiry: the Lease was deleted
+    assert sim.get_lease(b.lease_name).holder == "b/1"  # type: ignore[union-attr]
+    b.release()
+    assert sim.get_lease(b.lease_name) is None
+
+
+def test_a_leader_past_its_renew_deadline_steps_down() -> None:
+    sim = SimFleet.from_file(FLEET)
+    a = Leadership(sim, sim, "a/1", lease_duration=15, renew_deadline=10, retry_period=0.05)
+    a.lock.acquire()
+    a.leading.set()
+    assert a.is_leader()
+    sim.advance(11)  # no renewal for longer than the renew deadline
+    assert not a.is_leader()
+    assert "may expire" in a.lost() or "last renewed" in a.lost()
+
+
+def test_leader_durations_must_be_ordered() -> None:
+    sim = SimFleet.from_file(FLEET)
+    with pytest.raises(ValueError, match="retry period"):
+        Leadership(sim, sim, "a/1", lease_duration=10, renew_deadline=10, retry_period=2)
+
+
+def test_a_stop_fences_writes_but_not_reads_and_forwards_the_adapter_attributes() -> None:
+    sim = SimFleet.from_file(FLEET)
+    signal = StopSignal()
+    fenced = StoppableCluster(sim, signal)
+    node = fenced.list_nodes()[0]
+    fenced.emit_event(node.name, "Test", "before the stop")
+    signal.preempt("node x joined")
+    with pytest.raises(PassStopped, match="preempted: node x joined"):
+        fenced.emit_event(node.name, "Test", "after the stop")
+    assert fenced.get_node(node.name).name == node.name  # reads pass
+    assert fenced.calls is sim.calls  # type: ignore[attr-defined]  # adapter attributes are forwarded
+    signal.clear_preempt()
+    fenced.emit_event(node.name, "Test", "after clearing")
+    signal.request_shutdown()
+    with pytest.raises(PassStopped, match="shutdown"):
+        fenced.patch_node(node.name, labels={"a": "b"})
+
+
+class SlowClock:
+    """A real-time clock whose wait sleeps (as WatchClock does when nothing changes)."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def utc(self) -> float:
+        return time.time()
+
+    def wait(self, seconds: float) -> set[str]:
+        time.sleep(seconds)
+        return set()
+
+
+def test_a_stop_wakes_a_long_wait_within_a_slice() -> None:
+    signal = StopSignal()
+    clock = StoppableClock(SlowClock(), signal, slice_seconds=0.05)
+    threading.Timer(0.2, signal.request_shutdown).start()
+    start = time.monotonic()
+    with pytest.raises(PassStopped):
+        clock.wait(3600)
+    assert time.monotonic() - start < 2.0
+    assert StoppableClock(SlowClock(), StopSignal(), slice_seconds=0.05).wait(0.12) == set()
+
+
+def test_the_controls_are_reached_on_an_adapter_that_provides_a_store() -> None:
+    """KubeCluster is not a ConfigMapStore; it *provides* one (config_map_store()). The stop
+    wrapper reads the pause/disable controls through it and fences writes to it."""
+    sim = SimFleet.from_file(FLEET)
+
+    class Provides:  # no get_config_map of its own, as KubeCluster
+        def config_map_store(self) -> SimFleet:
+            return sim
+
+    signal = StopSignal()
+    fenced = StoppableCluster(Provides(), signal)  # type: ignore[arg-type]
+    fenced.patch_config_map("node-reconciler", "node-reconciler-controls", {"r": '{"paused": true}'})
+    assert fenced.get_config_map("node-reconciler", "node-reconciler-controls") == {"r": '{"paused": true}'}
+    signal.request_shutdown()
+    with pytest.raises(PassStopped):
+        fenced.patch_config_map("node-reconciler", "node-reconciler-controls", {"r": None})
+    assert fenced.get_config_map("node-reconciler", "node-reconciler-controls") == {"r": '{"paused": true}'}

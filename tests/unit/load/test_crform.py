@@ -1,0 +1,70 @@
+"""NodeRecipe objects as the API server returns them are loaded as their files would be
+(reconciler.load.load_objects, reconciler.load.crform): server metadata and status ignored, the
+release from the reconciler.nodewright.dev/version annotation, errors naming the object."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from reconciler.errors import InputError
+from reconciler.load import load_inputs, load_objects
+
+ROOT = Path(__file__).resolve().parents[3]
+FILE = ROOT / "recipes" / "gpu-training-tuning.yaml"
+
+
+def as_stored(doc: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    meta = out["metadata"]
+    meta.setdefault("annotations", {})["reconciler.nodewright.dev/version"] = str(meta.pop("version"))
+    meta["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    meta.update(uid="0b1d", resourceVersion="812", generation=4, creationTimestamp="2026-11-30T12:00:00Z",
+                managedFields=[{"manager": "kubectl", "operation": "Apply"}])
+    out["status"] = {"observedGeneration": 3, "conditions": []}
+    return out
+
+
+def test_a_stored_object_loads_as_its_file() -> None:
+    doc = yaml.safe_load(FILE.read_text())
+    from_file = load_inputs([str(FILE)], [str(ROOT / "policies")], locked=True).recipes[0]
+    from_object = load_objects([as_stored(doc)], [str(ROOT / "policies")], locked=True).recipes[0]
+    assert from_object.version == from_file.version == "2026.11.2"
+    assert from_object.model_dump(exclude={"source"}) == from_file.model_dump(exclude={"source"})
+    assert from_object.source == "NodeRecipe/gpu-training-tuning"
+
+
+def test_a_file_may_carry_the_release_in_the_annotation_too(tmp_path: Path) -> None:
+    text = FILE.read_text().replace("  version: 2026.11.2\n",
+                                    "  annotations: {reconciler.nodewright.dev/version: 2026.11.3}\n")
+    f = tmp_path / "r.yaml"
+    f.write_text(text)
+    assert load_inputs([str(f)], [str(ROOT / "policies")]).recipes[0].version == "2026.11.3"
+
+
+def test_the_release_given_twice_and_different_is_an_error(tmp_path: Path) -> None:
+    text = FILE.read_text().replace("  version: 2026.11.2\n",
+                                    "  version: 2026.11.2\n  annotations: {reconciler.nodewright.dev/version: '9'}\n")
+    f = tmp_path / "r.yaml"
+    f.write_text(text)
+    with pytest.raises(InputError, match=r"r\.yaml:\d+:\d+: metadata\.annotations.*disagree"):
+        load_inputs([str(f)], [str(ROOT / "policies")])
+
+
+def test_an_error_in_an_object_names_the_object_and_the_field() -> None:
+    doc = as_stored(yaml.safe_load(FILE.read_text()))
+    doc["spec"]["packages"]["base-tools"]["version"] = "1.x"
+    with pytest.raises(InputError) as e:
+        load_objects([doc], [str(ROOT / "policies")])
+    assert str(e.value).startswith("NodeRecipe/gpu-training-tuning: spec.packages.base-tools.version:")
+
+
+def test_an_unknown_spec_field_of_an_object_is_refused() -> None:
+    doc = as_stored(yaml.safe_load(FILE.read_text()))
+    doc["spec"]["drainz"] = {}
+    with pytest.raises(InputError, match=r"NodeRecipe/gpu-training-tuning: spec\.drainz"):
+        load_objects([doc], [str(ROOT / "policies")])
