@@ -51,6 +51,9 @@ from reconciler.report.safetext import visible
 def add_revision_args(p: argparse.ArgumentParser) -> None:
     """Add the revision-mode options to the ``plan`` parser and route ``plan`` through
     :func:`dispatch` (RECIPE becomes optional: it is required only without ``--repo``)."""
+    from reconciler.cli.estimate import add_estimate_args
+
+    add_estimate_args(p)
     for action in p._actions:
         if action.dest == "recipes":
             action.nargs = "*"
@@ -152,12 +155,12 @@ def _load_at(
 
 
 def run_revisions(args: argparse.Namespace) -> int:
-    """Revision mode (see the module docstring)."""
+    """Revision mode (see the module docstring).
+
+    With ``--comment``, a revision that does not load (or a comparison refused as bad input)
+    replaces the sticky comment(s) with an error comment naming ``file:line`` and sets a failing
+    commit status before the error is raised (:func:`_report_invalid`)."""
     from reconciler.adapters.git import GitRepo
-    from reconciler.cli.clusters import open_cluster
-    from reconciler.observe.snapshot import observe
-    from reconciler.report.compare import compare_revisions, render_comparison_text
-    from reconciler.report.prcomment import render_comments
 
     host = _review_host(args) if args.comment else None  # check token/PR before any work
     repo = GitRepo(args.repo)
@@ -170,12 +173,35 @@ def run_revisions(args: argparse.Namespace) -> int:
     if not any(repo.exists(base_sha, p) or repo.exists(head_sha, p) for p in paths):
         raise InputError(f"none of {', '.join(paths)} exists at {args.base} or {args.head} in {args.repo}")
     changed = sorted({p for c in repo.changed_paths(base_sha, head_sha) for p in c.paths})
+    loaded: dict[str, Any] = {}
+    try:
+        cmp = _compare(args, repo, base_sha, head_sha, paths, policies, changed, requested if from_merge_base else "",
+                       warnings, loaded)
+    except InputError as e:
+        if host is not None:
+            _report_invalid(host, args, e, base_sha, head_sha, changed, loaded)
+        raise
+    return _publish(args, host, cmp, head_sha)
+
+
+def _compare(args: argparse.Namespace, repo: Any, base_sha: str, head_sha: str, paths: list[str],
+             policies: list[str], changed: list[str], requested: str, warnings: list[str],
+             loaded: dict[str, Any]) -> Any:
+    """Load both revisions, observe the fleet once, compare (with the simulator's estimates).
+    ``loaded`` receives ``base``/``head`` inputs (and ``rel``) as they load, for the error path.
+
+    Raises:
+        InputError: a revision does not load (positions as ``<sha12>:<repo path>``).
+    """
+    from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.estimate import simulator
+    from reconciler.observe.snapshot import observe
+    from reconciler.report.compare import compare_revisions
+
     locked = getattr(args, "locked", True)
     with tempfile.TemporaryDirectory(prefix="reconciler-rev-") as tmp:
         roots = {os.path.join(tmp, "base"): base_sha[:12], os.path.join(tmp, "head"): head_sha[:12]}
         base_root, head_root = roots
-        base_inputs = _load_at(repo, base_sha, base_sha[:12], paths, policies, base_root, locked)
-        head_inputs = _load_at(repo, head_sha, head_sha[:12], paths, policies, head_root, locked)
 
         def rel(source: str) -> str:
             for root in roots:
@@ -183,24 +209,37 @@ def run_revisions(args: argparse.Namespace) -> int:
                     return os.path.relpath(source, root)
             return source
 
+        loaded["rel"] = rel
+        loaded["side"] = "base"
+        loaded["base"] = _load_at(repo, base_sha, base_sha[:12], paths, policies, base_root, locked)
+        loaded["side"] = "head"
+        loaded["head"] = _load_at(repo, head_sha, head_sha[:12], paths, policies, head_root, locked)
         opened = open_cluster(args)
         fleet = observe(opened.cluster)
         try:
-            cmp = compare_revisions(
-                base_inputs,
-                head_inputs,
+            return compare_revisions(
+                loaded["base"],
+                loaded["head"],
                 fleet,
                 changed_files=changed,
                 base_revision=base_sha,
                 head_revision=head_sha,
                 rel=rel,
                 only=args.only,
-                requested_base=requested if from_merge_base else "",
+                requested_base=requested,
                 warnings=warnings,
+                estimator=simulator(fleet, args, loaded["head"], loaded["base"]),
             )
         except InputError as e:
             raise _relocate(e, roots) from None
         # loaded sources point into the scratch directory: keep repository paths in the output
+
+
+def _publish(args: argparse.Namespace, host: Any, cmp: Any, head_sha: str) -> int:
+    """Print the comparison; with ``--comment`` upsert the comments and set the status."""
+    from reconciler.report.compare import render_comparison_text
+    from reconciler.report.prcomment import error_marker, render_comments, resolved_comment
+
     scope = args.comment_scope or ""
     bodies = render_comments(cmp, scope=scope, details_url=args.details_url)
     if args.output == "json":
@@ -215,11 +254,55 @@ def run_revisions(args: argparse.Namespace) -> int:
         for b in bodies:
             action = host.upsert_comment(args.pr, b.marker, b.body)
             print(visible(f"{action} comment for recipe {b.recipe} on {args.comment} #{args.pr}"), file=sys.stderr)
+        emk = error_marker(scope)
+        found = host.find_marked(args.pr, emk)
+        if found is not None and not found[1].startswith(resolved_comment(emk, "").body[: len(emk) + 3]):
+            host.upsert_comment(args.pr, emk, resolved_comment(emk, head_sha).body)
+            print(f"updated the error comment on {args.comment} #{args.pr}: head loads again", file=sys.stderr)
         state, description = commit_status(cmp)
         host.set_status(head_sha, state, description, args.status_context, args.details_url)
     if args.detailed_exitcode and cmp.pending:
         return EXIT_CHANGES
     return EXIT_OK
+
+
+def _report_invalid(host: Any, args: argparse.Namespace, err: InputError, base_sha: str, head_sha: str,
+                    changed: list[str], loaded: dict[str, Any]) -> None:
+    """Replace the sticky comment(s) with an error comment and fail the commit status.
+
+    The error comment goes under the PR-level :func:`~reconciler.report.prcomment.error_marker`
+    and under the marker of every base recipe whose file (or policy file) the change touches —
+    the comments a reviewer would otherwise still read as the plan of this head."""
+    from reconciler.cli.ghactions import problems
+    from reconciler.report.prcomment import error_marker, marker, render_error_comment
+
+    side = str(loaded.get("side", "head"))
+    sha = head_sha if side == "head" else base_sha
+    found = problems(err)
+    scope = args.comment_scope or ""
+    recipes: list[str] = []
+    base = loaded.get("base")
+    if base is not None:
+        from reconciler.load import policy_for
+
+        rel = loaded["rel"]
+        touched = set(changed)
+        for r in base.recipes:
+            try:
+                srcs = {rel(r.source), rel(policy_for(r, base).source)}
+            except InputError:
+                srcs = {rel(r.source)}
+            if srcs & touched:
+                recipes.append(r.name)
+    targets = [(error_marker(scope), ""), *((marker(n, scope), n) for n in recipes)]
+    for mk, name in targets:
+        body = render_error_comment(mk, found, side=side, revision=sha, subject=name, details_url=args.details_url)
+        action = host.upsert_comment(args.pr, mk, body.body)
+        what = f"recipe {name}" if name else "the revision"
+        print(visible(f"{action} error comment for {what} on {args.comment} #{args.pr}"), file=sys.stderr)
+    first = found[0]
+    desc = f"{side} {sha[:12]} does not load: {first.where()}: {first.message}"
+    host.set_status(head_sha, "failure", desc[:140], args.status_context, args.details_url)
 
 
 def compare_base(repo: Any, base: str, head: str, base_name: str, head_name: str) -> tuple[str, bool, list[str]]:
