@@ -34,12 +34,12 @@ from reconciler.report.estimate import REBOOT_ANNOTATION, STAGE_ANNOTATION, Assu
 MAX_ASSUMED = 7 * 24 * 3600.0
 
 
-def _duration_arg(flag: str) -> Callable[[str], float]:
+def _duration_arg(flag: str) -> Callable[[str], float]:  # noqa: ARG001 (named for the help)
     def parse(text: str) -> float:
         try:
             return parse_duration(text, maximum=MAX_ASSUMED)
         except ValueError as e:
-            raise argparse.ArgumentTypeError(f"{flag}: {e}") from None
+            raise argparse.ArgumentTypeError(str(e)) from None
 
     return parse
 
