@@ -59,6 +59,9 @@ def add_parser(sub: Any) -> None:
     from reconciler.cli.metrics import add_metrics_args  # --metrics-file/--pushgateway (issue #8)
 
     add_metrics_args(p)
+    from reconciler.cli.reportfile import add_report_file_arg
+
+    add_report_file_arg(p, "actual")
 
 
 def _read_plan_hashes(path: str) -> dict[str, str]:
@@ -115,10 +118,12 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.adapters.host import process_identity
     from reconciler.cli.applyreport import Reporter
     from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs, policy_for
     from reconciler.service import ApplySettings, apply_recipes
 
     check_apply_options(args)  # output paths and option combinations, before any work
+    check_report_file(args)
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
@@ -144,6 +149,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CRASHED
     results = done.results
     _save(args, opened)
+    if getattr(args, "report_file", None):
+        from reconciler.cli.reportfile import write_report
+        from reconciler.report.htmlreport import ReportRun
+
+        write_report(args.report_file, [ReportRun(r, "actual") for r in results],
+                     title="node-reconciler: rollout", subtitle=f"apply on {opened.description}")
     if args.metrics_file or args.pushgateway:
         from reconciler.cli.metrics import export_after_apply
 

@@ -34,7 +34,7 @@ from reconciler.report.estimate import REBOOT_ANNOTATION, STAGE_ANNOTATION, Assu
 MAX_ASSUMED = 7 * 24 * 3600.0
 
 
-def _duration_arg(flag: str) -> Callable[[str], float]:  # noqa: ARG001 (named for the help)
+def _duration_arg(flag: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
             return parse_duration(text, maximum=MAX_ASSUMED)

@@ -57,6 +57,9 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="exit 3 when changes are pending, 0 when every selected node is up to date",
     )
+    from reconciler.cli.reportfile import add_report_file_arg
+
+    add_report_file_arg(p, "predicted")
     p.set_defaults(func=run, locked=True)
     from reconciler.cli.planrev import add_revision_args  # --repo/--base/--head, --comment (issue #5)
 
@@ -92,9 +95,11 @@ def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
 def run(args: argparse.Namespace) -> int:
     """Load, observe once, plan every recipe, print; see the module docstring for exit codes."""
     from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs
     from reconciler.service import plan_recipes
 
+    check_report_file(args)
     inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True),
                          allow_empty=bool(getattr(args, "allow_empty", False)))
     opened = open_cluster(args)
@@ -109,6 +114,32 @@ def run(args: argparse.Namespace) -> int:
                                                "apply skips it until it is resumed/enabled")})
              if held[p.recipe.name] else p for p in plans]
     sys.stdout.write(format_plans(plans, args.output, color=args.output == "table" and styles_allowed(sys.stdout)))
+    if args.report_file:
+        _write_predicted(args, inputs, opened, plans)
     if args.detailed_exitcode and any(pending(p) for p in plans if not held[p.recipe.name]):
         return EXIT_CHANGES
     return EXIT_OK
+
+
+def _write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: list[Plan]) -> None:
+    """``--report FILE``: each plan with work run by the simulator, drawn (predicted)."""
+    from reconciler.cli.clusters import load_sim_config
+    from reconciler.cli.estimate import assumptions, simulate_plan
+    from reconciler.cli.reportfile import write_report
+    from reconciler.load import policy_for
+    from reconciler.observe.snapshot import observe
+    from reconciler.report.htmlreport import ReportRun
+
+    config = load_sim_config(args.sim_config) if getattr(args, "sim_config", None) else None
+    fleet = observe(opened.cluster)
+    runs = []
+    for plan in plans:
+        if not plan.summary.get("nodesChanging"):
+            continue
+        recipe = inputs.recipe(plan.recipe.name)
+        cfg, assumed = assumptions(recipe, inputs, args, config)
+        run = simulate_plan(recipe, policy_for(recipe, inputs), fleet, cfg)
+        runs.append(ReportRun(run, "predicted", f"simulated: {assumed.text()} (from {assumed.source})"))
+    write_report(args.report_file, runs, title="node-reconciler: predicted rollout",
+                 subtitle=f"plan against {opened.description}; nothing was changed")
+    print(visible(f"wrote the predicted rollout of {len(runs)} recipe(s) to {args.report_file}"), file=sys.stderr)

@@ -7,14 +7,17 @@ one bar (``batches 9-334 · 975 nodes``) and the remaining compartments are coun
 Names come from policies: anything but ``[A-Za-z0-9 ._/()-]`` is replaced, so a name cannot end
 a task (``:``), start a comment (``%%``) or a new statement (``;``, newline).
 
-Mermaid syntax used (https://mermaid.js.org/syntax/gantt.html): ``dateFormat X`` (Unix seconds:
-bars start at second 0 of the run), ``axisFormat``, ``section``, ``name : start, end``.
+Mermaid syntax used (https://mermaid.js.org/syntax/gantt.html): ``dateFormat YYYY-MM-DD
+HH:mm:ss`` with second 0 of the run at :data:`EPOCH` (parsed and drawn in the viewer's local
+time, so the axis shows elapsed time in any time zone; ``dateFormat X`` is not used: Mermaid 11
+reads a start given in it as milliseconds), ``axisFormat``, ``section``, ``name : start, end``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from reconciler.report.estimate import BatchSpan, human_duration
 
@@ -22,6 +25,8 @@ from reconciler.report.estimate import BatchSpan, human_duration
 MAX_SECTIONS = 12
 #: Bars per compartment; the last one aggregates every remaining batch.
 MAX_BARS = 10
+#: The wall-clock instant second 0 of the run is drawn at (a fixed, timezone-free date).
+EPOCH = datetime(2000, 1, 1)
 
 
 def safe_label(text: str, limit: int = 60) -> str:
@@ -30,9 +35,13 @@ def safe_label(text: str, limit: int = 60) -> str:
     return s or "_"
 
 
+def _at(seconds: int) -> str:
+    return (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _bar(label: str, start: float, end: float) -> str:
     s, e = int(start), max(round(end), int(start) + 1)
-    return f"    {label} : {s}, {e}"
+    return f"    {label} : {_at(s)}, {_at(e)}"
 
 
 def _nodes(n: int) -> str:
@@ -49,8 +58,9 @@ def gantt(spans: Sequence[BatchSpan], title: str, *, order: Sequence[str] = ()) 
         by_comp.setdefault(s.compartment, []).append(s)
     names = [n for n in order if n in by_comp] + sorted(n for n in by_comp if n not in order)
     end = max((s.end for s in spans), default=0.0)
-    axis = "%H:%M" if end < 86400 else "%d %H:%M"
-    lines = ["gantt", f"    title {safe_label(title, 100)}", "    dateFormat X", f"    axisFormat {axis}"]
+    axis = "%H:%M" if end < 86400 else "day %e %Hh"
+    lines = ["gantt", f"    title {safe_label(title, 100)}", "    dateFormat YYYY-MM-DD HH:mm:ss",
+             f"    axisFormat {axis}"]
     for comp in names[:MAX_SECTIONS]:
         batches = sorted(by_comp[comp], key=lambda s: s.number)
         took = max(b.end for b in batches) - min(b.start for b in batches)

@@ -154,7 +154,8 @@ def test_2000_node_change_stays_under_the_limit_with_the_verdict_first_and_group
     assert len(c.body) < 65_536 and len(c.body) <= COMMENT_LIMIT
     lines = c.body.split("\n")
     assert lines[0] == marker("tuning")
-    assert lines[1].startswith("✅ **Ready** · **tuning 1 → 2** · tuned 1.0.0 → 1.1.0 · **2000 of 2000 node(s)** change")
+    assert lines[1].startswith("✅ **Ready** · **tuning 1 → 2** · tuned 1.0.0 → 1.1.0 · "
+                               "**2000 of 2000 node(s)** change")
     assert "667: 666 x 3, 2" in c.body and "3, 3, 3" not in c.body  # run-length encoded batches
     assert "| gpu-a-0000..0999, gpu-b-0000..0999 | 2000 |" in c.body  # one grouped row
     gantt_lines = c.body.split("```mermaid")[1].split("```")[0].strip().split("\n")
