@@ -27,6 +27,14 @@ Output ``-o table|json|markdown``; ``markdown`` is the body of the pull-request 
   ``--api-url`` (default ``$CI_API_V4_URL`` or ``https://gitlab.com/api/v4``), token
   ``$GITLAB_TOKEN``.
 
+A revision that does not load (with ``--comment``): the sticky comment of every recipe whose file
+the change touches, and a PR-level error comment, become an error comment naming
+``file:line:column``; the commit status is ``failure``; exit 2. Under GitHub Actions
+(``GITHUB_ACTIONS=true``) every input error is also printed as an ``::error file=…,line=…::``
+workflow command (:mod:`reconciler.cli.ghactions`). The duration estimates are the simulator's
+(:mod:`reconciler.cli.estimate`: ``--stage-time``/``--reboot-time``, recipe annotations,
+``--sim-config``).
+
 Tokens are read from the environment only and never printed. Missing token, PR number or
 repository, an unknown revision or a path that is not a repository: one-line error, exit 2,
 nothing posted. Exit codes otherwise as ``plan`` (3 with ``--detailed-exitcode`` when a head plan

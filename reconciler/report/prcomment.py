@@ -3,22 +3,34 @@
 One sticky comment per (PR, recipe[, scope]) (gitops-conventions.md §4.3): the body starts with
 a hidden marker (:func:`marker`) by which the review-host adapters
 (:mod:`reconciler.adapters.github`, :mod:`reconciler.adapters.gitlab`) find and update it in
-place. Layout, summary first:
+place. Layout, decision first:
 
-1. title: recipe, what happened to it (added/modified/removed), version base → head, the two
-   revisions, head plan hash, changed files;
-2. a headline (nodes changing, actions, reboots, batches, estimated duration) and a base → head
-   table of the same numbers;
-3. **risks** above the fold: protected pods waited on, PodDisruptionBudgets allowing 0
-   disruptions, drains that would refuse, downgrades, uninstalls, other planner warnings;
-4. ``<details>`` sections: recipe (package) changes, nodes whose plan changes, the full head plan
-   (:func:`reconciler.report.render.render_markdown`).
+1. the **verdict line** (:func:`verdict_line`): blocked / review the risks / ready / no node
+   changes; the recipe (its version, ``old → new`` only when it changed); what changed (package
+   ``old → new`` version, digest change, added/removed packages, else the changed fields); nodes
+   affected; reboots; protected pods waited on; the estimated duration (simulated or rough);
+2. revisions, head plan hash, changed files (small print);
+3. **risks** (protected pods, PodDisruptionBudgets allowing 0 disruptions, drains that would
+   refuse, downgrades, uninstalls, other planner warnings grouped by text) and the base's risks
+   the change **resolves**;
+4. one *after merge (vs. base)* table: each figure once, with its change from base (``24 (±0)``,
+   ``6 (was 2)``) — no duplicated base/head sections, never ``X → X``;
+5. the estimate per compartment (nodes, batches run-length encoded ``3 x 1, 333 x 3``, simulated
+   duration, the stage/reboot times assumed and where they came from) and a Mermaid Gantt of the
+   predicted batches (:mod:`reconciler.report.mermaid`, bounded);
+6. ``<details>``: what the change alters (packages with version, digest and fields; recipe and
+   policy fields), and the nodes whose plan changes **grouped** by identical work (one row with
+   a count and the names as ranges, ``gpu-a-001..012``).
 
 The body never exceeds ``limit`` characters (default :data:`COMMENT_LIMIT`, under GitHub's
 65,536): rows are dropped from the end of the details, every table and ``<details>`` opened is
 closed, and an explicit note says what was left out and how to get everything. Every text from a
 recipe, policy or the cluster is escaped with :func:`reconciler.report.render.md_escape` (no HTML,
 links, emphasis, tables or mentions can be injected).
+
+When a revision does not load, :func:`render_error_comment` replaces the comment (and the
+PR-level one under :func:`error_marker`): verdict line with the first ``file:line:column``, then
+every error.
 """
 
 from __future__ import annotations
