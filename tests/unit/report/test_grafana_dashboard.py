@@ -92,7 +92,7 @@ def test_dashboard_is_well_formed() -> None:
     assert {"datasource", "recipe", "compartment"} <= names
     for p in panels:
         g = p["gridPos"]
-        assert 0 <= g["x"] and g["x"] + g["w"] <= 24 and g["h"] > 0, p["title"]
+        assert g["x"] >= 0 and g["x"] + g["w"] <= 24 and g["h"] > 0, p["title"]
         if p["type"] != "row":
             assert p["datasource"]["uid"] == "${datasource}" and p["targets"], p["title"]
             assert all(t["datasource"]["uid"] == "${datasource}" for t in p["targets"])
