@@ -35,6 +35,12 @@ def add_parser(sub: Any) -> None:
     add_input_args(p)
     add_cluster_args(p)
     add_output_arg(p, ("table", "json", "yaml", "name"))
+    from reconciler.cli.opsargs import DRY_RUN_VALUE, dry_run_mode
+
+    p.add_argument("--dry-run", action="store_const", const="client", default=None,
+                   help="print the plans apply would carry out and send nothing (= --dry-run=client); "
+                        "--dry-run=server also sends the first batch's cordons with the API server's dry run")
+    p.add_argument(DRY_RUN_VALUE, dest="dry_run", type=dry_run_mode, help=argparse.SUPPRESS)
     p.add_argument("--plan", metavar="plan.json", help="refuse to run unless the current plan has this planHash")
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
@@ -122,6 +128,10 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.load import load_inputs, policy_for
     from reconciler.service import ApplySettings, apply_recipes
 
+    if getattr(args, "dry_run", None):  # plans only (and server-checked first cordons): nothing persisted
+        from reconciler.cli import applydry
+
+        return applydry.run(args)
     check_apply_options(args)  # output paths and option combinations, before any work
     check_report_file(args)
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
