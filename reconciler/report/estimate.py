@@ -100,7 +100,7 @@ class Estimate:
         }
 
 
-_BATCH_NO = re.compile(r"batch (\d+):")
+_BATCH_NO = re.compile(r"batch (\d+):.*", re.S)
 
 
 def batch_spans(run: RunResult) -> list[BatchSpan]:
@@ -115,7 +115,7 @@ def batch_spans(run: RunResult) -> list[BatchSpan]:
     for ev in run.timeline:
         if ev.event not in ("batch-start", "batch-end"):
             continue
-        m = _BATCH_NO.match(ev.detail)
+        m = _BATCH_NO.fullmatch(ev.detail)
         if not m:
             continue
         key = (ev.node, int(m.group(1)))
