@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
 VERBS = ("validate", "plan", "apply", "simulate", "status",
-         "switch", "node", "package", "reset", "migrate", "metrics", "version", "completion")
+         "switch", "node", "package", "reset", "migrate", "metrics", "version", "completion", "draw")
 
 
 def build_parser() -> argparse.ArgumentParser:
