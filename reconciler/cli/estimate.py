@@ -126,10 +126,12 @@ def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet
 
 
 def simulator(
-    fleet: ObservedFleet, args: argparse.Namespace, *inputs: Any
+    fleet: ObservedFleet, args: argparse.Namespace, *inputs: Any, keep: dict[str, Any] | None = None
 ) -> Callable[[Recipe, DeploymentPolicy, Plan], Estimate]:
     """An :data:`reconciler.report.compare.Estimator` simulating against ``fleet``; the recipe's
     annotations are looked up in the first of ``inputs`` that holds a recipe of that name.
+    ``keep``: receives ``planHash → (RunResult, Assumptions)`` of every simulated plan (for
+    ``--report``).
 
     Raises:
         InputError: the ``--sim-config`` file or an annotation is malformed (when called).
@@ -144,6 +146,9 @@ def simulator(
         if owner is None:
             owner = next((i for i in inputs if any(r.name == recipe.name for r in i.recipes)), None)
         cfg, assumed = assumptions(recipe, owner, args, config)
-        return estimate_from_run(simulate_plan(recipe, policy, fleet, cfg), assumed)
+        run = simulate_plan(recipe, policy, fleet, cfg)
+        if keep is not None:
+            keep[plan.planHash] = (run, assumed)
+        return estimate_from_run(run, assumed)
 
     return estimate

@@ -169,8 +169,10 @@ def run_revisions(args: argparse.Namespace) -> int:
     replaces the sticky comment(s) with an error comment naming ``file:line`` and sets a failing
     commit status before the error is raised (:func:`_report_invalid`)."""
     from reconciler.adapters.git import GitRepo
+    from reconciler.cli.reportfile import check_report_file
 
     host = _review_host(args) if args.comment else None  # check token/PR before any work
+    check_report_file(args)
     repo = GitRepo(args.repo)
     requested, head_sha = repo.resolve(args.base), repo.resolve(args.head)
     base_sha, from_merge_base, warnings = compare_base(repo, requested, head_sha, args.base, args.head)
@@ -189,7 +191,26 @@ def run_revisions(args: argparse.Namespace) -> int:
         if host is not None:
             _report_invalid(host, args, e, base_sha, head_sha, changed, loaded)
         raise
+    if getattr(args, "report_file", None):
+        _write_head_report(args, cmp, loaded.get("runs", {}))
     return _publish(args, host, cmp, head_sha)
+
+
+def _write_head_report(args: argparse.Namespace, cmp: Any, runs: dict[str, Any]) -> None:
+    """``--report FILE`` in revision mode: the predicted rollout of each head plan with work."""
+    from reconciler.cli.reportfile import write_report
+    from reconciler.report.htmlreport import ReportRun
+
+    drawn = []
+    for r in cmp.recipes:
+        found = runs.get(r.head_plan.planHash)
+        if found is not None:
+            run, assumed = found
+            drawn.append(ReportRun(run, "predicted", f"head {cmp.head_revision[:12]}; simulated: {assumed.text()} "
+                                                     f"(from {assumed.source})"))
+    write_report(args.report_file, drawn, title="node-reconciler: predicted rollout of the change",
+                 subtitle=f"base {cmp.base_revision[:12]} → head {cmp.head_revision[:12]}")
+    print(visible(f"wrote the predicted rollout of {len(drawn)} recipe(s) to {args.report_file}"), file=sys.stderr)
 
 
 def _compare(args: argparse.Namespace, repo: Any, base_sha: str, head_sha: str, paths: list[str],
@@ -236,7 +257,7 @@ def _compare(args: argparse.Namespace, repo: Any, base_sha: str, head_sha: str, 
                 only=args.only,
                 requested_base=requested,
                 warnings=warnings,
-                estimator=simulator(fleet, args, loaded["head"], loaded["base"]),
+                estimator=simulator(fleet, args, loaded["head"], loaded["base"], keep=loaded.setdefault("runs", {})),
             )
         except InputError as e:
             raise _relocate(e, roots) from None

@@ -95,8 +95,11 @@ def test_plan_repo_uses_the_flags_and_says_so(tmp_path: Path, capsys: pytest.Cap
     git("commit", "-qam", "head")
     argv = ["plan", "--repo", str(r), "--base", "HEAD~1", "--head", "HEAD", "--cluster", f"sim:{FLEET}",
             "--recipe", "gpu-training-tuning"]
-    assert main([*argv, "-o", "json", "--stage-time", "1m", "--reboot-time", "10m"]) == 0
+    page = tmp_path / "change.html"
+    assert main([*argv, "-o", "json", "--stage-time", "1m", "--reboot-time", "10m", "--report", str(page)]) == 0
     doc = json.loads(capsys.readouterr().out)
+    html = page.read_text()  # the head's predicted rollout, with the assumptions it was simulated with
+    assert "gpu-training-tuning · predicted (simulated)" in html and "stage 1 min, reboot 10 min" in html
     (rc,) = doc["recipes"]
     est = rc["headEstimate"]
     assert est["assumptions"] == {"stageSeconds": 60.0, "rebootSeconds": 600.0,
