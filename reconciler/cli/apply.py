@@ -65,8 +65,10 @@ def add_parser(sub: Any) -> None:
     from reconciler.cli.metrics import add_metrics_args  # --metrics-file/--pushgateway (issue #8)
 
     add_metrics_args(p)
+    from reconciler.cli.common import add_selector_arg
     from reconciler.cli.reportfile import add_report_file_arg
 
+    add_selector_arg(p)
     add_report_file_arg(p, "actual")
 
 
@@ -137,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
+    from reconciler.cli.plan import check_selector
+
+    check_selector(args, opened.cluster)
     console = make_console(stderr=args.output != "table")
     reporter = Reporter.from_args(args, opened)  # checks its options before anything runs
     settings = ApplySettings(
@@ -150,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         poll_seconds=args.poll_seconds or opened.poll_seconds,
         lease_duration=args.lease_duration,
         wait_for_lock=args.wait_for_lock,
+        only=args.selector,
     )
     observer = _CliObserver(console, reporter, text=args.output == "table", where=opened.description)
     try:

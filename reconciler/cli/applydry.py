@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if server and not hasattr(opened.cluster, "server_dry_run"):
         raise InputError("--dry-run=server needs a real API server; this cluster adapter has no server-side dry "
                          "run (the simulated fleet), use --dry-run (client)")
-    plans = plan_recipes(inputs, opened.cluster)
+    from reconciler.cli.plan import check_selector
+
+    check_selector(args, opened.cluster)
+    plans = plan_recipes(inputs, opened.cluster, only=args.selector)
     from reconciler.ops.controls import held_reason
 
     held = {p.recipe.name: held_reason(opened.cluster, p.recipe.name) for p in plans}

@@ -111,9 +111,11 @@ def assumptions(recipe: Recipe, inputs: Any, args: argparse.Namespace, config: A
     return cfg, Assumptions(stage, float(cfg.rebootSeconds), "; ".join(sources))
 
 
-def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, config: Any) -> RunResult:
+def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, config: Any,
+                  only: Any = None) -> RunResult:
     """Apply ``recipe`` to a simulated copy of ``fleet`` (nothing else is touched) and return
-    the run, as ``reconciler simulate`` does (the plan is recomputed against the copy)."""
+    the run, as ``reconciler simulate`` does (the plan is recomputed against the copy; ``only``:
+    the ``-l/--selector`` of ``plan``)."""
     from reconciler.adapters.sim import SimFleet
     from reconciler.adapters.simfromobserved import objects_from_observed
     from reconciler.execute.rollout import Rollout
@@ -121,7 +123,7 @@ def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet
     from reconciler.plan.planner import compute_plan
 
     sim = SimFleet(objects_from_observed(fleet), config)
-    plan = compute_plan(recipe, policy, observe(sim))
+    plan = compute_plan(recipe, policy, observe(sim), only=only)
     return Rollout(recipe, policy, plan, sim, sim).run()
 
 

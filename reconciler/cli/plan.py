@@ -26,7 +26,7 @@ import json
 import sys
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg, add_selector_arg
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 from reconciler.model.plan import Plan
 from reconciler.report.safetext import visible
@@ -57,6 +57,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="exit 3 when changes are pending, 0 when every selected node is up to date",
     )
+    add_selector_arg(p)
     from reconciler.cli.reportfile import add_report_file_arg
 
     add_report_file_arg(p, "predicted")
@@ -64,6 +65,21 @@ def add_parser(sub: Any) -> None:
     from reconciler.cli.planrev import add_revision_args  # --repo/--base/--head, --comment (issue #5)
 
     add_revision_args(p)
+
+
+def check_selector(args: argparse.Namespace, cluster: Any) -> None:
+    """``-l/--selector`` of ``plan``/``apply`` must match at least one node of the cluster.
+
+    Raises:
+        InputError: it matches none (kubectl's "no resources found", as an error: nothing to do
+            is more likely a typo than intended).
+    """
+    if getattr(args, "selector", None) is None:
+        return
+    from reconciler.cli.common import selected
+    from reconciler.observe.snapshot import observe
+
+    selected(args, list(observe(cluster).nodes.values()))
 
 
 def pending(plan: Plan) -> bool:
@@ -103,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True),
                          allow_empty=bool(getattr(args, "allow_empty", False)))
     opened = open_cluster(args)
-    plans = plan_recipes(inputs, opened.cluster, revision=args.revision)
+    check_selector(args, opened.cluster)
+    plans = plan_recipes(inputs, opened.cluster, revision=args.revision, only=args.selector)
     from reconciler.cli.console import styles_allowed
     from reconciler.ops.controls import held_reason
 
@@ -138,7 +155,7 @@ def _write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: 
             continue
         recipe = inputs.recipe(plan.recipe.name)
         cfg, assumed = assumptions(recipe, inputs, args, config)
-        run = simulate_plan(recipe, policy_for(recipe, inputs), fleet, cfg)
+        run = simulate_plan(recipe, policy_for(recipe, inputs), fleet, cfg, only=args.selector)
         runs.append(ReportRun(run, "predicted", f"simulated: {assumed.text()} (from {assumed.source})"))
     write_report(args.report_file, runs, title="node-reconciler: predicted rollout",
                  subtitle=f"plan against {opened.description}; nothing was changed")

@@ -112,6 +112,9 @@ def dispatch(args: argparse.Namespace) -> int:
         missing = [f"--{o}" for o in ("repo", "base", "head") if not getattr(args, o, None)]
         if missing:
             raise InputError(f"revision mode needs --repo, --base and --head (missing {', '.join(missing)})")
+        if getattr(args, "selector", None) is not None:
+            raise InputError("-l/--selector is not supported in revision mode (--repo/--base/--head): the comparison "
+                             "covers every node the recipes select")
         if args.output in ("yaml", "name"):
             raise InputError(f"-o {args.output}: revision mode (--repo/--base/--head) prints table, json or markdown")
         return run_revisions(args)
