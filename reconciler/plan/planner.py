@@ -47,6 +47,10 @@ count against the budget at run time, decision (a)); the prediction does not sub
                annotations: only this recipe's state/config/inflight/cordon keys and the legacy
                nodeState keys, waitFor/evict as "ns/name@uid", drainBlockers}]}
 
+With ``-l/--selector`` (``compute_plan(only=...)``) the selector is one more entry of ``nodes``,
+``{"name": "", "onlyNodes": ...}`` (first: no node has an empty name), so a plan of a subset
+never has the hash of the plan of every node.
+
 Not hashed: file paths (``source``), the revision label, resourceVersions, bootIDs, and volatile
 status the plan only displays — PodDisruptionBudget ``disruptionsAllowed`` and node Ready (they
 change by the minute; ``apply`` re-reads them and reacts). So a plan reviewed in CI and re-made by
