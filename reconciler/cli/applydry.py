@@ -2,7 +2,8 @@
 
 * ``--dry-run`` / ``--dry-run=client``: each recipe is planned exactly as ``apply`` plans it
   (through :func:`reconciler.service.plan_recipes`) and the plans are printed in ``apply``'s
-  ``-o`` format; nothing is sent to the cluster (kubectl's client dry run).
+  ``-o`` format; nothing is sent to the cluster (kubectl's client dry run). With ``--report FILE``
+  the page shows the *predicted* rollout (the simulator's run of each plan).
 * ``--dry-run=server``: the same, and the first write ``apply`` makes to each node of the first
   batch of every compartment — the cordon (``spec.unschedulable``) — is sent with the API
   server's dry run (``dryRun=All``: authenticated, authorised, admitted by webhooks, nothing
@@ -42,10 +43,12 @@ def run(args: argparse.Namespace) -> int:
     """Plan as ``apply`` would, print, and (server) dry-run the first cordons."""
     from reconciler.cli.clusters import open_cluster
     from reconciler.cli.plan import format_plans
+    from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs
     from reconciler.service import plan_recipes
 
     check(args)
+    check_report_file(args)
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     opened = open_cluster(args)
     server = args.dry_run == "server"
@@ -63,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
                                                "apply skips it until it is resumed/enabled")})
              if held[p.recipe.name] else p for p in plans]
     sys.stdout.write(format_plans(plans, args.output))
+    if getattr(args, "report_file", None):  # a dry run draws the predicted rollout
+        from reconciler.cli.plan import write_predicted
+
+        write_predicted(args, inputs, opened, [p for p in plans if not held[p.recipe.name]])
     refused = 0
     if server:
         cluster: Any = opened.cluster  # the kube adapter (checked above)

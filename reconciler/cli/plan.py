@@ -132,14 +132,15 @@ def run(args: argparse.Namespace) -> int:
              if held[p.recipe.name] else p for p in plans]
     sys.stdout.write(format_plans(plans, args.output, color=args.output == "table" and styles_allowed(sys.stdout)))
     if args.report_file:
-        _write_predicted(args, inputs, opened, plans)
+        write_predicted(args, inputs, opened, plans)
     if args.detailed_exitcode and any(pending(p) for p in plans if not held[p.recipe.name]):
         return EXIT_CHANGES
     return EXIT_OK
 
 
-def _write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: list[Plan]) -> None:
-    """``--report FILE``: each plan with work run by the simulator, drawn (predicted)."""
+def write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: list[Plan]) -> None:
+    """``--report FILE`` of ``plan`` (and ``apply --dry-run``): each plan with work run by the
+    simulator, drawn as the predicted rollout."""
     from reconciler.cli.clusters import load_sim_config
     from reconciler.cli.estimate import assumptions, simulate_plan
     from reconciler.cli.reportfile import write_report

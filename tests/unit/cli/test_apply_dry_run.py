@@ -43,6 +43,13 @@ def test_client_dry_run_prints_the_plans_and_runs_nothing(cli: RunCli, no_apply:
     assert (rc, out) == (0, "noderecipe/gpu-training-tuning\n")
 
 
+def test_client_dry_run_report_is_the_predicted_rollout(cli: RunCli, no_apply: None, tmp_path: Path) -> None:
+    page = tmp_path / "dry.html"
+    rc, _, err = cli("apply", RECIPE, "--cluster", f"sim:{FLEET}", "--dry-run", "-o", "name", "--report", str(page))
+    assert rc == 0, err
+    assert "gpu-training-tuning · predicted (simulated)" in page.read_text()
+
+
 def test_dry_run_refuses_write_options_and_server_mode_on_the_sim(cli: RunCli, no_apply: None,
                                                                   tmp_path: Path) -> None:
     rc, _, err = cli("apply", RECIPE, "--cluster", f"sim:{FLEET}", "--dry-run", "--sim-save", str(tmp_path / "x"))
