@@ -35,9 +35,11 @@ from reconciler.execute.rollout import Rollout, default_workers, new_run_id
 from reconciler.execute.sequencing import waiting_nodes
 from reconciler.execute.taints import auto_taint
 from reconciler.load import Inputs, policy_for
+from reconciler.model.observed import ObservedFleet
 from reconciler.model.plan import Plan
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import Event, RunResult
+from reconciler.model.selector import LabelSelector
 from reconciler.model.versions import is_exact
 from reconciler.observe.snapshot import observe
 from reconciler.ops.controls import held_reason
@@ -67,6 +69,8 @@ class ApplySettings:
     poll_seconds: float = 5.0
     lease_duration: int = DEFAULT_DURATION
     wait_for_lock: float = 0.0
+    #: ``-l/--selector``: only nodes matching it get work (``compute_plan(only=...)``); None: all
+    only: LabelSelector | None = None
 
 
 class Observer(Protocol):
@@ -116,13 +120,23 @@ class ApplyResult:
         return not self.stopped and all(r.result == "succeeded" for r in self.results)
 
 
-def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "") -> list[Plan]:
+def _narrowed(fleet: ObservedFleet, only: LabelSelector | None) -> ObservedFleet:
+    """``fleet`` with only the nodes ``only`` matches (all without it): what ``-l`` lets
+    ``autoTaintNewNodes`` taint."""
+    if only is None:
+        return fleet
+    nodes = {k: n for k, n in fleet.nodes.items() if only.matches(n.labels)}
+    return ObservedFleet(nodes, {k: v for k, v in fleet.pods_by_node.items() if k in nodes}, fleet.pdbs)
+
+
+def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "",
+                 only: LabelSelector | None = None) -> list[Plan]:
     """Plan every recipe of ``inputs`` against one observation of ``cluster`` (reads only);
     ``revision`` labels where the inputs came from (recorded, not hashed).
 
     Raises: InputError (a dependency cycle), ClusterError (the reads failed)."""
     fleet = observe(cluster)
-    return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision) for r in inputs.recipes]
+    return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision, only=only) for r in inputs.recipes]
 
 
 def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: ApplySettings,
@@ -145,9 +159,10 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
     current: Recipe | None = None
     try:
         fleet = observe(cluster)
-        first = {r.name: compute_plan(r, policies[r.name], fleet) for r in inputs.recipes}
+        only = settings.only
+        first = {r.name: compute_plan(r, policies[r.name], fleet, only=only) for r in inputs.recipes}
         _check_gates(inputs, first, settings)
-        out.tainted = auto_taint(fenced, inputs.recipes, fleet)
+        out.tainted = auto_taint(fenced, inputs.recipes, _narrowed(fleet, only))
         if out.tainted:
             for o in observers:
                 o.tainted(out.tainted)
@@ -165,8 +180,8 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
                     done.append(recipe)
                 continue
             fleet = observe(cluster)
-            the_plan = compute_plan(recipe, policies[recipe.name], fleet)
-            earlier = [(e, compute_plan(e, policies[e.name], fleet)) for e in done]
+            the_plan = compute_plan(recipe, policies[recipe.name], fleet, only=only)
+            earlier = [(e, compute_plan(e, policies[e.name], fleet, only=only)) for e in done]
             waiting = waiting_nodes(recipe, the_plan, earlier)
             done.append(recipe)
             for o in observers:

@@ -44,6 +44,11 @@ class GitHubHost:
             host="GitHub",
         )
 
+    def find_marked(self, pr: int, marker: str) -> tuple[int, str] | None:
+        """(id, body) of the first comment whose body starts with ``marker`` (the same for
+        GitHub and GitLab: :meth:`find_comment`)."""
+        return self.find_comment(pr, marker)
+
     def find_comment(self, pr: int, marker: str) -> tuple[int, str] | None:
         """(id, body) of the first comment on PR ``pr`` whose body starts with ``marker``."""
         url: str | None = self.client.url(f"/repos/{self.repo}/issues/{pr}/comments", {"per_page": 100, "page": 1})

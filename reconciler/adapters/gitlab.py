@@ -38,6 +38,11 @@ class GitLabHost:
     def _notes(self, mr: int) -> str:
         return f"/projects/{self.project}/merge_requests/{mr}/notes"
 
+    def find_marked(self, pr: int, marker: str) -> tuple[int, str] | None:
+        """(id, body) of the first comment whose body starts with ``marker`` (the same for
+        GitHub and GitLab: :meth:`find_note`)."""
+        return self.find_note(pr, marker)
+
     def find_note(self, mr: int, marker: str) -> tuple[int, str] | None:
         """(id, body) of the first non-system note on MR ``mr`` whose body starts with ``marker``."""
         page: str | None = "1"

@@ -37,6 +37,12 @@ def add_parser(sub: Any) -> None:
     add_output_arg(p, ("table", "json", "yaml", "name", "markdown", "jsonl"))
     p.add_argument("--events-file", metavar="PATH",
                    help="also write every event line here (on a terminal the live view replaces them; -v shows both)")
+    from reconciler.cli.opsargs import DRY_RUN_VALUE, dry_run_mode
+
+    p.add_argument("--dry-run", action="store_const", const="client", default=None,
+                   help="print the plans apply would carry out and send nothing (= --dry-run=client); "
+                        "--dry-run=server also sends the first batch's cordons with the API server's dry run")
+    p.add_argument(DRY_RUN_VALUE, dest="dry_run", type=dry_run_mode, help=argparse.SUPPRESS)
     p.add_argument("--plan", metavar="plan.json", help="refuse to run unless the current plan has this planHash")
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--sim-save", metavar="PATH", help="write the simulated fleet after the run (kubectl YAML)")
@@ -61,6 +67,11 @@ def add_parser(sub: Any) -> None:
     from reconciler.cli.metrics import add_metrics_args  # --metrics-file/--pushgateway (issue #8)
 
     add_metrics_args(p)
+    from reconciler.cli.common import add_selector_arg
+    from reconciler.cli.reportfile import add_report_file_arg
+
+    add_selector_arg(p)
+    add_report_file_arg(p, "actual")
 
 
 def _read_plan_hashes(path: str) -> dict[str, str]:
@@ -117,13 +128,22 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.adapters.host import process_identity
     from reconciler.cli.applyreport import Reporter
     from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs, policy_for
     from reconciler.service import ApplySettings, apply_recipes
 
+    if getattr(args, "dry_run", None):  # plans only (and server-checked first cordons): nothing persisted
+        from reconciler.cli import applydry
+
+        return applydry.run(args)
     check_apply_options(args)  # output paths and option combinations, before any work
+    check_report_file(args)
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
+    from reconciler.cli.plan import check_selector
+
+    check_selector(args, opened.cluster)
     console = make_console(stderr=args.output != "table")
     reporter = Reporter.from_args(args, opened)  # checks its options before anything runs
     settings = ApplySettings(
@@ -137,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
         poll_seconds=args.poll_seconds or opened.poll_seconds,
         lease_duration=args.lease_duration,
         wait_for_lock=args.wait_for_lock,
+        only=args.selector,
     )
     observer = _CliObserver(console, reporter, text=args.output == "table", where=opened.description,
                             live=_live_view(args, console, inputs, opened),
@@ -151,6 +172,12 @@ def run(args: argparse.Namespace) -> int:
         observer.close()
     results = done.results
     _save(args, opened)
+    if getattr(args, "report_file", None):
+        from reconciler.cli.reportfile import write_report
+        from reconciler.report.htmlreport import ReportRun
+
+        write_report(args.report_file, [ReportRun(r, "actual") for r in results],
+                     title="node-reconciler: rollout", subtitle=f"apply on {opened.description}")
     if args.metrics_file or args.pushgateway:
         from reconciler.cli.metrics import export_after_apply
 
@@ -275,7 +302,7 @@ def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: 
         return None
     from reconciler.cli.live import LiveView, predict
 
-    return LiveView(console, predict(inputs, opened.cluster) if opened.sim is None else None)
+    return LiveView(console, predict(inputs, opened.cluster, args.selector) if opened.sim is None else None)
 
 
 def _save(args: argparse.Namespace, opened: Any) -> None:

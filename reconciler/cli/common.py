@@ -123,5 +123,6 @@ def selected(args: argparse.Namespace, nodes: Sequence[Any]) -> list[Any]:
     if not chosen:
         from reconciler.errors import InputError
 
-        raise InputError(f"-l/--selector {sel.canonical()}: no node has these labels ({len(nodes)} node(s) looked at)")
+        raise InputError(f"-l/--selector {sel.kubectl_text()}: no node has these labels "
+                         f"({len(nodes)} node(s) looked at)")
     return chosen

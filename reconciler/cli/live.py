@@ -120,9 +120,10 @@ def jsonl_result(stream: IO[str], doc: dict[str, Any]) -> None:
 PREDICT_MAX_NODES = 5000
 
 
-def predict(inputs: Any, cluster: Any) -> dict[str, dict[str, list[float]]]:
+def predict(inputs: Any, cluster: Any, only: Any = None) -> dict[str, dict[str, list[float]]]:
     """recipe → compartment → simulated batch starts and end: the recipes applied, in order, to a
-    simulated copy of ``cluster`` (what ``reconciler simulate`` does, default durations). Empty when
+    simulated copy of ``cluster`` (what ``reconciler simulate`` does, default durations; ``only``: the
+    ``-l`` selector of ``apply``). Empty when
     the fleet is larger than :data:`PREDICT_MAX_NODES` or the simulation cannot run."""
     from reconciler.adapters.sim import SimFleet
     from reconciler.adapters.simfromobserved import objects_from_observed
@@ -141,7 +142,7 @@ def predict(inputs: Any, cluster: Any) -> dict[str, dict[str, list[float]]]:
         out: dict[str, dict[str, list[float]]] = {}
         for recipe in inputs.recipes:
             policy = policy_for(recipe, inputs)
-            plan = compute_plan(recipe, policy, observe(sim))
+            plan = compute_plan(recipe, policy, observe(sim), only=only)
             result = Rollout(recipe, policy, plan, sim, sim).run()
             out[recipe.name] = predicted_schedule(result.timeline, [c.name for c in plan.compartments])
         return out

@@ -21,7 +21,7 @@ from typing import Any
 
 from reconciler import __version__
 from reconciler.cli.safeio import StdoutGuard, error_line, install_log_redaction
-from reconciler.errors import EXIT_BAD_INPUT, CrashInjected, ReconcilerError
+from reconciler.errors import EXIT_BAD_INPUT, CrashInjected, InputError, ReconcilerError
 
 #: exit code of a run stopped by ``--sim-crash-after`` (as a process killed by SIGKILL: 128 + 9)
 EXIT_CRASHED = 137
@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
 VERBS = ("validate", "plan", "apply", "simulate", "status",
-         "switch", "node", "package", "reset", "migrate", "metrics", "version", "completion", "controller")
+         "switch", "node", "package", "reset", "migrate", "metrics", "version", "completion", "controller", "draw")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,6 +128,12 @@ def _run(args: argparse.Namespace) -> int:
         return rc
     except ReconcilerError as e:
         print(error_line("error", e), file=sys.stderr)
+        if isinstance(e, InputError):
+            from reconciler.cli import ghactions
+
+            if ghactions.enabled():  # GitHub Actions marks the line in the diff
+                for line in ghactions.commands(ghactions.problems(e)):
+                    print(line, file=sys.stderr)
         return e.exit_code
     except CrashInjected as e:
         print(error_line("crashed", e), file=sys.stderr)

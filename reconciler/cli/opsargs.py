@@ -59,7 +59,8 @@ def add_write_args(p: argparse.ArgumentParser, formats: tuple[str, ...] = WRITE_
                         "sends them with the API server's dry run (validated and admitted, nothing persisted)")
     # ``--dry-run=VALUE`` arrives here (main() rewrites it), so a bare --dry-run never eats the next word
     p.add_argument(DRY_RUN_VALUE, dest="dry_run", type=dry_run_mode, help=argparse.SUPPRESS)
-    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    p.add_argument("-y", "--yes", "--confirm", dest="yes", action="store_true",
+                   help="do not ask for confirmation (--confirm: NodeWright's spelling)")
     p.add_argument("--sim-save", metavar="PATH",
                    help="simulated fleet: write it here after the change (default: back to the --cluster file)")
     add_output_arg(p, formats)

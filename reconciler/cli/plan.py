@@ -26,7 +26,7 @@ import json
 import sys
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg, add_selector_arg
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 from reconciler.model.plan import Plan
 from reconciler.report.safetext import visible
@@ -57,10 +57,29 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="exit 3 when changes are pending, 0 when every selected node is up to date",
     )
+    add_selector_arg(p)
+    from reconciler.cli.reportfile import add_report_file_arg
+
+    add_report_file_arg(p, "predicted")
     p.set_defaults(func=run, locked=True)
     from reconciler.cli.planrev import add_revision_args  # --repo/--base/--head, --comment (issue #5)
 
     add_revision_args(p)
+
+
+def check_selector(args: argparse.Namespace, cluster: Any) -> None:
+    """``-l/--selector`` of ``plan``/``apply`` must match at least one node of the cluster.
+
+    Raises:
+        InputError: it matches none (kubectl's "no resources found", as an error: nothing to do
+            is more likely a typo than intended).
+    """
+    if getattr(args, "selector", None) is None:
+        return
+    from reconciler.cli.common import selected
+    from reconciler.observe.snapshot import observe
+
+    selected(args, list(observe(cluster).nodes.values()))
 
 
 def pending(plan: Plan) -> bool:
@@ -92,13 +111,16 @@ def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
 def run(args: argparse.Namespace) -> int:
     """Load, observe once, plan every recipe, print; see the module docstring for exit codes."""
     from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs
     from reconciler.service import plan_recipes
 
+    check_report_file(args)
     inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True),
                          allow_empty=bool(getattr(args, "allow_empty", False)))
     opened = open_cluster(args)
-    plans = plan_recipes(inputs, opened.cluster, revision=args.revision)
+    check_selector(args, opened.cluster)
+    plans = plan_recipes(inputs, opened.cluster, revision=args.revision, only=args.selector)
     from reconciler.cli.console import styles_allowed
     from reconciler.ops.controls import held_reason
 
@@ -109,6 +131,33 @@ def run(args: argparse.Namespace) -> int:
                                                "apply skips it until it is resumed/enabled")})
              if held[p.recipe.name] else p for p in plans]
     sys.stdout.write(format_plans(plans, args.output, color=args.output == "table" and styles_allowed(sys.stdout)))
+    if args.report_file:
+        write_predicted(args, inputs, opened, plans)
     if args.detailed_exitcode and any(pending(p) for p in plans if not held[p.recipe.name]):
         return EXIT_CHANGES
     return EXIT_OK
+
+
+def write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: list[Plan]) -> None:
+    """``--report FILE`` of ``plan`` (and ``apply --dry-run``): each plan with work run by the
+    simulator, drawn as the predicted rollout."""
+    from reconciler.cli.clusters import load_sim_config
+    from reconciler.cli.estimate import assumptions, simulate_plan
+    from reconciler.cli.reportfile import write_report
+    from reconciler.load import policy_for
+    from reconciler.observe.snapshot import observe
+    from reconciler.report.htmlreport import ReportRun
+
+    config = load_sim_config(args.sim_config) if getattr(args, "sim_config", None) else None
+    fleet = observe(opened.cluster)
+    runs = []
+    for plan in plans:
+        if not plan.summary.get("nodesChanging"):
+            continue
+        recipe = inputs.recipe(plan.recipe.name)
+        cfg, assumed = assumptions(recipe, inputs, args, config)
+        run = simulate_plan(recipe, policy_for(recipe, inputs), fleet, cfg, only=args.selector)
+        runs.append(ReportRun(run, "predicted", f"simulated: {assumed.text()} (from {assumed.source})"))
+    write_report(args.report_file, runs, title="node-reconciler: predicted rollout",
+                 subtitle=f"plan against {opened.description}; nothing was changed")
+    print(visible(f"wrote the predicted rollout of {len(runs)} recipe(s) to {args.report_file}"), file=sys.stderr)

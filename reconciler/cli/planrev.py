@@ -27,6 +27,14 @@ Output ``-o table|json|markdown``; ``markdown`` is the body of the pull-request 
   ``--api-url`` (default ``$CI_API_V4_URL`` or ``https://gitlab.com/api/v4``), token
   ``$GITLAB_TOKEN``.
 
+A revision that does not load (with ``--comment``): the sticky comment of every recipe whose file
+the change touches, and a PR-level error comment, become an error comment naming
+``file:line:column``; the commit status is ``failure``; exit 2. Under GitHub Actions
+(``GITHUB_ACTIONS=true``) every input error is also printed as an ``::error file=…,line=…::``
+workflow command (:mod:`reconciler.cli.ghactions`). The duration estimates are the simulator's
+(:mod:`reconciler.cli.estimate`: ``--stage-time``/``--reboot-time``, recipe annotations,
+``--sim-config``).
+
 Tokens are read from the environment only and never printed. Missing token, PR number or
 repository, an unknown revision or a path that is not a repository: one-line error, exit 2,
 nothing posted. Exit codes otherwise as ``plan`` (3 with ``--detailed-exitcode`` when a head plan
@@ -51,6 +59,9 @@ from reconciler.report.safetext import visible
 def add_revision_args(p: argparse.ArgumentParser) -> None:
     """Add the revision-mode options to the ``plan`` parser and route ``plan`` through
     :func:`dispatch` (RECIPE becomes optional: it is required only without ``--repo``)."""
+    from reconciler.cli.estimate import add_estimate_args
+
+    add_estimate_args(p)
     for action in p._actions:
         if action.dest == "recipes":
             action.nargs = "*"
@@ -101,6 +112,9 @@ def dispatch(args: argparse.Namespace) -> int:
         missing = [f"--{o}" for o in ("repo", "base", "head") if not getattr(args, o, None)]
         if missing:
             raise InputError(f"revision mode needs --repo, --base and --head (missing {', '.join(missing)})")
+        if getattr(args, "selector", None) is not None:
+            raise InputError("-l/--selector is not supported in revision mode (--repo/--base/--head): the comparison "
+                             "covers every node the recipes select")
         if args.output in ("yaml", "name"):
             raise InputError(f"-o {args.output}: revision mode (--repo/--base/--head) prints table, json or markdown")
         return run_revisions(args)
@@ -152,14 +166,16 @@ def _load_at(
 
 
 def run_revisions(args: argparse.Namespace) -> int:
-    """Revision mode (see the module docstring)."""
+    """Revision mode (see the module docstring).
+
+    With ``--comment``, a revision that does not load (or a comparison refused as bad input)
+    replaces the sticky comment(s) with an error comment naming ``file:line`` and sets a failing
+    commit status before the error is raised (:func:`_report_invalid`)."""
     from reconciler.adapters.git import GitRepo
-    from reconciler.cli.clusters import open_cluster
-    from reconciler.observe.snapshot import observe
-    from reconciler.report.compare import compare_revisions, render_comparison_text
-    from reconciler.report.prcomment import render_comments
+    from reconciler.cli.reportfile import check_report_file
 
     host = _review_host(args) if args.comment else None  # check token/PR before any work
+    check_report_file(args)
     repo = GitRepo(args.repo)
     requested, head_sha = repo.resolve(args.base), repo.resolve(args.head)
     base_sha, from_merge_base, warnings = compare_base(repo, requested, head_sha, args.base, args.head)
@@ -170,12 +186,54 @@ def run_revisions(args: argparse.Namespace) -> int:
     if not any(repo.exists(base_sha, p) or repo.exists(head_sha, p) for p in paths):
         raise InputError(f"none of {', '.join(paths)} exists at {args.base} or {args.head} in {args.repo}")
     changed = sorted({p for c in repo.changed_paths(base_sha, head_sha) for p in c.paths})
+    loaded: dict[str, Any] = {}
+    try:
+        cmp = _compare(args, repo, base_sha, head_sha, paths, policies, changed, requested if from_merge_base else "",
+                       warnings, loaded)
+    except InputError as e:
+        if host is not None:
+            _report_invalid(host, args, e, base_sha, head_sha, changed, loaded)
+        raise
+    if getattr(args, "report_file", None):
+        _write_head_report(args, cmp, loaded.get("runs", {}))
+    return _publish(args, host, cmp, head_sha)
+
+
+def _write_head_report(args: argparse.Namespace, cmp: Any, runs: dict[str, Any]) -> None:
+    """``--report FILE`` in revision mode: the predicted rollout of each head plan with work."""
+    from reconciler.cli.reportfile import write_report
+    from reconciler.report.htmlreport import ReportRun
+
+    drawn = []
+    for r in cmp.recipes:
+        found = runs.get(r.head_plan.planHash)
+        if found is not None:
+            run, assumed = found
+            drawn.append(ReportRun(run, "predicted", f"head {cmp.head_revision[:12]}; simulated: {assumed.text()} "
+                                                     f"(from {assumed.source})"))
+    write_report(args.report_file, drawn, title="node-reconciler: predicted rollout of the change",
+                 subtitle=f"base {cmp.base_revision[:12]} → head {cmp.head_revision[:12]}")
+    print(visible(f"wrote the predicted rollout of {len(drawn)} recipe(s) to {args.report_file}"), file=sys.stderr)
+
+
+def _compare(args: argparse.Namespace, repo: Any, base_sha: str, head_sha: str, paths: list[str],
+             policies: list[str], changed: list[str], requested: str, warnings: list[str],
+             loaded: dict[str, Any]) -> Any:
+    """Load both revisions, observe the fleet once, compare (with the simulator's estimates).
+    ``loaded`` receives ``base``/``head`` inputs (and ``rel``) as they load, for the error path.
+
+    Raises:
+        InputError: a revision does not load (positions as ``<sha12>:<repo path>``).
+    """
+    from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.estimate import simulator
+    from reconciler.observe.snapshot import observe
+    from reconciler.report.compare import compare_revisions
+
     locked = getattr(args, "locked", True)
     with tempfile.TemporaryDirectory(prefix="reconciler-rev-") as tmp:
         roots = {os.path.join(tmp, "base"): base_sha[:12], os.path.join(tmp, "head"): head_sha[:12]}
         base_root, head_root = roots
-        base_inputs = _load_at(repo, base_sha, base_sha[:12], paths, policies, base_root, locked)
-        head_inputs = _load_at(repo, head_sha, head_sha[:12], paths, policies, head_root, locked)
 
         def rel(source: str) -> str:
             for root in roots:
@@ -183,24 +241,37 @@ def run_revisions(args: argparse.Namespace) -> int:
                     return os.path.relpath(source, root)
             return source
 
+        loaded["rel"] = rel
+        loaded["side"] = "base"
+        loaded["base"] = _load_at(repo, base_sha, base_sha[:12], paths, policies, base_root, locked)
+        loaded["side"] = "head"
+        loaded["head"] = _load_at(repo, head_sha, head_sha[:12], paths, policies, head_root, locked)
         opened = open_cluster(args)
         fleet = observe(opened.cluster)
         try:
-            cmp = compare_revisions(
-                base_inputs,
-                head_inputs,
+            return compare_revisions(
+                loaded["base"],
+                loaded["head"],
                 fleet,
                 changed_files=changed,
                 base_revision=base_sha,
                 head_revision=head_sha,
                 rel=rel,
                 only=args.only,
-                requested_base=requested if from_merge_base else "",
+                requested_base=requested,
                 warnings=warnings,
+                estimator=simulator(fleet, args, loaded["head"], loaded["base"], keep=loaded.setdefault("runs", {})),
             )
         except InputError as e:
             raise _relocate(e, roots) from None
         # loaded sources point into the scratch directory: keep repository paths in the output
+
+
+def _publish(args: argparse.Namespace, host: Any, cmp: Any, head_sha: str) -> int:
+    """Print the comparison; with ``--comment`` upsert the comments and set the status."""
+    from reconciler.report.compare import render_comparison_text
+    from reconciler.report.prcomment import error_marker, render_comments, resolved_comment
+
     scope = args.comment_scope or ""
     bodies = render_comments(cmp, scope=scope, details_url=args.details_url)
     if args.output == "json":
@@ -215,11 +286,55 @@ def run_revisions(args: argparse.Namespace) -> int:
         for b in bodies:
             action = host.upsert_comment(args.pr, b.marker, b.body)
             print(visible(f"{action} comment for recipe {b.recipe} on {args.comment} #{args.pr}"), file=sys.stderr)
+        emk = error_marker(scope)
+        found = host.find_marked(args.pr, emk)
+        if found is not None and not found[1].startswith(resolved_comment(emk, "").body[: len(emk) + 3]):
+            host.upsert_comment(args.pr, emk, resolved_comment(emk, head_sha).body)
+            print(f"updated the error comment on {args.comment} #{args.pr}: head loads again", file=sys.stderr)
         state, description = commit_status(cmp)
         host.set_status(head_sha, state, description, args.status_context, args.details_url)
     if args.detailed_exitcode and cmp.pending:
         return EXIT_CHANGES
     return EXIT_OK
+
+
+def _report_invalid(host: Any, args: argparse.Namespace, err: InputError, base_sha: str, head_sha: str,
+                    changed: list[str], loaded: dict[str, Any]) -> None:
+    """Replace the sticky comment(s) with an error comment and fail the commit status.
+
+    The error comment goes under the PR-level :func:`~reconciler.report.prcomment.error_marker`
+    and under the marker of every base recipe whose file (or policy file) the change touches —
+    the comments a reviewer would otherwise still read as the plan of this head."""
+    from reconciler.cli.ghactions import problems
+    from reconciler.report.prcomment import error_marker, marker, render_error_comment
+
+    side = str(loaded.get("side", "head"))
+    sha = head_sha if side == "head" else base_sha
+    found = problems(err)
+    scope = args.comment_scope or ""
+    recipes: list[str] = []
+    base = loaded.get("base")
+    if base is not None:
+        from reconciler.load import policy_for
+
+        rel = loaded["rel"]
+        touched = set(changed)
+        for r in base.recipes:
+            try:
+                srcs = {rel(r.source), rel(policy_for(r, base).source)}
+            except InputError:
+                srcs = {rel(r.source)}
+            if srcs & touched:
+                recipes.append(r.name)
+    targets = [(error_marker(scope), ""), *((marker(n, scope), n) for n in recipes)]
+    for mk, name in targets:
+        body = render_error_comment(mk, found, side=side, revision=sha, subject=name, details_url=args.details_url)
+        action = host.upsert_comment(args.pr, mk, body.body)
+        what = f"recipe {name}" if name else "the revision"
+        print(visible(f"{action} error comment for {what} on {args.comment} #{args.pr}"), file=sys.stderr)
+    first = found[0]
+    desc = f"{side} {sha[:12]} does not load: {first.where()}: {first.message}"
+    host.set_status(head_sha, "failure", desc[:140], args.status_context, args.details_url)
 
 
 def compare_base(repo: Any, base: str, head: str, base_name: str, head_name: str) -> tuple[str, bool, list[str]]:

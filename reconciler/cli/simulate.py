@@ -30,6 +30,9 @@ def add_parser(sub: Any) -> None:
     add_output_arg(p, ("table", "json"))
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--timeline", action="store_true", help="print every event of the simulated run")
+    from reconciler.cli.reportfile import add_report_file_arg
+
+    add_report_file_arg(p, "predicted (simulated)")
     p.set_defaults(func=run, locked=True)
 
 
@@ -38,11 +41,13 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.adapters.sim import SimFleet
     from reconciler.adapters.simfromobserved import objects_from_observed
     from reconciler.cli.clusters import load_sim_config, open_cluster
+    from reconciler.cli.reportfile import check_report_file
     from reconciler.execute.rollout import Rollout
     from reconciler.load import load_inputs, policy_for
     from reconciler.observe.snapshot import observe
     from reconciler.plan.planner import compute_plan
 
+    check_report_file(args)
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     cfg_path = getattr(args, "sim_config", None)
     source = open_cluster(argparse.Namespace(**{**vars(args), "sim_config": None}))
@@ -53,6 +58,16 @@ def run(args: argparse.Namespace) -> int:
         policy = policy_for(recipe, inputs)
         plan = compute_plan(recipe, policy, observe(sim))
         results.append(Rollout(recipe, policy, plan, sim, sim).run())
+    if getattr(args, "report_file", None):
+        from reconciler.cli.reportfile import write_report
+        from reconciler.report.htmlreport import ReportRun
+
+        cfg = config if config is not None else sim.config
+        note = f"stage {cfg.stage_duration('apply'):g} s, reboot {cfg.rebootSeconds:g} s" + (
+            f" (from --sim-config {cfg_path})" if cfg_path else " (simulator defaults)")
+        write_report(args.report_file, [ReportRun(r, "predicted", note) for r in results],
+                     title="node-reconciler: simulated rollout",
+                     subtitle=f"what-if on a simulated copy of the {source.description}; nothing was changed")
     if args.output == "json":
         docs = [{**r.to_dict(), "simulated": True} for r in results]
         print(json.dumps(docs[0] if len(docs) == 1 else {"results": docs}, indent=2, sort_keys=True))

@@ -89,4 +89,10 @@ def run(args: argparse.Namespace) -> int:
         rec = f"{len(recipe_names)} recipes ({', '.join(recipe_names)})"
         pol = f"{len(policy_names)} policies" + (f" ({', '.join(policy_names)})" if policy_names else "")
         print(visible(f"ok: {rec}, {pol}"))
+    if errors:
+        from reconciler.cli import ghactions
+
+        if ghactions.enabled():  # GitHub Actions marks each line in the diff
+            for line in ghactions.commands(ghactions.problems(InputErrors(errors))):
+                print(line, file=sys.stderr)
     return EXIT_BAD_INPUT if errors else EXIT_OK

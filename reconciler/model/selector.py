@@ -141,6 +141,15 @@ class LabelSelector(Frozen):
         """True when the selector has no terms (selects everything)."""
         return not self.matchLabels and not self.matchExpressions
 
+    def kubectl_text(self) -> str:
+        """The selector as ``kubectl -l`` spells it: ``k=v,k in (a,b),k notin (c),k,!k``."""
+        parts = [f"{k}={v}" for k, v in sorted(self.matchLabels.items())]
+        for r in self.matchExpressions:
+            vals = ",".join(sorted(r.values))
+            parts.append({"In": f"{r.key} in ({vals})", "NotIn": f"{r.key} notin ({vals})", "Exists": r.key,
+                          "DoesNotExist": f"!{r.key}"}.get(r.operator, f"{r.key} {r.operator} ({vals})"))
+        return ",".join(parts)
+
     def canonical(self) -> str:
         """A stable text form, used to detect compartments with identical selectors."""
         labels = ",".join(f"{k}={v}" for k, v in sorted(self.matchLabels.items()))

@@ -47,6 +47,10 @@ count against the budget at run time, decision (a)); the prediction does not sub
                annotations: only this recipe's state/config/inflight/cordon keys and the legacy
                nodeState keys, waitFor/evict as "ns/name@uid", drainBlockers}]}
 
+With ``-l/--selector`` (``compute_plan(only=...)``) the selector is one more entry of ``nodes``,
+``{"name": "", "onlyNodes": ...}`` (first: no node has an empty name), so a plan of a subset
+never has the hash of the plan of every node.
+
 Not hashed: file paths (``source``), the revision label, resourceVersions, bootIDs, and volatile
 status the plan only displays — PodDisruptionBudget ``disruptionsAllowed`` and node Ready (they
 change by the minute; ``apply`` re-reads them and reacts). So a plan reviewed in CI and re-made by
@@ -389,11 +393,18 @@ def plan_hash(recipe: Recipe, policy: DeploymentPolicy, node_parts: Sequence[Map
 # the plan
 
 
-def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, *, revision: str = "") -> Plan:
+def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, *, revision: str = "",
+                 only: LabelSelector | None = None) -> Plan:
     """Plan ``recipe`` under ``policy`` against the observed ``fleet`` (see the module docstring).
 
     ``revision`` is a label of where the inputs came from (e.g. a git SHA); it is recorded in the
-    plan but not hashed.
+    plan but not hashed. ``only`` (``-l/--selector`` of ``plan``/``apply``, kubectl's habit): only
+    selected nodes whose labels also match it get work; every other selected node stays in its
+    compartment — counted in ``matched``, in the budget ceiling and (at run time) when unavailable
+    — but is left exactly as it is for this run (no batch, no step, its cordon or in-flight record
+    kept), and a warning says how many. The selector is part of the plan hash, so ``plan -l`` and
+    ``apply -l`` with the same selector agree and a plan approved for a subset never matches a
+    run over all nodes (``apply --plan``).
 
     Raises:
         InputError: the recipe's ``dependsOn`` has a cycle (the message names it).
@@ -432,6 +443,20 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             )
     memo: dict[tuple[str | None, ...], tuple[NodeDiff, list[Step]]] = {}
     drafts = [_plan_node(recipe, fleet, n, deps, warnings, memo) for n in selected]
+    if only is not None:
+        sel = only.kubectl_text()
+        outside = [d for d in drafts if not only.matches(d.info.labels)]
+        gone = {d.info.name for d in outside}
+        # the per-node warnings of nodes left alone do not concern this run
+        warnings[:] = [w for w in warnings if not (w.startswith("node ") and w[5:].split(":")[0].split(" ")[0] in gone)]
+        held = [d.info.name for d in outside if d.has_work or d.untaint]
+        if held:
+            warnings.append(f"{len(held)} selected node(s) with work do not match -l {sel} and are left as they are "
+                            f"for this run (still counted in their compartment): {_names(held)}")
+        for d in outside:
+            d.steps, d.interrupt, d.untaint, d.has_work = [], None, False, False
+            d.drain, d.pdbs = DrainView(), {}
+            d.note = (d.note + "; " if d.note else "") + f"outside -l {sel}: left as it is"
 
     # aggregated per-package notices
     imported = [d.info.name for d in drafts if d.diff.imported]
@@ -522,7 +547,8 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
     released = [{"name": o.name, "outOfScope": o.reason, "cordon": o.holdsCordon, "owes": o.owes}
                 for o in out_of_scope]
     return Plan(
-        planHash=plan_hash(recipe, policy, [d.hash_part for d in drafts] + released),
+        planHash=plan_hash(recipe, policy, [d.hash_part for d in drafts] + released
+                           + ([{"name": "", "onlyNodes": only.canonical()}] if only is not None else [])),
         outOfScope=tuple(out_of_scope),
         recipe=RecipeRef(name=recipe.name, version=recipe.version),
         policy=policy.name,

@@ -22,6 +22,7 @@ Nothing here reads files, the clock or the network.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,12 +34,17 @@ from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import Recipe, Uninstall
 from reconciler.plan.interrupts import describe
 from reconciler.plan.planner import compute_plan
+from reconciler.report.estimate import Estimate, human_duration, name_ranges, run_length
 from reconciler.report.render import step_text
 from reconciler.report.safetext import visible
 
+#: Simulates a plan (recipe, its policy, the plan) and returns the estimate; the CLI passes
+#: :func:`reconciler.cli.estimate.simulator` (``report`` cannot run the simulator itself).
+Estimator = Callable[[Recipe, DeploymentPolicy, Plan], Estimate]
+
 RecipeChangeKind = Literal["added", "removed", "modified", "unchanged"]
 NodeChangeKind = Literal["added", "removed", "altered"]
-PackageChangeKind = Literal["added", "removed", "version", "config", "interrupt", "other"]
+PackageChangeKind = Literal["added", "removed", "version", "digest", "config", "interrupt", "other"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -47,8 +53,9 @@ PackageChangeKind = Literal["added", "removed", "version", "config", "interrupt"
 
 @dataclass(frozen=True)
 class Durations:
-    """Assumed times (seconds) for the duration estimate: one stage (each followed by its
-    check), a cordon + drain, a reboot (until the node is Ready again), any other interrupt."""
+    """Assumed times (seconds) of the rough, constant-based estimate used only when no
+    simulator is given (:data:`Estimator`): one stage (each followed by its check), a cordon +
+    drain, a reboot (until the node is Ready again), any other interrupt."""
 
     stage: float = 60.0
     drain: float = 120.0
@@ -79,18 +86,6 @@ def estimate_seconds(plan: Plan | None, d: Durations = Durations()) -> float:
     return worst
 
 
-def human_duration(seconds: float) -> str:
-    """``0 s``, ``45 s``, ``12 min``, ``2 h 10 min``."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    m = round(s / 60)
-    if m < 60:
-        return f"{m} min"
-    h, m = divmod(m, 60)
-    return f"{h} h {m} min" if m else f"{h} h"
-
-
 # --------------------------------------------------------------------------------------------
 # model
 
@@ -105,6 +100,16 @@ class PackageDelta:
     from_: str | None
     to: str | None
     detail: str = ""
+    #: every package field that differs (``version``, ``containerSHA``, ``configMap``, …)
+    fields: tuple[str, ...] = ()
+    #: image digests (``containerSHA``) at base and head, when they differ
+    digest_from: str | None = None
+    digest_to: str | None = None
+
+    @property
+    def digest_changed(self) -> bool:
+        """True when the pinned image digest differs between base and head."""
+        return "containerSHA" in self.fields
 
 
 @dataclass(frozen=True)
@@ -140,8 +145,9 @@ class Totals:
     seconds: float = 0.0
 
     @staticmethod
-    def of(plan: Plan | None, d: Durations = Durations()) -> Totals:
-        """Totals of ``plan`` (all zero for None)."""
+    def of(plan: Plan | None, d: Durations = Durations(), estimate: Estimate | None = None) -> Totals:
+        """Totals of ``plan`` (all zero for None); ``seconds`` from ``estimate`` when given (the
+        simulator's), else the rough constant-based :func:`estimate_seconds`."""
         if plan is None:
             return Totals()
         s = plan.summary
@@ -156,9 +162,9 @@ class Totals:
             evictions=sum(len(n.evict) for n in plan.nodes),
             batches=int(s.get("batches", 0)),
             batch_sizes=tuple(
-                f"{c.name}: {', '.join(str(len(b)) for b in c.batches) or 'none'}" for c in plan.compartments
+                f"{c.name}: {run_length(len(b) for b in c.batches) or 'none'}" for c in plan.compartments
             ),
-            seconds=estimate_seconds(plan, d),
+            seconds=estimate.seconds if estimate is not None else estimate_seconds(plan, d),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -207,6 +213,13 @@ class RecipeChange:
     base: Totals
     head: Totals
     risks: tuple[Risk, ...]
+    #: recipe fields (outside ``packages``) and policy fields that differ, as dotted names
+    fields: tuple[str, ...] = ()
+    #: risks of the base plan that the head plan no longer has
+    removed_risks: tuple[Risk, ...] = ()
+    #: the simulator's estimates (None without an :data:`Estimator`, or with no plan)
+    base_estimate: Estimate | None = None
+    head_estimate: Estimate | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (plans as their JSON contract)."""
@@ -217,9 +230,14 @@ class RecipeChange:
             "headVersion": self.head_version,
             "files": list(self.files),
             "packages": [
-                {"name": p.name, "change": p.change, "from": p.from_, "to": p.to, "detail": p.detail}
+                {"name": p.name, "change": p.change, "from": p.from_, "to": p.to, "detail": p.detail,
+                 "fields": list(p.fields), "digestFrom": p.digest_from, "digestTo": p.digest_to}
                 for p in self.packages
             ],
+            "fields": list(self.fields),
+            "removedRisks": [{"kind": r.kind, "message": r.message} for r in self.removed_risks],
+            "baseEstimate": self.base_estimate.to_dict() if self.base_estimate else None,
+            "headEstimate": self.head_estimate.to_dict() if self.head_estimate else None,
             "nodes": [
                 {
                     "name": n.name,
@@ -351,6 +369,17 @@ def affected_recipes(
     return out
 
 
+def _changed_fields(a: Any, b: Any, prefix: str = "") -> list[str]:
+    """Dotted names of the fields that differ between two JSON-shaped values (mappings are
+    compared key by key two levels deep; anything else as a whole)."""
+    if isinstance(a, dict) and isinstance(b, dict) and prefix.count(".") < 2:
+        out: list[str] = []
+        for k in sorted(set(a) | set(b), key=str):
+            out += _changed_fields(a.get(k), b.get(k), f"{prefix}{k}.")
+        return out
+    return [] if a == b else [prefix.rstrip(".")]
+
+
 def _package_deltas(base: Recipe | None, head: Recipe | None) -> list[PackageDelta]:
     bp = base.packages if base else {}
     hp = head.packages if head is not None else {}
@@ -358,23 +387,37 @@ def _package_deltas(base: Recipe | None, head: Recipe | None) -> list[PackageDel
     for name in sorted(set(bp) | set(hp)):
         b, h = bp.get(name), hp.get(name)
         if b is None and h is not None:
-            out.append(PackageDelta(name, "added", None, h.version, f"interrupt {describe(h.interrupt)}"))
+            out.append(PackageDelta(name, "added", None, h.version, f"interrupt {describe(h.interrupt)}",
+                                    digest_to=h.containerSHA))
         elif h is None and b is not None:
-            out.append(PackageDelta(name, "removed", b.version, None, "uninstalled where present"))
+            out.append(PackageDelta(name, "removed", b.version, None, "uninstalled where present",
+                                    digest_from=b.containerSHA))
         elif b is not None and h is not None and b != h:
-            if b.version != h.version:
-                out.append(PackageDelta(name, "version", b.version, h.version))
-            elif b.configMap != h.configMap:
+            fields = tuple(sorted(k for k in type(b).model_fields if getattr(b, k) != getattr(h, k)))
+            digests = (b.containerSHA, h.containerSHA) if "containerSHA" in fields else (None, None)
+            notes: list[str] = []
+            if "configMap" in fields:
                 keys = sorted(
                     k for k in set(b.configMap) | set(h.configMap) if b.configMap.get(k) != h.configMap.get(k)
                 )
-                out.append(PackageDelta(name, "config", b.version, h.version, "configMap keys: " + ", ".join(keys)))
-            elif b.interrupt != h.interrupt:
-                detail = f"interrupt {describe(b.interrupt)} → {describe(h.interrupt)}"
-                out.append(PackageDelta(name, "interrupt", b.version, h.version, detail))
+                notes.append("configMap keys: " + ", ".join(keys))
+            if "interrupt" in fields:
+                notes.append(f"interrupt {describe(b.interrupt)} → {describe(h.interrupt)}")
+            rest = [f for f in fields if f not in ("version", "containerSHA", "configMap", "interrupt")]
+            if rest:
+                notes.append("changed: " + ", ".join(rest))
+            kind: PackageChangeKind
+            if b.version != h.version:
+                kind = "version"
+            elif "configMap" in fields:
+                kind = "config"
+            elif "interrupt" in fields:
+                kind = "interrupt"
+            elif fields == ("containerSHA",):
+                kind = "digest"
             else:
-                fields = sorted(k for k in type(b).model_fields if getattr(b, k) != getattr(h, k))
-                out.append(PackageDelta(name, "other", b.version, h.version, "changed: " + ", ".join(fields)))
+                kind = "other"
+            out.append(PackageDelta(name, kind, b.version, h.version, "; ".join(notes), fields, *digests))
     return out
 
 
@@ -402,6 +445,18 @@ def _node_deltas(base: Plan | None, head: Plan) -> list[NodeDelta]:
         else:
             continue
         out.append(NodeDelta(name, kind, comp, bs, hs, bi, hi, b.batch if b else 0, h.batch if h else 0))
+    return out
+
+
+def group_nodes(nodes: Iterable[NodeDelta]) -> list[tuple[list[NodeDelta], NodeDelta]]:
+    """Node deltas with identical work (change, steps and interrupt at both revisions) grouped,
+    largest group first; each group with a representative."""
+    groups: dict[tuple[object, ...], list[NodeDelta]] = {}
+    for n in nodes:
+        key = (n.change, n.base_steps, n.head_steps, n.base_interrupt, n.head_interrupt)
+        groups.setdefault(key, []).append(n)
+    out = [(g, g[0]) for g in groups.values()]
+    out.sort(key=lambda x: (-len(x[0]), x[1].name))
     return out
 
 
@@ -450,9 +505,27 @@ def plan_risks(plan: Plan, *, removed: bool = False) -> list[Risk]:
     if removed:
         n_un = sum(1 for n in plan.nodes if any(s.action == "uninstall" for s in n.steps))
         risks.append(Risk("uninstall", f"recipe removed: its packages are uninstalled from {n_un} node(s)"))
-    covered = ("allows 0 disruptions",)
-    risks.extend(Risk("warning", w) for w in plan.warnings if not any(c in w for c in covered))
+    # per-node planner warnings already summed up above, and the rest grouped by their text
+    covered = ("allows 0 disruptions", "waits for protected pods", "drain would be refused")
+    grouped: dict[str, list[str]] = {}
+    for w in plan.warnings:
+        if any(c in w for c in covered):
+            continue
+        m = re.fullmatch(r"node (\S+?)(:? .*)", w, flags=re.S)
+        key, who = (m.group(2), m.group(1)) if m else (w, "")
+        grouped.setdefault(key, []).append(who)
+    for key, who in grouped.items():
+        names = [n for n in who if n]
+        if len(names) > 1:
+            risks.append(Risk("warning", f"{len(names)} nodes ({name_ranges(names, 120)}){key}"))
+        else:
+            risks.append(Risk("warning", f"node {names[0]}{key}" if names else key))
     return risks
+
+
+#: Recipe attributes not reported as changed fields (packages have their own rows; the
+#: recipe version is in the verdict line; origin is the input kind)
+_NOT_FIELDS = ("packages", "name", "version", "origin")
 
 
 def compare_recipe(
@@ -465,8 +538,13 @@ def compare_recipe(
     head_revision: str = "",
     files: tuple[str, ...] = (),
     durations: Durations = Durations(),
+    estimator: Estimator | None = None,
 ) -> RecipeChange:
     """Plan recipe ``name`` at both revisions against ``fleet`` and describe the difference.
+
+    With ``estimator`` (the simulator, :data:`Estimator`) every plan with work is simulated and
+    the totals' ``seconds`` are the simulated makespan; without, the rough constant-based
+    :func:`estimate_seconds` (``durations``).
 
     Raises:
         KeyError: the recipe exists at neither revision.
@@ -489,6 +567,24 @@ def compare_recipe(
         assert b is not None
         head_plan = compute_plan(uninstall_recipe(b), policy_for(b, base_inputs), fleet, revision=head_revision)
         kind = "removed"
+    base_est = head_est = None
+    if estimator is not None:
+        if b is not None and base_plan is not None and base_plan.summary.get("nodesChanging"):
+            base_est = estimator(b, policy_for(b, base_inputs), base_plan)
+        if head_plan.summary.get("nodesChanging"):
+            run_recipe = h if h is not None else uninstall_recipe(b)  # type: ignore[arg-type]
+            run_policy = policy_for(h, head_inputs) if h is not None else policy_for(b, base_inputs)  # type: ignore[arg-type]
+            head_est = estimator(run_recipe, run_policy, head_plan)
+    base_risks = plan_risks(base_plan) if base_plan is not None else []
+    head_risks = plan_risks(head_plan, removed=kind == "removed")
+    still = {(r.kind, r.message) for r in head_risks}
+    recipe_fields = [f"spec.{f}" for f in _changed_fields(
+        {k: v for k, v in (_dump(b) or {}).items() if k not in _NOT_FIELDS},
+        {k: v for k, v in (_dump(h) or {}).items() if k not in _NOT_FIELDS},
+    )] if b is not None and h is not None else []
+    policy_fields = [f"policy.{f}" for f in _changed_fields(
+        _dump(policy_for(b, base_inputs)) or {}, _dump(policy_for(h, head_inputs)) or {}
+    )] if b is not None and h is not None else []
     return RecipeChange(
         name=name,
         change=kind,
@@ -499,9 +595,13 @@ def compare_recipe(
         files=files,
         packages=tuple(_package_deltas(b, h)),
         nodes=tuple(_node_deltas(base_plan, head_plan)),
-        base=Totals.of(base_plan, durations),
-        head=Totals.of(head_plan, durations),
-        risks=tuple(plan_risks(head_plan, removed=kind == "removed")),
+        base=Totals.of(base_plan, durations, base_est),
+        head=Totals.of(head_plan, durations, head_est),
+        risks=tuple(head_risks),
+        fields=tuple(recipe_fields + policy_fields),
+        removed_risks=tuple(r for r in base_risks if (r.kind, r.message) not in still),
+        base_estimate=base_est,
+        head_estimate=head_est,
     )
 
 
@@ -518,13 +618,15 @@ def compare_revisions(
     durations: Durations = Durations(),
     requested_base: str = "",
     warnings: Iterable[str] = (),
+    estimator: Estimator | None = None,
 ) -> Comparison:
     """Compare every recipe the change touches (see the module docstring).
 
     ``changed_files``: repository paths changed between the revisions; ``rel`` maps a loaded
     ``source`` path to a repository path; ``only``: restrict to these recipe names;
     ``requested_base``: the revision ``--base`` named when ``base_revision`` is its merge base
-    with head; ``warnings``: notes about the revisions, kept in every output.
+    with head; ``warnings``: notes about the revisions, kept in every output; ``estimator``:
+    the simulator for the duration estimates (see :func:`compare_recipe`).
 
     Raises:
         InputError: a recipe's policy is missing at one of the revisions.
@@ -542,6 +644,7 @@ def compare_revisions(
             head_revision=head_revision,
             files=files,
             durations=durations,
+            estimator=estimator,
         )
         for name, files in touched.items()
         if not wanted or name in wanted
@@ -576,35 +679,48 @@ def render_comparison_text(cmp: Comparison) -> str:
     if not cmp.recipes:
         lines.append("No recipe or policy is affected by this change.")
     for r in cmp.recipes:
-        ver = f"{r.base_version or '-'} → {r.head_version or '-'}"
+        same = r.base_version == r.head_version
+        ver = (r.head_version or "-") if same else f"{r.base_version or '-'} → {r.head_version or '-'}"
         lines.append("")
         lines.append(f"Recipe {r.name} ({r.change}, {ver}); files: {', '.join(r.files) or '-'}")
         b, h = r.base, r.head
-        nd = _delta(b.nodes_changing, h.nodes_changing)
-        lines.append(
-            f"  nodes changing   {b.nodes_changing} → {h.nodes_changing} ({nd}) of {h.nodes or b.nodes} selected"
-        )
-        lines.append(f"  actions          {_actions(b.actions)} → {_actions(h.actions)}")
-        lines.append(f"  reboots          {b.reboots} → {h.reboots} ({_delta(b.reboots, h.reboots)})")
-        lines.append(f"  interrupts       {b.interrupts} → {h.interrupts}")
-        lines.append(f"  batches          {b.batches} → {h.batches} ({'; '.join(h.batch_sizes) or '-'})")
-        lines.append(f"  est. duration    {human_duration(b.seconds)} → {human_duration(h.seconds)}")
-        for p in r.packages:
-            frm, to = p.from_ or "-", p.to or "-"
-            lines.append(f"  package {p.name}: {p.change} {frm} → {to}" + (f" ({p.detail})" if p.detail else ""))
-        for n in r.nodes[:_TEXT_NODES]:
+
+        def cmp_line(label: str, a: object, z: object) -> str:
+            return f"  {label:<16} {z}" + (" (unchanged)" if a == z else f" (base: {a})")
+
+        lines.append(cmp_line("nodes changing", b.nodes_changing, h.nodes_changing) + f" of {h.nodes or b.nodes}")
+        lines.append(cmp_line("actions", _actions(b.actions), _actions(h.actions)))
+        lines.append(cmp_line("reboots", b.reboots, h.reboots))
+        lines.append(cmp_line("interrupts", b.interrupts, h.interrupts))
+        lines.append(cmp_line("batches", b.batches, h.batches) + f"; {'; '.join(h.batch_sizes) or '-'}")
+        lines.append(cmp_line("est. duration", human_duration(b.seconds), human_duration(h.seconds)))
+        est = r.head_estimate
+        if est is not None:
+            for c in est.compartments:
+                lines.append(f"    {c.name}: {c.nodes} node(s), batches {run_length(c.batch_sizes) or '-'}, "
+                             f"{human_duration(c.seconds)} ({est.assumptions.text()})")
+            lines.append(f"    simulated ({est.assumptions.source}); result {est.result}")
+        for f in r.fields:
+            lines.append(f"  field {f} changed")
+        groups = group_nodes(r.nodes)
+        for group, n in groups[:_TEXT_NODES]:
+            who = n.name if len(group) == 1 else f"{len(group)} nodes ({name_ranges([x.name for x in group], 160)})"
             if n.change == "added":
                 steps = "; ".join(n.head_steps) or "-"
-                lines.append(f"  + {n.name} [{n.compartment} #{n.head_batch}] {steps}; interrupt {n.head_interrupt}")
+                where = f"{n.compartment} #{n.head_batch}" if len(group) == 1 else \
+                    ", ".join(sorted({x.compartment for x in group}))
+                lines.append(f"  + {who} [{where}] {steps}; interrupt {n.head_interrupt}")
             elif n.change == "removed":
-                lines.append(f"  - {n.name} no longer changes (was: {'; '.join(n.base_steps) or '-'})")
+                lines.append(f"  - {who} no longer change (was: {'; '.join(n.base_steps) or '-'})")
             else:
-                lines.append(
-                    f"  ~ {n.name}: {'; '.join(n.base_steps) or '-'} → {'; '.join(n.head_steps) or '-'}; "
-                    f"interrupt {n.base_interrupt} → {n.head_interrupt}; batch {n.base_batch} → {n.head_batch}"
-                )
-        if len(r.nodes) > _TEXT_NODES:
-            lines.append(f"  … and {len(r.nodes) - _TEXT_NODES} more node(s) (-o json for all)")
+                intr = n.head_interrupt if n.base_interrupt == n.head_interrupt else \
+                    f"{n.base_interrupt} → {n.head_interrupt}"
+                lines.append(f"  ~ {who}: {'; '.join(n.base_steps) or '-'} → {'; '.join(n.head_steps) or '-'}; "
+                             f"interrupt {intr}")
+        if len(groups) > _TEXT_NODES:
+            lines.append(f"  … and {len(groups) - _TEXT_NODES} more group(s) of nodes (-o json for all)")
         for risk in r.risks:
             lines.append(f"  ! {risk.message}")
+        for risk in r.removed_risks:
+            lines.append(f"  resolved: {risk.message}")
     return "\n".join(visible(line) for line in lines) + "\n"

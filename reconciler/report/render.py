@@ -23,6 +23,7 @@ from rich.table import Table
 
 from reconciler.model.plan import ACTIONS, NodePlan, Plan, Step
 from reconciler.plan.interrupts import describe
+from reconciler.report.estimate import run_length
 from reconciler.report.safetext import text, visible
 
 #: Hard cap of the Markdown body: GitHub refuses comments over 65,536 characters; the margin
@@ -70,7 +71,8 @@ def _count_line(counts: dict[str, int], keys: Iterable[str]) -> str:
 
 
 def _batch_sizes(sizes: Sequence[int]) -> str:
-    return ", ".join(str(s) for s in sizes) if sizes else "no batch"
+    """Batch sizes run-length encoded (``3 x 1, 333 x 3``), ``no batch`` for none."""
+    return run_length(sizes) if sizes else "no batch"
 
 
 # --------------------------------------------------------------------------------------------

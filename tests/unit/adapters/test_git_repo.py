@@ -95,7 +95,8 @@ def test_plan_between_revisions_json(repo: Path, capsys: pytest.CaptureFixture[s
     tuning = by["gpu-training-tuning"]
     assert tuning["change"] == "modified"
     assert tuning["packages"] == [
-        {"name": "nvidia-tuned", "change": "version", "from": "0.3.2", "to": "0.3.3", "detail": ""}
+        {"name": "nvidia-tuned", "change": "version", "from": "0.3.2", "to": "0.3.3", "detail": "",
+         "fields": ["version"], "digestFrom": None, "digestTo": None}
     ]
     assert tuning["headPlan"]["revision"] == GitRepo(str(repo)).resolve("HEAD")
     assert tuning["basePlan"]["revision"] == GitRepo(str(repo)).resolve("HEAD~1")

@@ -275,3 +275,77 @@ def test_plan_comment_end_to_end(
     assert "created comment" in err and "unchanged comment" in err2
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=r, capture_output=True, text=True).stdout.strip()
     assert [s["sha"] for s in server.statuses] == [head, head]
+
+
+def test_invalid_head_replaces_the_comment_fails_the_status_and_annotates(
+    server: FakeHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A head that does not load: the sticky plan comment of the recipe becomes an error comment
+    naming file:line, a PR-level error comment is posted, the status fails, Actions gets
+    ``::error file=…,line=…`` lines; a fixed head brings the plan back in the same comments."""
+    import shutil
+    import subprocess
+
+    r = tmp_path / "repo"
+    r.mkdir()
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *a], cwd=r, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    shutil.copytree(ROOT / "recipes", r / "recipes")
+    shutil.copytree(ROOT / "policies", r / "policies")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    f = r / "recipes" / "gpu-training-tuning.yaml"
+    good = f.read_text()
+    f.write_text(good.replace("version: 0.3.2", "version: 0.3.3"))
+    git("commit", "-qam", "head 1")
+    flag = (
+        ["--github-repo", "org/fleet", "--api-url", server.url]
+        if server.kind == "github"
+        else ["--gitlab-project", "group/fleet", "--api-url", server.url + "/api/v4"]
+    )
+    argv = ["plan", "--repo", str(r), "--base", base, "--head", "HEAD", "--cluster", f"sim:{FLEET}",
+            "--comment", server.kind, "--pr", "7", *flag]
+    monkeypatch.setenv("GITHUB_TOKEN" if server.kind == "github" else "GITLAB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert main(argv) == 0
+    capsys.readouterr()
+    (plan_comment,) = server.comments
+    assert "0.3.2 → 0.3.3" in plan_comment["body"]
+
+    # head 2 breaks the recipe: a version that is not semver
+    f.write_text(good.replace("version: 0.3.2", "version: 0.3.x"))
+    git("commit", "-qam", "head 2")
+    head2 = git("rev-parse", "HEAD")
+    bad_line = next(i for i, t in enumerate(f.read_text().splitlines(), 1) if "0.3.x" in t)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    where = f"recipes/gpu-training-tuning.yaml:{bad_line}"
+    assert f"error: {head2[:12]}:{where}" in err
+    assert f"::error file=recipes/gpu-training-tuning.yaml,line={bad_line}," in err
+    assert TOKEN not in err
+    by_marker = {c["body"].split("\n", 1)[0]: c["body"] for c in server.comments}
+    assert set(by_marker) == {MARK.replace("tuning", "gpu-training-tuning"), "<!-- reconciler:pr-plan-error -->"}
+    replaced = by_marker[MARK.replace("tuning", "gpu-training-tuning")]
+    first = replaced.split("\n")[1]
+    assert first.startswith(f"❌ **Cannot plan: recipe gpu-training-tuning: head `{head2[:12]}` does not load**")
+    assert where in first and "0.3.2 → 0.3.3" not in replaced  # the stale plan is gone
+    assert where in by_marker["<!-- reconciler:pr-plan-error -->"]
+    st = server.statuses[-1]
+    assert st["sha"] == head2 and st["state"] == ("failure" if server.kind == "github" else "failed")
+    assert where in st["description"] and len(st["description"]) <= 140
+
+    # head 3 fixes it: the plan is back in the recipe's comment, the error comment says so
+    f.write_text(good.replace("version: 0.3.2", "version: 0.3.4"))
+    git("commit", "-qam", "head 3")
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert len(server.comments) == 2
+    by_marker = {c["body"].split("\n", 1)[0]: c["body"] for c in server.comments}
+    assert "0.3.2 → 0.3.4" in by_marker[MARK.replace("tuning", "gpu-training-tuning")]
+    assert "loads again" in by_marker["<!-- reconciler:pr-plan-error -->"]
+    assert server.statuses[-1]["state"] == "success"

@@ -1,0 +1,156 @@
+"""Duration estimates from the simulator ``reconciler simulate`` uses, for ``plan`` (the PR
+comment, ``plan --repo``, ``--report``).
+
+A plan is estimated by applying it to a simulated copy of the observed fleet
+(:class:`reconciler.adapters.sim.SimFleet` on its simulated clock, the same
+:class:`reconciler.execute.rollout.Rollout` as ``apply``): batches, waits for protected pods,
+evictions, PodDisruptionBudgets and reboots all count, so the figure is the simulator's, not a
+sum of constants. What the simulator assumes, most specific first:
+
+1. ``--stage-time DURATION`` / ``--reboot-time DURATION`` (Go durations: ``45s``, ``8m``);
+2. the recipe's annotations :data:`~reconciler.report.estimate.STAGE_ANNOTATION` /
+   :data:`~reconciler.report.estimate.REBOOT_ANNOTATION` (``metadata.annotations``);
+3. ``--sim-config FILE`` (``stageSeconds``, ``rebootSeconds``; also pod start, reschedule, …);
+4. the simulator's defaults (:class:`reconciler.adapters.simconfig.SimConfig`).
+
+The :class:`~reconciler.report.estimate.Assumptions` of every estimate say which applied.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from reconciler.errors import InputError
+from reconciler.model.observed import ObservedFleet
+from reconciler.model.plan import Plan
+from reconciler.model.policy import DeploymentPolicy
+from reconciler.model.recipe import Recipe, parse_duration
+from reconciler.model.run import RunResult
+from reconciler.report.estimate import REBOOT_ANNOTATION, STAGE_ANNOTATION, Assumptions, Estimate, estimate_from_run
+
+#: Longest stage or reboot time accepted by the flags and annotations (one week).
+MAX_ASSUMED = 7 * 24 * 3600.0
+
+
+def _duration_arg(flag: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            return parse_duration(text, maximum=MAX_ASSUMED)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
+def add_estimate_args(p: argparse.ArgumentParser) -> None:
+    """``--stage-time`` and ``--reboot-time`` (assumptions of the simulated estimate)."""
+    g = p.add_argument_group("duration estimate (simulated)")
+    g.add_argument("--stage-time", type=_duration_arg("--stage-time"), default=None, metavar="DURATION",
+                   help=f"time one stage takes, e.g. 45s (default: annotation {STAGE_ANNOTATION}, "
+                        "--sim-config, or the simulator's 30s)")
+    g.add_argument("--reboot-time", type=_duration_arg("--reboot-time"), default=None, metavar="DURATION",
+                   help=f"time a reboot takes until Ready, e.g. 8m (default: annotation {REBOOT_ANNOTATION}, "
+                        "--sim-config, or the simulator's 2m)")
+
+
+def _annotation(inputs: Any, recipe: Recipe, key: str) -> float | None:
+    """The Go duration of annotation ``key`` on ``recipe``'s document, in seconds.
+
+    Raises:
+        InputError: not a duration (positioned at the annotation).
+    """
+    doc = inputs.recipe_docs.get(recipe.name) if inputs is not None else None
+    if doc is None:
+        return None
+    notes = doc.get(("metadata", "annotations"))
+    if not isinstance(notes, dict) or key not in notes:
+        return None
+    value = notes[key]
+    try:
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not a duration like 30s, 2m or 1h30m")
+        return parse_duration(value, maximum=MAX_ASSUMED)
+    except ValueError as e:
+        raise InputError(f"annotation {key}: {e}", doc.pos(("metadata", "annotations", key)),
+                         f"metadata.annotations.{key}") from None
+
+
+def assumptions(recipe: Recipe, inputs: Any, args: argparse.Namespace, config: Any) -> tuple[Any, Assumptions]:
+    """The simulator config for ``recipe`` and the :class:`Assumptions` it stands for
+    (precedence in the module docstring). ``config``: the ``--sim-config`` SimConfig or None.
+
+    Raises:
+        InputError: a malformed annotation.
+    """
+    from reconciler.adapters.simconfig import SimConfig
+
+    base = config if config is not None else SimConfig()
+    base_source = f"--sim-config {args.sim_config}" if config is not None else "simulator defaults"
+    stage_flag, reboot_flag = getattr(args, "stage_time", None), getattr(args, "reboot_time", None)
+    stage_note = _annotation(inputs, recipe, STAGE_ANNOTATION)
+    reboot_note = _annotation(inputs, recipe, REBOOT_ANNOTATION)
+    sources: list[str] = []
+    update: dict[str, Any] = {}
+    for label, flag, note, fld in (("stage", stage_flag, stage_note, "stageSeconds"),
+                                   ("reboot", reboot_flag, reboot_note, "rebootSeconds")):
+        if flag is not None:
+            update[fld] = float(flag)
+            sources.append(f"{label}: --{label}-time")
+        elif note is not None:
+            update[fld] = float(note)
+            sources.append(f"{label}: recipe annotation")
+        else:
+            sources.append(f"{label}: {base_source}")
+    cfg = base.model_copy(update=update)
+    plain = {x.split(": ", 1)[1] for x in sources}
+    if len(plain) == 1:
+        sources = [plain.pop()]
+    stage = cfg.stage_duration("apply")
+    return cfg, Assumptions(stage, float(cfg.rebootSeconds), "; ".join(sources))
+
+
+def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, config: Any,
+                  only: Any = None) -> RunResult:
+    """Apply ``recipe`` to a simulated copy of ``fleet`` (nothing else is touched) and return
+    the run, as ``reconciler simulate`` does (the plan is recomputed against the copy; ``only``:
+    the ``-l/--selector`` of ``plan``)."""
+    from reconciler.adapters.sim import SimFleet
+    from reconciler.adapters.simfromobserved import objects_from_observed
+    from reconciler.execute.rollout import Rollout
+    from reconciler.observe.snapshot import observe
+    from reconciler.plan.planner import compute_plan
+
+    sim = SimFleet(objects_from_observed(fleet), config)
+    plan = compute_plan(recipe, policy, observe(sim), only=only)
+    return Rollout(recipe, policy, plan, sim, sim).run()
+
+
+def simulator(
+    fleet: ObservedFleet, args: argparse.Namespace, *inputs: Any, keep: dict[str, Any] | None = None
+) -> Callable[[Recipe, DeploymentPolicy, Plan], Estimate]:
+    """An :data:`reconciler.report.compare.Estimator` simulating against ``fleet``; the recipe's
+    annotations are looked up in the first of ``inputs`` that holds a recipe of that name.
+    ``keep``: receives ``planHash → (RunResult, Assumptions)`` of every simulated plan (for
+    ``--report``).
+
+    Raises:
+        InputError: the ``--sim-config`` file or an annotation is malformed (when called).
+    """
+    from reconciler.cli.clusters import load_sim_config
+
+    cfg_path = getattr(args, "sim_config", None)
+    config = load_sim_config(cfg_path) if cfg_path else None
+
+    def estimate(recipe: Recipe, policy: DeploymentPolicy, plan: Plan) -> Estimate:
+        owner = next((i for i in inputs if any(r is recipe for r in i.recipes)), None)
+        if owner is None:
+            owner = next((i for i in inputs if any(r.name == recipe.name for r in i.recipes)), None)
+        cfg, assumed = assumptions(recipe, owner, args, config)
+        run = simulate_plan(recipe, policy, fleet, cfg)
+        if keep is not None:
+            keep[plan.planHash] = (run, assumed)
+        return estimate_from_run(run, assumed)
+
+    return estimate

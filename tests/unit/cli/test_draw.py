@@ -1,0 +1,67 @@
+"""``reconciler draw RESULT.json --report FILE``: the picture of saved ``apply``/``simulate -o json``
+results; a malformed file is exit 2 naming file:line:column and the field, nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.unit.ops.conftest import RunCli
+
+ROOT = Path(__file__).resolve().parents[3]
+FLEET = ROOT / "examples" / "fleets" / "gpu-24.yaml"
+RECIPE = str(ROOT / "recipes" / "gpu-training-tuning.yaml")
+
+
+def test_draws_apply_and_simulate_results(cli: RunCli, tmp_path: Path) -> None:
+    rc, out, _ = cli("apply", RECIPE, "--cluster", f"sim:{FLEET}", "-o", "json")
+    assert rc == 0
+    (tmp_path / "apply.json").write_text(out)
+    rc, out, _ = cli("simulate", RECIPE, "--cluster", f"sim:{FLEET}", "-o", "json")
+    assert rc == 0
+    (tmp_path / "sim.json").write_text(out)
+    page = tmp_path / "r.html"
+    rc, _, err = cli("draw", str(tmp_path / "apply.json"), str(tmp_path / "sim.json"), "--report", str(page))
+    assert rc == 0 and "wrote the rollout of 2 run(s)" in err
+    html = page.read_text()
+    assert "gpu-training-tuning · actual · succeeded" in html
+    assert "gpu-training-tuning · predicted (simulated) · succeeded" in html
+    assert html.count("gpu-a-001 · batch 1") == 2
+
+
+@pytest.mark.parametrize(("doc", "where", "message"), [
+    ([], "1:1", "holds an object, not list"),
+    ({"results": []}, "results", "non-empty list"),
+    ({"recipe": "x", "result": "ok", "timeline": [], "compartments": []}, "result", "one of succeeded"),
+    ({"recipe": "x", "result": "failed", "timeline": [{"t": -1, "node": "n", "event": "cordon"}],
+      "compartments": []}, "timeline[0].t", "between 0 and 1e9"),
+    ({"recipe": "x", "result": "failed", "timeline": [{"t": 1, "node": 3, "event": "cordon"}],
+      "compartments": []}, "timeline[0].node", "must be a string"),
+    ({"recipe": "x", "result": "failed", "timeline": [],
+      "compartments": [{"name": "z", "batches": [{"number": True, "nodes": []}]}]},
+     "compartments[0].batches[0]", "integer number"),
+    ({"recipe": "x", "result": "failed", "timeline": [],
+      "compartments": [{"name": "z", "batches": [{"number": 1, "nodes": [1]}]}]},
+     "compartments[0].batches[0].nodes", "list of node names"),
+])
+def test_bad_result_files_are_named_errors(cli: RunCli, tmp_path: Path, doc: object, where: str,
+                                           message: str) -> None:
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(doc, indent=1))
+    page = tmp_path / "r.html"
+    rc, out, err = cli("draw", str(f), "--report", str(page))
+    assert rc == 2 and not page.exists() and out == ""
+    assert err.startswith(f"error: {f}:") and where in err and message in err and "Traceback" not in err
+
+
+def test_nan_and_duplicate_keys_are_refused(cli: RunCli, tmp_path: Path) -> None:
+    f = tmp_path / "bad.json"
+    f.write_text('{"recipe": "x", "recipe": "y", "result": "failed", "timeline": [], "compartments": []}')
+    rc, _, err = cli("draw", str(f), "--report", str(tmp_path / "r.html"))
+    assert rc == 2 and "recipe" in err
+    f.write_text('{"recipe": "x", "result": "failed", "timeline": [{"t": NaN, "node": "n", "event": "e"}], '
+                 '"compartments": []}')
+    rc, _, err = cli("draw", str(f), "--report", str(tmp_path / "r.html"))
+    assert rc == 2 and "NaN" in err

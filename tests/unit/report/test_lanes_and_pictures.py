@@ -1,0 +1,71 @@
+"""Per-node phases from a run's timeline, their folding for big fleets, the Mermaid Gantt's bounds
+and escaping, and the HTML report's escaping (the browser tests check that they draw)."""
+
+from __future__ import annotations
+
+from reconciler.model.run import Event, RunResult
+from reconciler.report.estimate import BatchSpan, name_ranges
+from reconciler.report.htmlreport import ReportRun, render_html
+from reconciler.report.lanes import batch_lanes, node_lanes
+from reconciler.report.mermaid import MAX_BARS, MAX_SECTIONS, gantt
+
+
+def _run(events: list[Event], comps: list[dict]) -> RunResult:
+    return RunResult("r", "h" * 64, "demo", "succeeded", [], comps, events, max(e.t for e in events))
+
+
+def test_phases_follow_the_lifecycle() -> None:
+    ev = [Event(0, "z", "batch-start", "batch 1: n1"), Event(0, "n1", "cordon"),
+          Event(0, "n1", "wait", "blocked by ml/train"), Event(700, "n1", "evict", "ml/train"),
+          Event(730, "n1", "drained", "1 pods gone"), Event(730, "n1", "stage-start", "p 1.0.0 apply (attempt 1)"),
+          Event(760, "n1", "stage-end", "ok"), Event(760, "n1", "interrupt", "reboot"),
+          Event(880, "n1", "rebooted"), Event(880, "n1", "stage-start", "p 1.0.0 post-interrupt (attempt 1)"),
+          Event(910, "n1", "stage-end", "ok"), Event(910, "n1", "uncordon"), Event(910, "n1", "complete"),
+          Event(910, "z", "batch-end", "batch 1: 1 ok")]
+    (lane,) = node_lanes(_run(ev, [{"name": "z", "batches": [{"number": 1, "nodes": ["n1"]}]}]))
+    assert [(s.phase, s.start, s.end) for s in lane.segments] == [
+        ("cordon", 0, 0), ("wait", 0, 700), ("drain", 700, 730), ("stage", 730, 760), ("reboot", 760, 880),
+        ("stage", 880, 910), ("uncordon", 910, 910)]
+    assert lane.segments[3].detail == "p 1.0.0 apply" and lane.state == "complete"
+
+
+def test_folding_keeps_every_node_and_bounds_the_lanes() -> None:
+    ev, batches = [], []
+    for b in range(1, 701):
+        names = [f"n{b}-{i}" for i in range(3)]
+        batches.append({"number": b, "nodes": names})
+        for n in names:
+            ev += [Event(b * 10, n, "cordon"), Event(b * 10 + 5, n, "uncordon")]
+    ev.append(Event(8000, "n700-0", "failed", "exit 3"))
+    lanes = batch_lanes(node_lanes(_run(ev, [{"name": "z", "batches": batches}])), max_lanes=100)
+    assert len(lanes) <= 100 and sum(ln.nodes for ln in lanes) == 2100
+    assert lanes[0].label.startswith("batches 1-") and lanes[-1].state == "failed"
+
+
+def test_gantt_is_bounded_and_names_cannot_break_it() -> None:
+    spans = [BatchSpan(f"zone:{c};%%x", n, 3, n * 100.0, n * 100.0 + 90) for c in range(20) for n in range(1, 400)]
+    chart = gantt(spans, "t: x")
+    lines = chart.split("\n")
+    assert len(lines) <= MAX_SECTIONS * (MAX_BARS + 1) + 6
+    assert sum(1 for ln in lines if ln.startswith("    section ")) == MAX_SECTIONS
+    assert "8 more compartment(s) not drawn" in lines[-1]
+    body = [ln for ln in lines[4:] if not ln.lstrip().startswith("%%")]
+    assert all(";" not in ln and "%%" not in ln for ln in body)
+    assert all(ln.count(" : ") == 1 for ln in body if not ln.startswith("    section"))
+    assert "batches 10-399 · 1170 nodes : 2000-01-01 00:16:40, 2000-01-01 11:06:30" in chart
+
+
+def test_html_report_escapes_cluster_text() -> None:
+    evil = "<script>alert(1)</script>"
+    ev = [Event(0, "z", "batch-start", "batch 1: x"), Event(0, evil, "cordon"),
+          Event(1, evil, "failed", evil), Event(1, "z", "batch-end", "batch 1: 0 ok")]
+    page = render_html([ReportRun(_run(ev, [{"name": evil, "batches": [{"number": 1, "nodes": [evil]}]}]),
+                                  "actual", evil)], title=evil)
+    assert "<script" not in page and "&lt;script&gt;" in page
+
+
+def test_name_ranges_compress_and_stay_bounded() -> None:
+    assert name_ranges(["gpu-a-001", "gpu-a-002", "gpu-a-003", "gpu-b-010", "web"]) == "gpu-a-001..003, gpu-b-010, web"
+    many = [f"n{i}-x" for i in range(1000)]
+    text = name_ranges(many, 100)
+    assert len(text) < 130 and text.endswith("more")
