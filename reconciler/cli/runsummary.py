@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from reconciler.execute.timeline import RunResult
-from reconciler.model.vocab import NodeResult
+from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 from reconciler.report.safetext import markup, text
 
 
@@ -47,10 +47,10 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
     totals = {"complete": 0, "failed": 0, "other": 0, "reboots": 0, "evictions": 0, "removals": 0}
     for r in results:
         states = [n.state for n in r.nodes]
-        reboots = sum(1 for e in r.timeline if e.event == "rebooted")
+        reboots = sum(1 for e in r.timeline if e.event == EventKind.REBOOTED)
         # a finished pod is deleted, not evicted (kubectl drain): counted apart
-        removals = sum(1 for e in r.timeline if e.event == "evict" and e.detail.endswith("(finished: removed)"))
-        evictions = sum(1 for e in r.timeline if e.event == "evict") - removals
+        removals = sum(1 for e in r.timeline if e.event == EventKind.EVICT and e.detail.endswith("(finished: removed)"))
+        evictions = sum(1 for e in r.timeline if e.event == EventKind.EVICT) - removals
         colour = {"succeeded": "green", "failed": "red", "halted": "red"}[r.result]
         row: list[Text | str] = [
             text(r.recipe),
@@ -74,7 +74,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
         totals["evictions"] += evictions
         totals["removals"] += removals
     console.print(t)
-    ok = sum(1 for r in results if r.result == "succeeded")
+    ok = sum(1 for r in results if r.result == RunVerdict.SUCCEEDED)
     console.print(
         f"{ok}/{len(results)} recipe(s) succeeded; {totals['complete']} node run(s) complete, "
         f"{totals['failed']} failed, {totals['other']} blocked or waiting; {totals['reboots']} reboot(s), "
@@ -87,7 +87,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
                 console.print(f"  [red]{markup(r.recipe)}[/red] compartment {markup(c['name'])} halted: "
                               f"{markup(c['haltReason'])}", soft_wrap=True)
         for n in r.nodes:
-            if n.state in ("failed", "blocked", "waiting"):
+            if n.state in (NodeResult.FAILED, NodeResult.BLOCKED, NodeResult.WAITING):
                 console.print(f"  [red]{markup(r.recipe)}[/red] {markup(n.name)} {markup(n.state)}: "
                               f"{markup(n.message)}", soft_wrap=True)
                 if n.log_tail:

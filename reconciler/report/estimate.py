@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.model.run import RunResult
+from reconciler.model.vocab import EventKind
 
 #: Recipe annotations that set the estimate's assumptions (Go durations, e.g. ``45s``, ``8m``).
 STAGE_ANNOTATION = "reconciler.nodewright.dev/estimate-stage-duration"
@@ -119,7 +120,7 @@ def batch_spans(run: RunResult) -> list[BatchSpan]:
         if not m:
             continue
         key = (ev.node, int(m.group(1)))
-        (starts if ev.event == "batch-start" else ends)[key] = ev.t
+        (starts if ev.event == EventKind.BATCH_START else ends)[key] = ev.t
     end_of_run = max((e.t for e in run.timeline), default=0.0)
     return [
         BatchSpan(comp, number, sizes.get((comp, number), 0), t0, ends.get((comp, number), end_of_run))

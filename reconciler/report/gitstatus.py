@@ -26,6 +26,7 @@ from typing import Any
 from reconciler.errors import InputError
 from reconciler.model.plan import Plan
 from reconciler.model.run import RunResult
+from reconciler.model.vocab import NodeResult
 
 API_VERSION = "reconciler.nodewright.dev/v1alpha1"
 KIND = "RolloutStatusFile"
@@ -50,7 +51,7 @@ DEFAULT_MESSAGE = (
 FIELDS = ("recipe", "version", "cluster", "result", "summary", "run_id", "revision", "plan_hash", "path")
 
 _SAFE = re.compile(r"[A-Za-z0-9._-]{1,253}")
-_FAILED = ("failed", "blocked")
+_FAILED = (NodeResult.FAILED, NodeResult.BLOCKED)
 
 
 def status_path(cluster: str, recipe: str, prefix: str = DEFAULT_PREFIX) -> str:

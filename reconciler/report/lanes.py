@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from reconciler.model.run import Event, RunResult
+from reconciler.model.vocab import EventKind
 
 Phase = Literal["cordon", "wait", "drain", "stage", "reboot", "interrupt", "uncordon", "failed", "blocked"]
 #: Phases in lifecycle order (legend order).
@@ -61,42 +62,42 @@ def _segments(events: Sequence[Event], end_of_run: float) -> tuple[list[Segment]
 
     for ev in events:
         e, t = ev.event, ev.t
-        if e == "cordon":
+        if e == EventKind.CORDON:
             segs.append(Segment("cordon", t, t))
-        elif e == "wait":
+        elif e == EventKind.WAIT:
             open_.setdefault("wait", (t, ev.detail))
-        elif e == "evict":
+        elif e == EventKind.EVICT:
             close("wait", t)
             open_.setdefault("drain", (t, ev.detail))
-        elif e == "drained":
+        elif e == EventKind.DRAINED:
             close("wait", t)
             if "drain" not in open_:
                 open_["drain"] = (t, "")
             close("drain", t)
-        elif e == "stage-start":
+        elif e == EventKind.STAGE_START:
             close("wait", t)
             close("drain", t)
             close("reboot", t)
             close("interrupt", t)
             close("stage", t)
             open_["stage"] = (t, ev.detail.replace(" (attempt 1)", ""))
-        elif e in ("stage-end", "stage-retry"):
+        elif e in (EventKind.STAGE_END, EventKind.STAGE_RETRY):
             close("stage", t)
-        elif e == "interrupt":
+        elif e == EventKind.INTERRUPT:
             close("stage", t)
             open_["reboot" if "reboot" in ev.detail else "interrupt"] = (t, ev.detail)
-        elif e == "rebooted":
+        elif e == EventKind.REBOOTED:
             close("reboot", t)
-        elif e == "uncordon":
+        elif e == EventKind.UNCORDON:
             for k in list(open_):
                 close(k, t)
             segs.append(Segment("uncordon", t, t))
-        elif e in ("failed", "blocked"):
+        elif e in (EventKind.FAILED, EventKind.BLOCKED):
             for k in list(open_):
                 close(k, t)
             segs.append(Segment(e, t, t, ev.detail))  # type: ignore[arg-type]
             state = e
-        elif e == "complete":
+        elif e == EventKind.COMPLETE:
             state = "complete"
     for k in list(open_):
         close(k, end_of_run)

@@ -58,11 +58,12 @@ from reconciler.model.nodestate import (
 from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import Plan
 from reconciler.model.run import RunResult
+from reconciler.model.vocab import NodeResult, NodeStatus, RunVerdict
 from reconciler.report.safetext import visible
 
 PREFIX = "node_reconciler_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-RESULTS = ("succeeded", "failed", "halted")
+RESULTS = tuple(str(v) for v in RunVerdict)
 
 _HELP: dict[str, str] = {
     "rollout_matched_nodes": "Selected nodes in the compartment.",
@@ -221,13 +222,13 @@ def rollout_metrics(
             broken = failure_key(recipe) in ann
             in_progress += flying
             failed += broken
-            blocked += ann.get(status_key(recipe)) == "blocked"
+            blocked += ann.get(status_key(recipe)) == NodeStatus.BLOCKED
             if flying or broken or node is None:
                 continue
             if result is not None:
                 out = outcome.get(name)
-                completed += out == "complete" or (out == "untouched" and name not in untouched
-                                                   and ann.get(status_key(recipe)) != "blocked")
+                completed += out == NodeResult.COMPLETE or (out == NodeResult.UNTOUCHED and name not in untouched
+                                                   and ann.get(status_key(recipe)) != NodeStatus.BLOCKED)
             else:
                 completed += not has_work.get(name, True)
         ms.set("rollout_matched_nodes", labels, matched)

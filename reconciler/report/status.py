@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.run import Event, RunResult
+from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 from reconciler.report.gitstatus import summary_text
 
 GROUP = "reconciler.nodewright.dev"
@@ -100,13 +101,13 @@ class RolloutProgress:
     def on_event(self, ev: Event) -> bool:
         """Apply one timeline event; True when the counts or halted compartments changed."""
         before = (self.counts(), tuple(self.halted))
-        if ev.event == "halted":
+        if ev.event == EventKind.HALTED:
             if ev.node not in self.halted:
                 self.halted.append(ev.node)
         elif ev.node in self.nodes:
             if ev.event in _END:
                 self.nodes[ev.node] = _END[ev.event]
-                if ev.event in ("failed", "blocked") and ev.detail:
+                if ev.event in (EventKind.FAILED, EventKind.BLOCKED) and ev.detail:
                     self.messages[ev.node] = ev.detail
             elif ev.event in _START and self.nodes[ev.node] == "pending":
                 self.nodes[ev.node] = "inProgress"
@@ -127,7 +128,7 @@ class RolloutProgress:
                 "removed": "removed",
             }.get(n.state, fallback)  # type: ignore[assignment]
             self.nodes[n.name] = state
-            if n.state in ("failed", "blocked"):
+            if n.state in (NodeResult.FAILED, NodeResult.BLOCKED):
                 stage = f" at {n.failed_stage}" if n.failed_stage else ""
                 self.messages[n.name] = f"{n.state}{stage}: {n.message}".strip()
         self.halted = sorted({c["name"] for c in result.compartments if c.get("halted")} | set(self.halted))
@@ -154,10 +155,10 @@ class RolloutProgress:
         Halted (a compartment stopped); ``paused`` wins while not finished."""
         if not self.finished:
             return "Paused" if paused else "Progressing"
-        if self.halted or self.result == "halted":
+        if self.halted or self.result == RunVerdict.HALTED:
             return "Halted"
         c = self.counts()
-        if c["failed"] or c["blocked"] or self.result == "failed":
+        if c["failed"] or c["blocked"] or self.result == RunVerdict.FAILED:
             return "Failed"
         return "Complete" if c["pending"] == 0 and c["inProgress"] == 0 else "Progressing"
 
