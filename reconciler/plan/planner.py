@@ -64,7 +64,7 @@ import hashlib
 import heapq
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -243,6 +243,16 @@ def _diff_key(recipe: str, ann: Mapping[str, str]) -> tuple[str | None, ...]:
     return tuple([get(k) for k in _diff_keys(recipe)])
 
 
+def _for_node(d: NodeDiff, name: str) -> NodeDiff:
+    """``dataclasses.replace(d, node=name)`` without re-running ``__init__`` (a frozen dataclass
+    without slots or ``__post_init__``: its fields are its ``__dict__``); once per node that
+    shares a recorded state with an earlier one."""
+    out = object.__new__(NodeDiff)
+    out.__dict__.update(d.__dict__)
+    out.__dict__["node"] = name
+    return out
+
+
 def _plan_node(
     recipe: Recipe,
     fleet: ObservedFleet,
@@ -255,7 +265,7 @@ def _plan_node(
     key = _diff_key(recipe.name, info.annotations) if memo is not None else None
     hit = memo.get(key) if memo is not None and key is not None else None
     if hit is not None:
-        d, steps = replace(hit[0], node=info.name), hit[1]
+        d, steps = _for_node(hit[0], info.name), hit[1]
     else:
         d = diff_node(recipe, info)
         steps = order_steps(d.changes, deps)
