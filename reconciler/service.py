@@ -35,6 +35,7 @@ from reconciler.execute.rollout import Rollout, default_workers, new_run_id
 from reconciler.execute.sequencing import waiting_nodes
 from reconciler.execute.taints import auto_taint
 from reconciler.load import Inputs, policy_for
+from reconciler.load.snapshotfile import paused_gc
 from reconciler.model.plan import Plan
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import Event, RunResult
@@ -120,9 +121,14 @@ def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "") -> lis
     """Plan every recipe of ``inputs`` against one observation of ``cluster`` (reads only);
     ``revision`` labels where the inputs came from (recorded, not hashed).
 
-    Raises: InputError (a dependency cycle), ClusterError (the reads failed)."""
-    fleet = observe(cluster)
-    return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision) for r in inputs.recipes]
+    Raises: InputError (a dependency cycle), ClusterError (the reads failed).
+
+    The cyclic garbage collector is paused meanwhile: observing and planning a large fleet
+    allocate millions of acyclic records and free none, and each allocation burst made it rescan
+    all of them (3x the CPU of observing 100,000 nodes)."""
+    with paused_gc():
+        fleet = observe(cluster)
+        return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision) for r in inputs.recipes]
 
 
 def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: ApplySettings,
