@@ -313,13 +313,17 @@ def dumps_sorted(doc: Any, *, indent: bool = False) -> str:
     keep such floats out (:func:`reconciler.plan.planner.plan_hash`). An :class:`enum.Enum` that is
     not a ``str`` is written as its value (``json.dumps`` would call ``default``): none is passed.
     """
+    return dumps_sorted_bytes(doc, indent=indent).decode("ascii")
+
+
+def dumps_sorted_bytes(doc: Any, *, indent: bool = False) -> bytes:
+    """:func:`dumps_sorted` encoded (ASCII): orjson's bytes as they are when they need no escape."""
     try:
         blob = orjson.dumps(doc, option=_ORJSON_OPTIONS | orjson.OPT_INDENT_2 if indent else _ORJSON_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError included
         if indent:
-            return json.dumps(doc, sort_keys=True, indent=2, default=str)
-        return json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
-    text = blob.decode("utf-8")
-    if not text.isascii() or "\x7f" in text:
-        text = _NOT_ASCII.sub(_escaped, text)
-    return text
+            return json.dumps(doc, sort_keys=True, indent=2, default=str).encode("ascii")
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str).encode("ascii")
+    if blob.isascii() and b"\x7f" not in blob:
+        return blob
+    return _NOT_ASCII.sub(_escaped, blob.decode("utf-8")).encode("ascii")

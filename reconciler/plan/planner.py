@@ -70,7 +70,7 @@ from typing import Any
 
 from reconciler.diff import NodeDiff, PackageChange, diff_node
 from reconciler.errors import InputError
-from reconciler.jsonsafe import dumps_sorted
+from reconciler.jsonsafe import dumps_sorted_bytes
 from reconciler.model.graph import dependents, find_cycle
 from reconciler.model.interrupts import merge_interrupts
 from reconciler.model.nodestate import (
@@ -382,12 +382,12 @@ def _canonical(doc: Any) -> str:
 def _canonical_part(part: Mapping[str, Any]) -> bytes:
     """``_canonical(part).encode()`` for one node's hash part (written here: strings, booleans,
     ``created`` a float, lists and dicts of strings), through orjson
-    (:func:`reconciler.jsonsafe.dumps_sorted`; the annotation values are large escaped strings)
+    (:func:`reconciler.jsonsafe.dumps_sorted_bytes`; the annotation values are large escaped strings)
     unless ``created`` is a float ``repr`` writes with an exponent."""
     created = part.get("created")
     if type(created) is float and created and not 1e-4 <= abs(created) < 1e16:
         return _canonical(part).encode()
-    return dumps_sorted(part).encode()
+    return dumps_sorted_bytes(part)
 
 
 def plan_hash(recipe: Recipe, policy: DeploymentPolicy, node_parts: Sequence[Mapping[str, Any]]) -> str:
