@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 #: First read (bytes); later reads are at least as large as the window already held.
-CHUNK = 32 * 1024 * 1024
+CHUNK = 4 * 1024 * 1024
 
 _WS = re.compile(r"[ \t\n\r]*")
 _SURROGATE_HINT = re.compile(r"\\u[dD]")
