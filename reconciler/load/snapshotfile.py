@@ -50,7 +50,7 @@ from reconciler.errors import InputError, SourcePos
 from reconciler.load.yamlsafe import format_path as yamlsafe_format_path
 
 #: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
-#: node and 3 pods per node is about 1.9 GB of kubectl JSON (and needs about 7 GB of memory to plan).
+#: node and 3 pods per node is about 1.9 GB of kubectl JSON (and needs about 2.8 GB of memory to plan).
 MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024 * 1024
 
 #: Deepest nesting of mappings/sequences accepted. Kubernetes objects nest about 15 deep
