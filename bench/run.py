@@ -171,7 +171,7 @@ def main() -> None:
     # a kubectl snapshot loaded and planned end to end through the CLI (bench/snapshot.py)
     print(flush=True)
     snap = [sys.executable, os.path.join(HERE, "snapshot.py"), "--sizes",
-            *(["200", "1000"] if a.quick else ["1000", "10000", "100000"])]
+            *(["200", "1000", "--repeats", "1"] if a.quick else ["1000", "10000", "100000"])]
     subprocess.run(snap, check=True)
     # the simulated apply of such a snapshot through the CLI, drained and rebooted nodes included
     print(flush=True)

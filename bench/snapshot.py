@@ -1,17 +1,21 @@
 """Benchmark: ``reconciler plan`` end to end on a kubectl snapshot (``--cluster sim:FILE``).
 
     python bench/snapshot.py                       # 1,000 / 10,000 / 100,000 nodes, JSON (YAML to 10,000)
-    python bench/snapshot.py --sizes 1000 10000 --formats json
-    python bench/snapshot.py --keep DIR            # keep the generated dumps and recipe in DIR
+    python bench/snapshot.py --sizes 1000 10000 --formats json --repeats 5
+    python bench/snapshot.py --keep DIR            # keep the generated dumps and recipe in DIR (reused)
 
 Generates what ``kubectl get nodes,pods,pdb -A -o json|yaml`` prints for a fleet of N GPU nodes,
 each with 25 packages of recorded state (``reconciler.nodewright.dev/nodeState_bench`` in
 NodeWright's JSON shape, and the per-package config digests), 10 % of the nodes one package
 behind; 3 pods per node (a DaemonSet pod and two ReplicaSet pods) and one PDB. Then, each in a
-fresh process: **load** = ``SimFleet.from_file`` alone (read, parse, validate, index); **plan** =
-``python -m reconciler plan RECIPE --cluster sim:FILE -o json`` as a subprocess, wall and CPU time
-and peak RSS from ``resource.getrusage(RUSAGE_CHILDREN)``. Numbers, not assertions; targets
-(issue #14): 10,000 nodes under 3 s and 100,000 under 30 s end to end on a 2-core machine.
+fresh process: **load** = ``SimFleet.from_file`` alone (read, parse, validate, index; one run);
+**plan** = ``python -m reconciler plan RECIPE --cluster sim:FILE -o json`` as a subprocess,
+``--repeats`` times: wall time, CPU time (user + system) and peak RSS of that child alone
+(``resource.getrusage(RUSAGE_CHILDREN)`` in a fresh measuring process), reported as min / median
+(peak: the largest). ``growth`` compares the median wall and CPU with the previous size of the
+same format (10x the nodes: 10x is linear). The load average is printed per row: on a shared
+machine wall time is the noisy figure, CPU time the steadier one. Numbers, not assertions;
+targets (issue #14): 10,000 nodes under 3 s and 100,000 under 30 s end to end on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -186,32 +192,53 @@ def _sub(kind: str, fleet: Path, recipe: Path, policy: Path) -> dict[str, float]
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def run(sizes: list[int], formats: list[str], keep: str | None, yaml_max: int = 10000) -> list[dict[str, Any]]:
-    """Generate and measure every size × format (YAML only up to ``yaml_max`` nodes: libyaml's
-    node graph of a 100,000-node fleet needs about 20 GB); print one table row each; return the rows."""
+def _fmt(values: list[float], digits: int = 2) -> str:
+    return f"{min(values):.{digits}f}/{statistics.median(values):.{digits}f}"
+
+
+def run(sizes: list[int], formats: list[str], keep: str | None, yaml_max: int = 10000, repeats: int = 3,
+        load: bool = True) -> list[dict[str, Any]]:
+    """Generate and measure every size × format (YAML only up to ``yaml_max`` nodes: the whole
+    text and libyaml's events of a 100,000-node fleet need tens of GB); print one table row each;
+    return the rows. With ``keep``, dumps already in that directory are reused."""
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
     work.mkdir(parents=True, exist_ok=True)
     recipe, policy = work / "recipe.yaml", work / "policy.yaml"
     recipe.write_text(recipe_text(), encoding="utf-8")
     policy.write_text(POLICY, encoding="utf-8")
     good, behind = node_annotations(str(recipe))
-    print(f"{'nodes':>8} {'pods':>7} {'format':>6} {'file MB':>8} {'load s':>7} {'plan s':>7} {'cpu s':>7} "
-          f"{'peak MB':>8}")
-    rows = []
+    print(f"{'nodes':>8} {'pods':>7} {'format':>6} {'file MB':>8} {'load s':>7} {'plan wall s':>12} {'cpu s':>12} "
+          f"{'peak MB':>8} {'growth wall/cpu':>16} {'load avg':>8}")
+    print(f"{'':>8} {'':>7} {'':>6} {'':>8} {'':>7} {'min/median':>12} {'min/median':>12}")
+    rows: list[dict[str, Any]] = []
+    previous: dict[str, dict[str, Any]] = {}
     for n in sizes:
-        objs = fleet_objects(n, good, behind)
+        objs: list[dict[str, Any]] | None = None
         for fmt in formats:
             if fmt == "yaml" and n > yaml_max:
                 continue
             fleet = work / f"fleet-{n}.{fmt}"
-            write_fleet(fleet, objs, fmt)
-            load = _sub("load", fleet, recipe, policy)
-            plan = _sub("plan", fleet, recipe, policy)
+            if not (keep and fleet.exists()):
+                if objs is None:
+                    objs = fleet_objects(n, good, behind)
+                write_fleet(fleet, objs, fmt)
+            avg = os.getloadavg()[0]
+            load_s = _sub("load", fleet, recipe, policy)["wall"] if load else float("nan")
+            plans = [_sub("plan", fleet, recipe, policy) for _ in range(repeats)]
+            walls, cpus = [p["wall"] for p in plans], [p["cpu"] for p in plans]
             row = {"nodes": n, "pods": 3 * n, "format": fmt, "file_mb": fleet.stat().st_size / 2**20,
-                   "load_s": load["wall"], "plan_s": plan["wall"], "cpu_s": plan["cpu"], "rss_mb": plan["rss_mb"]}
+                   "load_s": load_s, "wall_s": walls, "cpu_s": cpus, "rss_mb": max(p["rss_mb"] for p in plans),
+                   "loadavg": avg}
+            growth = ""
+            prev = previous.get(fmt)
+            if prev is not None:
+                growth = (f"{statistics.median(walls) / statistics.median(prev['wall_s']):.1f}x/"
+                          f"{statistics.median(cpus) / statistics.median(prev['cpu_s']):.1f}x")
+                row["growth"] = growth
+            previous[fmt] = row
             rows.append(row)
-            print(f"{n:>8} {3 * n:>7} {fmt:>6} {row['file_mb']:>8.0f} {row['load_s']:>7.2f} {row['plan_s']:>7.2f} "
-                  f"{row['cpu_s']:>7.2f} {row['rss_mb']:>8.0f}", flush=True)
+            print(f"{n:>8} {3 * n:>7} {fmt:>6} {row['file_mb']:>8.0f} {load_s:>7.2f} {_fmt(walls):>12} "
+                  f"{_fmt(cpus):>12} {row['rss_mb']:>8.0f} {growth:>16} {avg:>8.1f}", flush=True)
             if not keep:
                 fleet.unlink()
         del objs
@@ -223,17 +250,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--formats", nargs="+", default=["json", "yaml"], choices=["json", "yaml"])
-    ap.add_argument("--keep", metavar="DIR", help="write the dumps into DIR and keep them")
+    ap.add_argument("--keep", metavar="DIR", help="write the dumps into DIR and keep them (reused when present)")
     ap.add_argument("--yaml-max", type=int, default=10000, metavar="N", help="YAML dumps only up to N nodes")
+    ap.add_argument("--repeats", type=int, default=3, metavar="N", help="plan runs per size and format")
+    ap.add_argument("--no-load", action="store_true", help="skip the SimFleet.from_file measurement")
     ap.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
         print(json.dumps(measure(*a.one)))
         return
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"plan end to end on a kubectl snapshot: {PACKAGES} packages of recorded state per node, 10 % of nodes "
-          "one package behind, 3 pods per node, 1 PDB (load average at start: "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    run(a.sizes, a.formats, a.keep, a.yaml_max)
+          f"one package behind, 3 pods per node, 1 PDB; {a.repeats} plan runs per row")
+    run(a.sizes, a.formats, a.keep, a.yaml_max, a.repeats, not a.no_load)
 
 
 if __name__ == "__main__":

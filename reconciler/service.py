@@ -35,6 +35,7 @@ from reconciler.execute.rollout import Rollout, default_workers, new_run_id
 from reconciler.execute.sequencing import waiting_nodes
 from reconciler.execute.taints import auto_taint
 from reconciler.load import Inputs, policy_for
+from reconciler.load.snapshotfile import paused_gc
 from reconciler.model.observed import ObservedFleet
 from reconciler.model.plan import Plan
 from reconciler.model.recipe import Recipe
@@ -134,9 +135,14 @@ def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "",
     """Plan every recipe of ``inputs`` against one observation of ``cluster`` (reads only);
     ``revision`` labels where the inputs came from (recorded, not hashed).
 
-    Raises: InputError (a dependency cycle), ClusterError (the reads failed)."""
-    fleet = observe(cluster)
-    return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision, only=only) for r in inputs.recipes]
+    Raises: InputError (a dependency cycle), ClusterError (the reads failed).
+
+    The cyclic garbage collector is paused meanwhile: observing and planning a large fleet
+    allocate millions of acyclic records and free none, and its passes over them cost about a
+    fifth of the CPU of observing 100,000 nodes."""
+    with paused_gc():
+        fleet = observe(cluster)
+        return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision, only=only) for r in inputs.recipes]
 
 
 def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: ApplySettings,

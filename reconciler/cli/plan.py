@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg, add_selector_arg
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
-from reconciler.model.plan import Plan
+from reconciler.model.plan import Plan, canonical_json
 from reconciler.report.safetext import visible
 
 
@@ -100,7 +99,7 @@ def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
     if output == "json":
         if len(plans) == 1:
             return render_json(plans[0])
-        return json.dumps({"plans": [p.to_dict() for p in plans]}, sort_keys=True, indent=2) + "\n"
+        return canonical_json({"plans": [p.to_dict() for p in plans]})
     if output == "markdown":
         sep = "\n---\n\n"
         limit = (MARKDOWN_LIMIT - len(sep) * max(0, len(plans) - 1)) // max(1, len(plans))

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.reportfile import check_report_file
     from reconciler.execute.rollout import Rollout
     from reconciler.load import load_inputs, policy_for
+    from reconciler.load.snapshotfile import paused_gc
     from reconciler.observe.snapshot import observe
     from reconciler.plan.planner import compute_plan
 
@@ -52,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     cfg_path = getattr(args, "sim_config", None)
     source = open_cluster(argparse.Namespace(**{**vars(args), "sim_config": None}))
     config = load_sim_config(cfg_path) if cfg_path else None
-    sim = SimFleet(objects_from_observed(observe(source.cluster)), config)
+    with paused_gc():  # millions of acyclic objects allocated, none freed: no collector passes over them
+        sim = SimFleet(objects_from_observed(observe(source.cluster)), config)
     results: list[RunResult] = []
     for recipe in inputs.recipes:
         policy = policy_for(recipe, inputs)

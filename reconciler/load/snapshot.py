@@ -95,6 +95,9 @@ def _error(src: SnapshotText, doc: int, path: tuple[str | int, ...], obj: Any, f
 #: Errors given a line:column (finding one in a large JSON file re-reads it up to that point).
 MAX_LOCATED = 3
 
+#: Objects validated per call (see :func:`validate_snapshot`).
+VALIDATE_BATCH = 2000
+
 
 @cache
 def _adapter(kind: str) -> TypeAdapter[Any]:
@@ -286,13 +289,18 @@ def validate_snapshot(src: SnapshotText) -> Snapshot:
     for kind, entries_ in groups.items():
         if not entries_:
             continue
-        try:
-            _adapter(kind).validate_python([e[0] for e in entries_])
-        except ValidationError as exc:
-            for err in best_errors(exc.errors(include_url=False)):
-                loc = err["loc"]
-                bad, bd, bp = entries_[int(loc[0])]
-                fail(bd, bp, bad, loc_path(tuple(loc[1:])), pydantic_message(err))
+        validate = _adapter(kind).validate_python
+        # in batches: pydantic builds a validated copy of its input, dropped at once here, so
+        # only one batch's copy is ever alive (not one of every pod of a large fleet)
+        for start in range(0, len(entries_), VALIDATE_BATCH):
+            batch = entries_[start:start + VALIDATE_BATCH]
+            try:
+                validate([e[0] for e in batch])
+            except ValidationError as exc:
+                for err in best_errors(exc.errors(include_url=False)):
+                    loc = err["loc"]
+                    bad, bd, bp = batch[int(loc[0])]
+                    fail(bd, bp, bad, loc_path(tuple(loc[1:])), pydantic_message(err))
         seen: dict[tuple[str, str], tuple[str | int, ...]] = {}
         for obj, d, p in entries_:
             meta = obj.get("metadata")

@@ -22,6 +22,11 @@ Before parsing, the file is ``stat``-ed (at most :data:`MAX_SNAPSHOT_BYTES`), gz
 binary content, UTF-16/32 and non-UTF-8 bytes are refused with their position, a UTF-8 BOM is
 dropped. No position table is kept while parsing (it would double the memory of a large fleet):
 :meth:`SnapshotText.locate` finds the ``line:column`` of a path only when an error needs it.
+
+A JSON snapshot of at least :data:`STREAM_BYTES` in a regular file is read window by window
+(:mod:`reconciler.load.jsonstream`: the same result, or a hand-over to the whole-file reader when
+it might differ) and its text is not kept: the error path reads it again. Equal long annotation
+values (the recorded package state of nodes in the same state) are shared as items are parsed.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,7 +50,7 @@ from reconciler.errors import InputError, SourcePos
 from reconciler.load.yamlsafe import format_path as yamlsafe_format_path
 
 #: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
-#: node and 3 pods per node is about 1.9 GB of kubectl JSON (and needs about 7 GB of memory to plan).
+#: node and 3 pods per node is about 1.9 GB of kubectl JSON (and needs about 2.8 GB of memory to plan).
 MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024 * 1024
 
 #: Deepest nesting of mappings/sequences accepted. Kubernetes objects nest about 15 deep
@@ -53,6 +59,12 @@ MAX_DEPTH = 100
 
 #: How many YAML nodes aliases may add when expanded (kubectl never writes aliases).
 MAX_ALIAS_NODES = 1_000_000
+
+#: JSON snapshots in regular files at least this large (bytes) are read window by window.
+STREAM_BYTES = 16 * 1024 * 1024
+
+#: Annotation values at least this long are shared between the objects that hold equal ones.
+SHARED_VALUE_CHARS = 128
 
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -74,25 +86,38 @@ class SnapshotText:
 
     ``fmt`` is ``"json"`` or ``"yaml"``; ``docs`` the non-empty documents as plain ``dict``/
     ``list``/``str``/``int``/``float``/``bool``/``None`` data (a JSON file is one document);
-    ``doc_index[i]`` the 0-based number of ``docs[i]`` in the file.
+    ``doc_index[i]`` the 0-based number of ``docs[i]`` in the file. ``text`` is None for a
+    snapshot read window by window: :meth:`source_text` reads it again when an error needs it.
     """
 
     file: str
-    text: str
+    text: str | None
     fmt: str
     docs: list[Any]
     doc_index: list[int]
+
+    def source_text(self) -> str:
+        """The decoded text (read again from :attr:`file` when it was not kept).
+
+        Raises:
+            OSError, InputError: the file cannot be read or decoded any more.
+        """
+        if self.text is None:
+            with open(self.file, "rb") as fh:
+                self.text = decode_snapshot(fh.read(), self.file)
+        return self.text
 
     def locate(self, doc: int, path: Sequence[str | int]) -> SourcePos:
         """``file:line:column`` of ``path`` in document ``doc`` (of a mapping entry: its key; of a
         sequence item: the item), or of the nearest ancestor found; only the file when the text
         cannot be walked. Called on the error path only: it re-reads the text."""
         try:
+            text = self.source_text()
             if self.fmt == "json":
-                offset = _json_offset(self.text, path)
-                return _offset_pos(self.text, offset, self.file)
-            return _yaml_locate(self.text, self.file, self.doc_index[doc], path)
-        except (ValueError, IndexError, RecursionError, TypeError, KeyError, InputError):
+                offset = _json_offset(text, path)
+                return _offset_pos(text, offset, self.file)
+            return _yaml_locate(text, self.file, self.doc_index[doc], path)
+        except (ValueError, IndexError, RecursionError, TypeError, KeyError, InputError, OSError):
             return SourcePos(self.file, 1, 1)
 
 
@@ -128,10 +153,15 @@ def read_snapshot(path: str, *, max_bytes: int | None = None) -> SnapshotText:
     if max_bytes is None:
         max_bytes = MAX_SNAPSHOT_BYTES
     try:
-        size = os.stat(path).st_size
+        st = os.stat(path)
+        size = st.st_size
         if size > max_bytes:
             raise InputError(f"fleet snapshot is {size} bytes, larger than the {max_bytes} byte limit",
                              SourcePos(path, 1, 1))
+        if stat.S_ISREG(st.st_mode) and size >= STREAM_BYTES:
+            streamed = _read_streamed(path, max_bytes)
+            if streamed is not None:
+                return streamed
         with open(path, "rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as e:
@@ -139,7 +169,49 @@ def read_snapshot(path: str, *, max_bytes: int | None = None) -> SnapshotText:
     if len(raw) > max_bytes:
         raise InputError(f"fleet snapshot is larger than the {max_bytes} byte limit", SourcePos(path, 1, 1))
     text = decode_snapshot(raw, path)
+    del raw  # the text only from here: the bytes and the parsed data are never alive together
     return parse_snapshot(text, path)
+
+
+def _read_streamed(path: str, max_bytes: int) -> SnapshotText | None:
+    """A JSON snapshot read window by window (:mod:`reconciler.load.jsonstream`), or None when
+    it is not JSON or the whole-file reader must decide (it then reads the file again)."""
+    from reconciler.load.jsonstream import Fallback, read_stream
+
+    shared: dict[str, str] = {}
+    with open(path, "rb") as fh:
+        head = fh.read(4096).lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+        if head[:1] not in (b"{", b"["):
+            return None
+        fh.seek(0)
+        try:
+            doc = read_stream(fh, max_bytes, lambda item: share_long_values(item, shared), max_depth=MAX_DEPTH)
+        except Fallback:
+            doc = _FALLBACK
+    if doc is _FALLBACK:
+        return None
+    return SnapshotText(path, None, "json", [doc], [0])
+
+
+_FALLBACK = object()
+
+
+def share_long_values(obj: Any, shared: dict[str, str]) -> None:
+    """Make equal annotation values of at least :data:`SHARED_VALUE_CHARS` characters in
+    ``obj`` (any parsed item; only a mapping's ``metadata.annotations`` mapping is touched) one
+    string object, through ``shared`` (value → the first such string). Nodes in the same state
+    carry the same recorded state, kilobytes per node: this keeps one copy of each."""
+    if type(obj) is not dict:
+        return
+    meta = obj.get("metadata")
+    if type(meta) is not dict:
+        return
+    ann = meta.get("annotations")
+    if type(ann) is not dict:
+        return
+    for k, v in ann.items():  # values replaced by equal ones: the mapping's size never changes
+        if type(v) is str and len(v) >= SHARED_VALUE_CHARS:
+            ann[k] = shared.setdefault(v, v)
 
 
 _MAGIC = ((b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip)"),
@@ -245,6 +317,7 @@ def _stack_depth() -> int:
 
 _SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})|"
                         r"(?<![0-9a-fA-F]{4})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
 
 
 _SURROGATE_HINT = re.compile(r"\\u[dD]")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from reconciler.model.selector import LabelSelector, Taint, Toleration
 from reconciler.model.vocab import UnhealthyPodEvictionPolicy
@@ -119,6 +120,10 @@ class PdbInfo:
         return pod.namespace == self.namespace and self.selector is not None and self.selector.matches(pod.labels)
 
 
+_BY_NAME = attrgetter("name")
+_BY_NAMESPACE_NAME = attrgetter("namespace", "name")
+
+
 @dataclass(frozen=True)
 class ObservedFleet:
     """One frozen snapshot of the fleet: nodes by name, pods indexed by node, PDBs.
@@ -138,9 +143,9 @@ class ObservedFleet:
             if p.node_name:
                 by_node.setdefault(p.node_name, []).append(p)
         return cls(
-            nodes={n.name: n for n in sorted(nodes, key=lambda n: n.name)},
-            pods_by_node={k: tuple(sorted(v, key=lambda p: (p.namespace, p.name))) for k, v in by_node.items()},
-            pdbs=tuple(sorted(pdbs, key=lambda p: (p.namespace, p.name))),
+            nodes={n.name: n for n in sorted(nodes, key=_BY_NAME)},
+            pods_by_node={k: tuple(sorted(v, key=_BY_NAMESPACE_NAME)) for k, v in by_node.items()},
+            pdbs=tuple(sorted(pdbs, key=_BY_NAMESPACE_NAME)),
         )
 
     def pods_on(self, node: str) -> tuple[PodInfo, ...]:

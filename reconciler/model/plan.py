@@ -7,11 +7,11 @@ same inputs → byte-identical JSON and the same ``planHash``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import Field
 
+from reconciler.jsonsafe import dumps_sorted
 from reconciler.model.base import Frozen
 from reconciler.model.recipe import Interrupt
 from reconciler.model.vocab import Action
@@ -125,5 +125,12 @@ class Plan(Frozen):
         return self.model_dump(mode="json", by_alias=True)
 
     def to_json(self) -> str:
-        """Canonical JSON: sorted keys, two-space indent, trailing newline."""
-        return json.dumps(self.to_dict(), sort_keys=True, indent=2) + "\n"
+        """Canonical JSON: sorted keys, two-space indent, trailing newline; non-ASCII characters
+        and DEL as ``\\uXXXX`` escapes (``json.dumps(..., sort_keys=True, indent=2)``)."""
+        return canonical_json(self.to_dict())
+
+
+def canonical_json(doc: Any) -> str:
+    """``json.dumps(doc, sort_keys=True, indent=2) + "\\n"`` (through orjson:
+    :func:`reconciler.jsonsafe.dumps_sorted`)."""
+    return dumps_sorted(doc, indent=True) + "\n"

@@ -68,11 +68,13 @@ import hashlib
 import heapq
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from reconciler.diff import NodeDiff, PackageChange, diff_node
 from reconciler.errors import InputError
+from reconciler.jsonsafe import dumps_sorted_bytes
 from reconciler.model.disruption import EvictionAnswer, eviction_answer
 from reconciler.model.graph import dependents, find_cycle
 from reconciler.model.interrupts import merge_interrupts
@@ -224,17 +226,36 @@ def _pod_id(p: PodInfo) -> str:
     return f"{p.ref}@{p.uid}"
 
 
+@cache
+def _relevant_keys(recipe: str) -> tuple[str, ...]:
+    return (state_key(recipe), config_key(recipe), inflight_key(recipe), cordon_key(recipe),
+            *(f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES))
+
+
+@cache
+def _diff_keys(recipe: str) -> tuple[str, ...]:
+    return (state_key(recipe), config_key(recipe), inflight_key(recipe), failure_key(recipe), cordon_key(recipe),
+            *(f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES))
+
+
 def _relevant_annotations(recipe: str, ann: Mapping[str, str]) -> dict[str, str]:
-    keys = [state_key(recipe), config_key(recipe), inflight_key(recipe), cordon_key(recipe)]
-    keys += [f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES]
-    return {k: ann[k] for k in keys if k in ann}
+    return {k: ann[k] for k in _relevant_keys(recipe) if k in ann}
 
 
 def _diff_key(recipe: str, ann: Mapping[str, str]) -> tuple[str | None, ...]:
     """The annotations a node's diff depends on (with the recipe, which is fixed per plan)."""
-    keys = (state_key(recipe), config_key(recipe), inflight_key(recipe), failure_key(recipe), cordon_key(recipe),
-            *(f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES))
-    return tuple(ann.get(k) for k in keys)
+    get = ann.get
+    return tuple([get(k) for k in _diff_keys(recipe)])
+
+
+def _for_node(d: NodeDiff, name: str) -> NodeDiff:
+    """``dataclasses.replace(d, node=name)`` without re-running ``__init__`` (a frozen dataclass
+    without slots or ``__post_init__``: its fields are its ``__dict__``); once per node that
+    shares a recorded state with an earlier one."""
+    out = object.__new__(NodeDiff)
+    out.__dict__.update(d.__dict__)
+    out.__dict__["node"] = name
+    return out
 
 
 def _plan_node(
@@ -249,7 +270,7 @@ def _plan_node(
     key = _diff_key(recipe.name, info.annotations) if memo is not None else None
     hit = memo.get(key) if memo is not None and key is not None else None
     if hit is not None:
-        d, steps = replace(hit[0], node=info.name), hit[1]
+        d, steps = _for_node(hit[0], info.name), hit[1]
     else:
         d = diff_node(recipe, info)
         steps = order_steps(d.changes, deps)
@@ -369,6 +390,17 @@ def _canonical(doc: Any) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
 
 
+def _canonical_part(part: Mapping[str, Any]) -> bytes:
+    """``_canonical(part).encode()`` for one node's hash part (written here: strings, booleans,
+    ``created`` a float, lists and dicts of strings), through orjson
+    (:func:`reconciler.jsonsafe.dumps_sorted_bytes`; the annotation values are large escaped strings)
+    unless ``created`` is a float ``repr`` writes with an exponent."""
+    created = part.get("created")
+    if type(created) is float and created and not 1e-4 <= abs(created) < 1e16:
+        return _canonical(part).encode()
+    return dumps_sorted_bytes(part)
+
+
 def plan_hash(recipe: Recipe, policy: DeploymentPolicy, node_parts: Sequence[Mapping[str, Any]]) -> str:
     """sha256 hex of the canonical hash document (see the module docstring).
 
@@ -380,7 +412,7 @@ def plan_hash(recipe: Recipe, policy: DeploymentPolicy, node_parts: Sequence[Map
     for i, part in enumerate(sorted(node_parts, key=lambda n: str(n["name"]))):
         if i:
             h.update(b",")
-        h.update(_canonical(part).encode())
+        h.update(_canonical_part(part))
     h.update(b'],"policy":')
     h.update(_canonical(policy.model_dump(mode="json", exclude={"source"})).encode())
     h.update(b',"recipe":')
