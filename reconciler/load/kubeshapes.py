@@ -348,6 +348,8 @@ class _PdbSpec(TypedDict):
     selector: NotRequired[LabelSelector | None]
     minAvailable: NotRequired[IntOrPercent | None]
     maxUnavailable: NotRequired[IntOrPercent | None]
+    # kube-apiserver refuses any other value (ValidatePodDisruptionBudgetSpec)
+    unhealthyPodEvictionPolicy: NotRequired[Literal["IfHealthyBudget", "AlwaysAllow"] | None]
 
 
 PdbSpec = Annotated[_PdbSpec, AfterValidator(_one_of)]
