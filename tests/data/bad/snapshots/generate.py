@@ -346,7 +346,8 @@ CASES: dict[str, tuple[Any, str, str, str, str]] = {
     "pdb-unhealthy-policy-unknown": (setp(PDB, "spec.unhealthyPodEvictionPolicy", "Sometimes"), "yaml",
                                      "an unhealthyPodEvictionPolicy kube-apiserver does not have",
                                      "input should be 'IfHealthyBudget' or 'AlwaysAllow'",
-                                     "items[13] (PodDisruptionBudget/serving/inference) spec.unhealthyPodEvictionPolicy"),
+                                     "items[13] (PodDisruptionBudget/serving/inference) "
+                                     "spec.unhealthyPodEvictionPolicy"),
     "pdb-min-available-150-percent": (setp(PDB, "spec.minAvailable", "150%"), "yaml",
                                       "a percentage over 100", "percentage from 0% to 100%", "spec.minAvailable"),
     "pdb-min-available-digit-string": (setp(PDB, "spec.maxUnavailable", "1"), "json",
