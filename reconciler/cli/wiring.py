@@ -122,6 +122,7 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
                             retry_period=args.leader_elect_retry_period)
     source: Any
     status = None
+    events = None
     if args.source == "crd":
         source = ObjectSource(args.policy, locked=args.locked)
     elif args.source == "git":
@@ -133,10 +134,13 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
         source = DirectorySource(args.recipe_paths, args.policy, locked=args.locked)
     api_client = getattr(opened.cluster, "api_client", None)
     if args.source == "crd" and api_client is not None:
-        from reconciler.adapters.noderecipes import NodeRecipeStatus
+        from reconciler.adapters.host import process_identity
+        from reconciler.adapters.noderecipes import NodeRecipeEvents, NodeRecipeStatus
 
         status = (NodeRecipeStatus(api_client), source)
-    ctl = Controller(source, opened.cluster, opened.clock, settings, status=status, leader=leader, metrics=metrics)
+        events = (NodeRecipeEvents(api_client, instance=process_identity()), source)
+    ctl = Controller(source, opened.cluster, opened.clock, settings, status=status, leader=leader, metrics=metrics,
+                     events=events)
     wired = Wired(ctl, args, leader=leader, clock=opened.clock)
     if isinstance(source, GitSource):
         wired.git = (source, args.git_interval)

@@ -37,6 +37,7 @@ from typing import Any
 
 from reconciler.controller.leader import Leadership
 from reconciler.controller.metrics import ControllerMetrics, MetricsObserver
+from reconciler.controller.recipeevents import EventSink, ObjectUids, RecipeEventsObserver
 from reconciler.controller.recipestatus import (
     ObjectView,
     RecipeStatusObserver,
@@ -104,9 +105,10 @@ class Controller:
 
     def __init__(self, source: DesiredState, cluster: Cluster, clock: Clock, settings: ControllerSettings, *,
                  status: tuple[StatusWriter, ObjectView] | None = None, leader: Leadership | None = None,
-                 metrics: ControllerMetrics | None = None) -> None:
+                 metrics: ControllerMetrics | None = None,
+                 events: tuple[EventSink, ObjectUids] | None = None) -> None:
         self.source, self.cluster, self.clock, self.settings = source, cluster, clock, settings
-        self.status, self.leader = status, leader
+        self.status, self.leader, self.events = status, leader, events
         self.metrics = metrics or ControllerMetrics()
         self.queue = WorkQueue()
         self.signal = StopSignal()
@@ -194,6 +196,8 @@ class Controller:
             writer, objects = self.status
             out.append(RecipeStatusObserver(writer, objects, self.clock,
                                             on_write=lambda _: self.metrics.status_writes.inc()))
+        if self.events is not None:
+            out.append(RecipeEventsObserver(*self.events))
         return out
 
     def _write_status(self, name: str, build: Any) -> None:

@@ -163,6 +163,13 @@ class ObjectSource:
         gen = (obj.get("metadata") or {}).get("generation")
         return gen if isinstance(gen, int) else 0
 
+    def uid(self, name: str) -> str | None:
+        """``metadata.uid`` of object ``name`` (None: no such object)."""
+        with self._mutex:
+            obj = self._objects.get(name)
+        uid = (obj.get("metadata") or {}).get("uid") if obj is not None else None
+        return uid if isinstance(uid, str) and uid else None
+
     def conditions(self, name: str) -> list[Mapping[str, Any]]:
         """``status.conditions`` of object ``name`` as last seen."""
         with self._mutex:

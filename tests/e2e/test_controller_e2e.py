@@ -233,6 +233,15 @@ def test_a_noderecipe_rolls_out_goes_ready_and_a_joining_tainted_node_is_untaint
                                                                       "Stalled": "False"}
         assert st["observedGeneration"] == gen and st["recipeVersion"] == "2026.12.1"
         assert sorted(_complete(api, nodes, name)) == sorted(nodes)
+        # the rollout's start and end are Events on the NodeRecipe (kubectl describe noderecipe)
+        uid = _obj(api, name)["metadata"]["uid"]
+        def reasons() -> list[str]:
+            return [e.reason for e in core.list_namespaced_event(
+                "default", field_selector=f"involvedObject.kind=NodeRecipe,involvedObject.name={name}").items
+                if e.involved_object.uid == uid]
+
+        _wait("a RolloutSucceeded Event on the NodeRecipe", lambda: "RolloutSucceeded" in reasons(), timeout=30)
+        assert "RolloutStarted" in reasons(), reasons()
         lease = client.CoordinationV1Api(api).read_namespaced_lease(LEADER, NS)
         assert lease.spec.holder_identity.startswith("solo/")
         cpu0, t = _cpu_seconds(a.proc.pid), time.monotonic()
