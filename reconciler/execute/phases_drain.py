@@ -37,6 +37,7 @@ class DrainPhases(StepCore):
 
     # ------------------------------------------------------------------ phases
     def _phase_start(self) -> float | None:
+        self._checkpoint()
         m = self.m
         node = self._read()
         m.owns_cordon = cordon_key(self.recipe.name) in node.annotations
@@ -69,6 +70,7 @@ class DrainPhases(StepCore):
         return self._phase_cordon()
 
     def _phase_cordon(self) -> float | None:
+        self._checkpoint()
         m = self.m
         node = self._refresh()
         name = self.recipe.name
@@ -116,6 +118,7 @@ class DrainPhases(StepCore):
     def _phase_drain(self, listed: list[PodInfo] | None = None) -> float | None:
         """Evict what the drain removes and wait until it is gone. ``listed``: the node's pods as
         the wait phase just listed them (saves a second LIST)."""
+        self._checkpoint()
         m = self.m
         now = self._now
         opts = self.recipe.drain
@@ -250,6 +253,7 @@ class DrainPhases(StepCore):
         return max(wake, now + 0.001)
 
     def _drained(self) -> float | None:
+        self._checkpoint()
         m = self.m
         # S11: someone uncordoned the node during the drain: re-cordon and drain again (bounded)
         node = self._read()

@@ -41,6 +41,7 @@ class EndPhases(StepCore):
 
     # ------------------------------------------------------------------ endings
     def _phase_uncordon(self) -> float | None:
+        self._checkpoint()
         m = self.m
         node = self._read()
         if node.ready is not True:
@@ -92,6 +93,7 @@ class EndPhases(StepCore):
         return self._phase_failing()
 
     def _phase_failing(self) -> float | None:
+        self._checkpoint()
         m = self.m
         assert m.failure_args is not None
         reason, message, kw = m.failure_args
@@ -130,6 +132,7 @@ class EndPhases(StepCore):
 
     def _block(self, message: str) -> float | None:
         """Protected pods outlived the wait: release what we hold; retried in a later pass (S09)."""
+        self._checkpoint()
         m = self.m
         name = self.recipe.name
         self._refresh()
@@ -167,6 +170,7 @@ class EndPhases(StepCore):
         our cordon (the plan and ``status`` show it; back in scope, the lifecycle resumes and runs the
         interrupt). A node that owes nothing is released: our claim goes, and it is uncordoned when
         ours was the last claim — decided from a fresh read, conditional on its resourceVersion."""
+        self._checkpoint()
         m = self.m
         name = self.recipe.name
         owed = self._owed_interrupt()

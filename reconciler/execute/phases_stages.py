@@ -15,12 +15,15 @@ from reconciler.execute.effects import (
     ReadStage,
     StartStage,
 )
-from reconciler.execute.memory import Outcome
+from reconciler.execute.memory import MAX_RECORDONS, Outcome
 from reconciler.execute.stagework import StageRun, build_runs, interrupt_packages, interrupt_spec, stage_spec
 from reconciler.execute.stepcore import StepCore, _Need
 from reconciler.model.nodestate import (
+    CordonRecord,
     config_key,
+    cordon_key,
     dump_config_digests,
+    dump_model,
     dump_state,
     inflight_key,
     parse_config_digests,
@@ -105,6 +108,7 @@ class StagePhases(StepCore):
         return min(wakes) if wakes else now + self.ctx.poll_seconds
 
     def _drive_one(self, run: StageRun) -> float | None:
+        self._checkpoint()
         now = self._now
         stage = run.stages[run.index]
         spec = self._spec(run, stage)
@@ -201,10 +205,12 @@ class StagePhases(StepCore):
                               lifecycle=self.m.lifecycle or self.ctx.run_id, agent_image=self.ctx.agent_image)
 
     def _phase_interrupt(self) -> float | None:
+        self._checkpoint()
         m = self.m
         now = self._now
-        fl = m.inflight
         node = self._read()
+        fl = m.inflight  # the record as the node holds it (with our deferred records): never a request
+        # this process decided but the node did not get
         if fl is None or fl.phase is not Phase.INTERRUPT or fl.requestedAt is None:
             interrupt = self.plan.interrupt
             if interrupt is None:
@@ -213,8 +219,15 @@ class StagePhases(StepCore):
             if (why := self._out_of_scope(node)) is not None:
                 return self._leave(f"{why} (before the interrupt)")
             if self.plan.cordon and not node.unschedulable:
-                # S11: never interrupt a node that is not cordoned
-                self._patch(unschedulable=True)
+                # S11: never interrupt a node that is not cordoned. Whoever held the cordon, it is ours
+                # now (a claim), and the uncordons are bounded as during the drain
+                m.recordons += 1
+                if m.recordons > MAX_RECORDONS:
+                    return self._fail(FailureReason.EXTERNALLY_UNCORDONED,
+                                      f"node was uncordoned by someone else {m.recordons} times before its interrupt")
+                claim = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
+                self._patch(annotations={cordon_key(self.recipe.name): claim}, unschedulable=True)
+                m.owns_cordon = True
                 self._event(EventKind.CORDON, "re-cordoned before the interrupt")
                 m.phase = Phase.DRAIN
                 m.evictions.clear()
@@ -250,8 +263,14 @@ class StagePhases(StepCore):
                 return self._interrupt_done()
             st = self._stage_status(spec)
             if st.phase == "missing" and node.boot_id == fl.bootID and node.ready is True:
-                # the request never reached the node (we stopped between the record and the pod)
+                # the request never reached the node (we stopped between the record and the pod): it is
+                # requested now — recorded first, its timeout counted from now
+                self._patch(annotations={inflight_key(self.recipe.name): self._inflight(
+                    Phase.INTERRUPT, requestedAt=self._stamp())})
                 self._write(StartStage(spec))
+                self._event(EventKind.INTERRUPT, f"{interrupt.type} (requested again: the first request never "
+                                                 "reached the node)")
+                return now + self.ctx.poll_seconds
             waited = self._elapsed(Phase.INTERRUPT, fl.requestedAt)
             if waited >= self.recipe.timeouts.reboot:
                 return self._fail(FailureReason.REBOOT_TIMEOUT,

@@ -351,13 +351,21 @@ class Rollout:
             job = r.begin()
             if job is not None:
                 inflight[pool.submit(r.perform, job)] = r
-        while inflight:
-            done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-            for f in done:
-                r = inflight.pop(f)
-                job = r.resume(f.result())
-                if job is not None:
-                    inflight[pool.submit(r.perform, job)] = r
+        try:
+            while inflight:
+                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for f in done:
+                    r = inflight.pop(f)
+                    job = r.resume(f.result())
+                    if job is not None:
+                        inflight[pool.submit(r.perform, job)] = r
+        except BaseException:
+            # the run stops (a lost Lease, a refused failure record, a crash): nothing new is started,
+            # and the I/O already handed out is waited for before the error goes up (no write after)
+            for f in inflight:
+                f.cancel()
+            wait(inflight)
+            raise
         return [r.wake for r in runs]
 
     def _disrupted(self, c: _Compartment) -> int:

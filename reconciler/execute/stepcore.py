@@ -85,6 +85,9 @@ class StepCore:
         self._lists_used = 0
         self._wrote = False
         self._again = False
+        # the memory a write that fails leaves behind: as it was when the decision that made the write
+        # began (the step's input, then each phase handler's start: see _checkpoint)
+        self._cp = memory.copy()
 
     # ------------------------------------------------------------------ reads
     def _fetch(self) -> NodeInfo:
@@ -170,9 +173,15 @@ class StepCore:
     def _effect(self, effect: Effect) -> None:
         self.effects.append(effect)
 
+    def _checkpoint(self) -> None:
+        """A decision begins here: a write issued from now on that fails leaves the memory as it is
+        now — nothing the decision computed for that write (its record, its timers, the state it
+        records) is kept, so the next step decides again from what the node holds."""
+        self._cp = self.m.copy()
+
     def _write(self, effect: Effect, rollback: Memory | None = None) -> None:
         """A cluster write; if it fails, the memory is ``rollback`` (default: as it is now)."""
-        self.rollbacks[len(self.effects)] = rollback if rollback is not None else self.m.copy()
+        self.rollbacks[len(self.effects)] = rollback if rollback is not None else self._cp
         self.effects.append(effect)
         self._wrote = True
 
@@ -203,7 +212,7 @@ class StepCore:
         """Write to the node, with the deferred records. Ownership changes (cordon, uncordon, the
         taint list replaced whole) are conditional on the node they were decided from: a 409 means
         the node changed; the next step reads again and decides again."""
-        rollback = self.m.copy()  # a failed write keeps the deferred records for the retry
+        rollback = self._cp  # a failed write keeps the deferred records, and nothing decided for it
         if self.m.pending:
             annotations = {**self.m.pending, **(annotations or {})}
             self.m.pending = {}
@@ -296,7 +305,7 @@ class StepCore:
         m.streak += 1
         decision = classify(e, m.streak, now - m.streak_start, self.ctx.retry_bounds)
         if isinstance(decision, Gone):
-            if m.node is not None and not self._node_exists():
+            if not self._node_exists():  # also before the first read: deleted after it was planned
                 m.outcome = Outcome.REMOVED
                 m.message = f"node {self.name} was deleted during the run"
                 self._event(EventKind.REMOVED, m.message)

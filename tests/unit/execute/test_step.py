@@ -37,7 +37,7 @@ from reconciler.execute.effects import (
     View,
 )
 from reconciler.execute.machine import EvictTrack, Memory, Outcome, StepContext, step
-from reconciler.execute.stagework import build_runs
+from reconciler.execute.stagework import build_runs, interrupt_spec
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
     CordonRecord,
@@ -65,6 +65,7 @@ STEP = Step(package="drv", action="install", to="2.0", stages=("apply",), reason
 PLAN = NodePlan(name="n1", compartment="default", batch=1, steps=(STEP,), interrupt=REBOOT, cordon=True)
 CTX = StepContext(recipe=RECIPE, run_id="run-1", plan_hash="h" * 64, poll_seconds=5.0)
 CLAIM = dump_model(CordonRecord(runId="run-1", at=to_rfc3339(UTC - 50)))
+INTERRUPT_POD = interrupt_spec(RECIPE, "n1", PLAN.steps, REBOOT, lifecycle="run-1", agent_image=None).pod_name
 
 
 def node(*, unschedulable: bool = False, ours: bool = False, ready: bool | None = True, boot: str = "b1",
@@ -259,7 +260,18 @@ ROWS = [
         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 901))),
         View(nodes=(node(unschedulable=True, ours=True, boot="b1",
                          inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 901))),),
-             stages={}), needs=(ReadStage,), phase=Phase.INTERRUPT),
+             stages={INTERRUPT_POD: StageStatus("running", started=UTC - 900)}),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.REBOOT_TIMEOUT),
+    Row("interrupt/reboot-pending->look-at-the-pod", mem(Phase.INTERRUPT, owns_cordon=True,
+        inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),
+        View(nodes=(node(unschedulable=True, ours=True, boot="b1",
+                         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),)),
+        needs=(ReadStage,), phase=Phase.INTERRUPT),
+    Row("error/transient-in-drain->retry", mem(Phase.DRAIN), View(error=TransientError("reset", 0, "")),
+        effects=(Log,), phase=Phase.DRAIN, check=lambda t: t.memory.streak == 1),
+    Row("error/transient-in-uncordon->retry", mem(Phase.UNCORDON),
+        View(error=TransientError("reset", 0, "")), effects=(Log,), phase=Phase.UNCORDON),
     # ---- POST-INTERRUPT
     Row("post-interrupt/starts-the-post-interrupt-stage", mem(Phase.POST_INTERRUPT, owns_cordon=True,
         inflight=fl("post-interrupt")), View(fresh=node(unschedulable=True, ours=True)),
@@ -344,20 +356,89 @@ def test_step(row: Row) -> None:
 
 
 def test_failed_write_rolls_back_to_the_memory_it_was_decided_from() -> None:
-    """Crash point between a record and its effect: the first stage's state record is written, then
-    the stage pod is created. If the pod's creation fails, the run keeps the memory as it was right
-    after the record (the stage is not running yet); if the record fails, the deferred records
-    are kept for the retry."""
+    """Crash point between a record and its effect: a write that fails leaves the memory as it was
+    when the decision that made it began — nothing computed for it is kept (its record, the state it
+    records), so the next step decides again from what the node holds; deferred records stay."""
     m = mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait"), pending={"x": "1"})
     v = View(pod_lists=((),), nodes=(node(unschedulable=True, ours=True, inflight=fl("wait")),))
     t = step(m, v, PLAN, CTX, NOW, UTC)
     kinds = [type(e) for e in t.effects]
     patch, start = kinds.index(PatchNode), kinds.index(StartStage)
     assert t.memory.runs[0].running and not t.memory.pending
-    assert not t.rollbacks[start].runs[0].running  # the pod creation failed: not running
-    assert t.rollbacks[start].state["drv|2.0"].state == "in_progress"  # its record was written
-    assert t.rollbacks[patch].pending.get("x") == "1"  # the record failed: deferred records kept
+    for i in (patch, start):  # the stage's start is one decision: record and pod, redone together
+        back = t.rollbacks[i]
+        assert "drv|2.0" not in back.state and back.pending.get("x") == "1"
+        assert not any(r.running for r in back.runs)
     assert isinstance(t.effects[patch], PatchNode) and t.effects[patch].annotations["x"] == "1"
+
+
+def _fail_write(t: Transition[Memory], kind: type) -> Memory:
+    i = next(i for i, e in enumerate(t.effects) if isinstance(e, kind))
+    return t.rollbacks[i]
+
+
+def test_a_refused_reboot_record_is_never_followed_by_the_reboot() -> None:
+    """The record of the reboot request (phase interrupt, bootID, requestedAt) is refused: the next
+    step, reading the node's older record, records the request again before it starts the pod —
+    a reboot never starts without its record (semantics decision f)."""
+    m = stages_mem(running=True)
+    on_node = node(unschedulable=True, ours=True, inflight=fl("stages"), boot="b1")
+    t = step(m, stage_view(StageStatus("succeeded", started=UTC - 10), nodes=(on_node,)), PLAN, CTX, NOW, UTC)
+    assert [type(e) for e in t.effects if not isinstance(e, Announce)] == [PatchNode, StartStage]
+    back = _fail_write(t, PatchNode)
+    assert back.inflight is None or back.inflight.requestedAt is None  # nothing decided for the write kept
+    later = step(replace(back, phase=Phase.INTERRUPT), View(nodes=(on_node,)), PLAN, CTX, NOW + 5, UTC + 5)
+    kinds = [type(e) for e in later.effects if not isinstance(e, Announce)]
+    assert kinds[:2] == [PatchNode, StartStage], kinds
+    rec = later.effects[[type(e) for e in later.effects].index(PatchNode)]
+    assert isinstance(rec, PatchNode) and '"requestedAt"' in (rec.annotations or {})[inflight_key(R)]
+
+
+def test_a_refused_drain_record_is_written_again_before_any_eviction() -> None:
+    m = mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait"))
+    t = step(m, View(pod_lists=((WEB,),)), PLAN, CTX, NOW, UTC)
+    assert [type(e) for e in t.effects] == [PatchNode, Evict]
+    back = _fail_write(t, PatchNode)
+    assert not back.evictions and back.phase is Phase.DRAIN
+    again = step(back, View(pod_lists=((WEB,),)), PLAN, CTX, NOW + 1, UTC + 1)
+    assert [type(e) for e in again.effects] == [PatchNode, Evict]
+
+
+def test_a_reboot_request_that_never_reached_the_node_is_requested_again_not_failed() -> None:
+    """Resumed past the reboot timeout, the interrupt pod missing and the bootID unchanged: the
+    request never reached the node. It is recorded (a new requestedAt) and sent; no RebootTimeout."""
+    rec = fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 5000))
+    m = mem(Phase.INTERRUPT, owns_cordon=True, inflight=rec)
+    spec = interrupt_spec(RECIPE, "n1", PLAN.steps, REBOOT, lifecycle="run-1", agent_image=None)
+    v = View(nodes=(node(unschedulable=True, ours=True, boot="b1", inflight=rec),),
+             stages={spec.pod_name: StageStatus("missing")})
+    t = step(m, v, PLAN, CTX, NOW, UTC)
+    assert [type(e) for e in t.effects if not isinstance(e, Announce)] == [PatchNode, StartStage]
+    assert t.memory.outcome is Outcome.RUNNING and t.memory.inflight is not None
+    assert t.memory.inflight.requestedAt == to_rfc3339(UTC)
+
+
+def test_a_node_deleted_before_its_first_read_is_removed_not_failed() -> None:
+    t = step(Memory(), View(error=NotFoundError("nodes n1 not found", 404, "NotFound")), PLAN, CTX, NOW, UTC)
+    assert t.needs == (ReadNode(optional=True),)
+    t = step(Memory(), View(error=NotFoundError("nodes n1 not found", 404, "NotFound"), nodes=(None,)),
+             PLAN, CTX, NOW, UTC)
+    assert t.memory.outcome is Outcome.REMOVED
+
+
+def test_someone_elses_cordon_lifted_before_the_interrupt_becomes_ours_and_is_bounded() -> None:
+    """Cordoned by someone else (no claim of ours), uncordoned by them during the stages: before the
+    interrupt the node is cordoned again under our claim (so the end of the lifecycle releases it),
+    and a node uncordoned again and again fails with ExternallyUncordoned."""
+    m = mem(Phase.INTERRUPT, owns_cordon=False, inflight=fl("stages"))
+    v = View(nodes=(node(unschedulable=False, ours=False, inflight=fl("stages")),))
+    t = step(m, v, PLAN, CTX, NOW, UTC)
+    (patch,) = [e for e in t.effects if isinstance(e, PatchNode)]
+    assert patch.unschedulable is True and cordon_key(R) in (patch.annotations or {})
+    assert t.memory.owns_cordon and t.memory.phase is Phase.DRAIN and t.memory.recordons == 1
+    worn = replace(m, recordons=3)
+    t = step(worn, v, PLAN, CTX, NOW, UTC)
+    assert t.memory.failure is not None and t.memory.failure.reason == FailureReason.EXTERNALLY_UNCORDONED
 
 
 def test_pure_module_needs_no_reads_it_did_not_ask_for() -> None:
