@@ -201,8 +201,10 @@ class StagePhases(StepCore):
 
     # ------------------------------------------------------------------ interrupt
     def _interrupt_stage(self, interrupt: Interrupt) -> StageSpec:
+        fl = self.m.inflight
         return interrupt_spec(self.recipe, self.name, self.plan.steps, interrupt,
-                              lifecycle=self.m.lifecycle or self.ctx.run_id, agent_image=self.ctx.agent_image)
+                              lifecycle=self.m.lifecycle or self.ctx.run_id, agent_image=self.ctx.agent_image,
+                              owner_package=fl.interruptOwner if fl is not None and fl.requestedAt is not None else "")
 
     def _phase_interrupt(self) -> float | None:
         self._checkpoint()
@@ -244,6 +246,7 @@ class StagePhases(StepCore):
                     interruptPackages=pkgs,
                     bootID=node.boot_id,
                     requestedAt=self._stamp(),
+                    interruptOwner=self._interrupt_stage(interrupt).package,
                 ),
                 state_key(self.recipe.name): dump_state(m.state),
             }

@@ -161,9 +161,13 @@ def interrupt_packages(steps: tuple[Step, ...]) -> tuple[str, ...]:
 
 
 def interrupt_spec(recipe: Recipe, node: str, steps: tuple[Step, ...], interrupt: Interrupt, *, lifecycle: str,
-                   agent_image: str | None) -> StageSpec:
-    """The stage pod that performs the merged ``interrupt``."""
+                   agent_image: str | None, owner_package: str = "") -> StageSpec:
+    """The stage pod that performs the merged ``interrupt``. ``owner_package``: the package recorded
+    when the interrupt was requested (``InFlight.interruptOwner``); otherwise :func:`owner_step`."""
     owner = owner_step(steps, interrupt)
+    if owner_package and (owner is None or owner.package != owner_package):
+        owner = next((s for s in steps if s.package == owner_package), None) or Step(
+            package=owner_package, action=Action.RECONFIGURE, stages=(), reason="interrupt")
     pkg = recipe.packages.get(owner.package) if owner else None
     fake = StageRun(
         step=owner or Step(package="node", action=Action.RECONFIGURE, stages=(), reason="interrupt"),

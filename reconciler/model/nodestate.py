@@ -216,6 +216,8 @@ class InFlight(Frozen):
     phase started; ``timers`` maps a phase (``wait``, ``drain``) to when it *first* started in this
     lifecycle, so the wait and drain timeouts count from their start across restarts;
     ``requestedAt`` is when the interrupt was requested (the reboot timeout counts from it).
+    ``interruptOwner``: the package whose image runs the interrupt pod, fixed when the interrupt is
+    requested, so a resumed run (whose new plan may hold other steps) looks for the same pod.
     ``requestedAt`` None means "not requested"; ``""`` means "requested at an unknown time" (a
     record written by an older version with a clock reading): the request is never sent twice
     and its timeout counts from when this run first saw it.
@@ -231,6 +233,7 @@ class InFlight(Frozen):
     interruptPackages: tuple[str, ...] = ()
     bootID: str = ""
     requestedAt: str | None = None
+    interruptOwner: str = ""
 
     @property
     def owes(self) -> str:

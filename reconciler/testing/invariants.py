@@ -116,6 +116,17 @@ def check_no_rerun(sim: SimFleet) -> list[str]:
     return out
 
 
+def check_one_interrupt(sim: SimFleet) -> list[str]:
+    """Violations of "a node is interrupted at most once per lifecycle", across every run on ``sim``
+    (a crash and a resume included): interrupt pods created per node, from the simulated fleet's log
+    of stage pod starts (a pod that already exists is not created again)."""
+    created: dict[str, int] = {}
+    for _t, event, node, _package, _version, stage in sim.stage_log:
+        if event == "start" and stage in ("interrupt", "uninstall-interrupt"):
+            created[node] = created.get(node, 0) + 1
+    return [f"{node}: {n} interrupt pods created in one lifecycle" for node, n in sorted(created.items()) if n > 1]
+
+
 def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -> list[str]:
     """Violations of "stages in dependency order" and "at most one interrupt per node per run".
 

@@ -12,7 +12,8 @@ see every write of both runs, so the invariants hold across the crash boundary:
   write of both runs);
 * no protected pod is evicted;
 * no stage that completed is started again (the simulated fleet's stage log across both runs);
-* stages start in dependency order, at most one interrupt per node per run;
+* stages start in dependency order, at most one interrupt per node per run, and at most one
+  interrupt pod per node across the crash and the resume;
 * "drained" means the pods are gone: when a package stage starts on a cordoned node, no pod that
   the drain must remove is still on it (:class:`DrainProbe`).
 """
@@ -40,6 +41,7 @@ from reconciler.testing.invariants import (
     check_budget,
     check_cordons,
     check_no_rerun,
+    check_one_interrupt,
     check_protected,
     check_timeline,
 )
@@ -188,6 +190,7 @@ def run_scenario(
     problems += check_protected(watch, recipe)
     problems += check_cordons(sim, recipe.name, ())
     problems += check_no_rerun(sim)
+    problems += check_one_interrupt(sim)
     problems += probe.problems
     if reference is not None:
         got = recorded_state(sim, recipe.name)
