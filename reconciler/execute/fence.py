@@ -18,7 +18,7 @@ from typing import Protocol
 
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
-from reconciler.ports import Cluster, ConfigMapStore, LeaseInfo, StageSpec, StageStatus
+from reconciler.ports import Cluster, ConfigMapStore, LeaseInfo, LeaseSpec, StageSpec, StageStatus
 
 
 class WriteFence(Protocol):
@@ -44,13 +44,9 @@ class FencedCluster:
         return int(getattr(self.inner, "writes", 0))
 
     # reads -------------------------------------------------------------------------------
-    def list_nodes(self) -> list[NodeInfo]:
-        """See :meth:`Cluster.list_nodes`."""
-        return self.inner.list_nodes()
-
-    def list_unschedulable_nodes(self) -> list[NodeInfo]:
-        """See :meth:`Cluster.list_unschedulable_nodes`."""
-        return self.inner.list_unschedulable_nodes()
+    def list_nodes(self, *, unschedulable_only: bool = False) -> list[NodeInfo]:
+        """See :meth:`NodePort.list_nodes`."""
+        return self.inner.list_nodes(unschedulable_only=unschedulable_only)
 
     def get_node(self, name: str) -> NodeInfo:
         """See :meth:`Cluster.get_node`."""
@@ -115,11 +111,6 @@ class FencedCluster:
         self.fence.check()
         self.inner.start_stage(spec)
 
-    def delete_stage(self, spec: StageSpec) -> None:
-        """Fenced :meth:`Cluster.delete_stage`."""
-        self.fence.check()
-        self.inner.delete_stage(spec)
-
     def end_run(self, run_id: str) -> None:
         """Fenced :meth:`Cluster.end_run`."""
         self.fence.check()
@@ -141,17 +132,17 @@ class FencedCluster:
         self._store().patch_config_map(namespace, name, data)
 
     # the lock's own writes: not fenced (the fence *is* the lease) ---------------------------
-    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseInfo:
-        """See :meth:`Cluster.acquire_lease` (not fenced)."""
-        return self.inner.acquire_lease(name, holder, duration_seconds)
+    def create_lease(self, name: str, spec: LeaseSpec) -> LeaseInfo:
+        """See :meth:`LeaseStore.create_lease` (not fenced)."""
+        return self.inner.create_lease(name, spec)
 
-    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseInfo:
-        """See :meth:`Cluster.renew_lease` (not fenced)."""
-        return self.inner.renew_lease(name, holder, duration_seconds)
+    def replace_lease(self, name: str, spec: LeaseSpec, resource_version: str) -> LeaseInfo:
+        """See :meth:`LeaseStore.replace_lease` (not fenced)."""
+        return self.inner.replace_lease(name, spec, resource_version)
 
-    def release_lease(self, name: str, holder: str) -> None:
-        """See :meth:`Cluster.release_lease` (not fenced)."""
-        self.inner.release_lease(name, holder)
+    def delete_lease(self, name: str, resource_version: str) -> None:
+        """See :meth:`LeaseStore.delete_lease` (not fenced)."""
+        self.inner.delete_lease(name, resource_version)
 
     def _store(self) -> ConfigMapStore:
         if not isinstance(self.inner, ConfigMapStore):

@@ -330,7 +330,7 @@ class Rollout:
         else (S10: they count as unavailable too). One LIST per batch."""
         c.held = {
             info.name
-            for info in self.cluster.list_unschedulable_nodes()
+            for info in self.cluster.list_nodes(unschedulable_only=True)
             if info.unschedulable
             and (np := self._by_name.get(info.name)) is not None
             and np.compartment == c.name

@@ -43,7 +43,7 @@ from reconciler.errors import (
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
-from reconciler.ports import Clock, Cluster, LeaseInfo, StageSpec, StageStatus
+from reconciler.ports import Clock, Cluster, LeaseInfo, LeaseSpec, StageSpec, StageStatus
 
 FaultKind = Literal[
     "conflict", "throttle", "server", "unavailable", "timeout", "reset", "forbidden", "notfound", "invalid"
@@ -56,8 +56,8 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
 
 #: Port methods that change the cluster (one API request each).
 WRITE_METHODS = frozenset({
-    "patch_node", "set_node_condition", "evict_pod", "start_stage", "delete_stage", "delete_stages",
-    "emit_event", "acquire_lease", "renew_lease", "release_lease",
+    "patch_node", "set_node_condition", "evict_pod", "start_stage", "delete_stages",
+    "emit_event", "create_lease", "replace_lease", "delete_lease",
 })
 
 #: Port methods that only read.
@@ -169,13 +169,16 @@ class Fault:
 class Call:
     """One call through :class:`FaultyCluster`: 1-based ``n``, whether it is a write, the port
     method, its target and what happened (``ok``, ``failed:<kind>``, ``failed-after:<kind>``,
-    ``error:<class>`` for a real error of the wrapped adapter, ``crash``)."""
+    ``error:<class>`` for a real error of the wrapped adapter, ``crash``); ``at`` the clock's
+    monotonic reading when the call was made (None without a clock), so a test can see *when*
+    calls happened through the decorator instead of patching the adapter."""
 
     n: int
     write: bool
     verb: str
     target: str
     outcome: str
+    at: float | None = None
 
 
 class FaultyCluster:
@@ -222,9 +225,10 @@ class FaultyCluster:
     def _call(self, verb: str, target: str, what: str, fn: Callable[[], Any]) -> Any:
         write = verb in WRITE_METHODS
         n = len(self.calls) + 1
+        at = self.clock.now() if self.clock is not None else None
         fault: Fault | None = None
         for f in self.faults:
-            if f.fires(verb, target, self.clock.now() if self.clock is not None else 0.0):
+            if f.fires(verb, target, at if at is not None else 0.0):
                 if f.delay:
                     self._delay(f.delay)
                 if f.error is not None:
@@ -232,14 +236,14 @@ class FaultyCluster:
                     break
         if fault is not None and not fault.after:
             assert fault.error is not None
-            call = Call(n, write, verb, target, f"failed:{fault.error}")
+            call = Call(n, write, verb, target, f"failed:{fault.error}", at)
             self.calls.append(call)
             self.injected.append(call)
             raise make_error(fault.error, what, retry_after=fault.retry_after)
         try:
             out = fn()
         except ClusterError as e:
-            self.calls.append(Call(n, write, verb, target, f"error:{type(e).__name__}"))
+            self.calls.append(Call(n, write, verb, target, f"error:{type(e).__name__}", at))
             if fault is not None:  # an "after" fault needs an answer to lose: it fires on the next match
                 fault.fired -= 1
             raise
@@ -247,12 +251,12 @@ class FaultyCluster:
             self.writes += 1
         if fault is not None:
             assert fault.error is not None
-            call = Call(n, write, verb, target, f"failed-after:{fault.error}")
+            call = Call(n, write, verb, target, f"failed-after:{fault.error}", at)
             self.calls.append(call)
             self.injected.append(call)
             self._maybe_crash()
             raise make_error(fault.error, what, retry_after=fault.retry_after)
-        self.calls.append(Call(n, write, verb, target, "ok"))
+        self.calls.append(Call(n, write, verb, target, "ok", at))
         self._maybe_crash()
         return out
 
@@ -261,7 +265,7 @@ class FaultyCluster:
             self.calls[-1].write
         ):
             last = self.calls[-1]
-            self.calls[-1] = Call(last.n, last.write, last.verb, last.target, last.outcome + "+crash")
+            self.calls[-1] = Call(last.n, last.write, last.verb, last.target, last.outcome + "+crash", last.at)
             raise CrashInjected(f"injected crash after write {self.writes} ({last.verb} {last.target})")
 
     @property
@@ -270,15 +274,11 @@ class FaultyCluster:
         return [c for c in self.calls if c.write]
 
     # ------------------------------------------------------------------ reads
-    def list_nodes(self) -> list[NodeInfo]:
-        """Forwarded ``Cluster.list_nodes``."""
-        out: list[NodeInfo] = self._call("list_nodes", "nodes", "list nodes", self.inner.list_nodes)
-        return out
-
-    def list_unschedulable_nodes(self) -> list[NodeInfo]:
-        """Forwarded ``Cluster.list_unschedulable_nodes``."""
+    def list_nodes(self, *, unschedulable_only: bool = False) -> list[NodeInfo]:
+        """Forwarded ``NodePort.list_nodes``."""
         out: list[NodeInfo] = self._call(
-            "list_nodes", "nodes", "list unschedulable nodes", self.inner.list_unschedulable_nodes
+            "list_nodes", "nodes", "list unschedulable nodes" if unschedulable_only else "list nodes",
+            lambda: self.inner.list_nodes(unschedulable_only=unschedulable_only),
         )
         return out
 
@@ -356,11 +356,6 @@ class FaultyCluster:
         self._call("start_stage", _stage_target(spec), f"create stage pod {spec.pod_name}",
                    lambda: self.inner.start_stage(spec))
 
-    def delete_stage(self, spec: StageSpec) -> None:
-        """Forwarded ``Cluster.delete_stage``."""
-        self._call("delete_stage", _stage_target(spec), f"delete pod {spec.pod_name}",
-                   lambda: self.inner.delete_stage(spec))
-
     def end_run(self, run_id: str) -> None:
         """Forwarded ``Cluster.end_run``."""
         self._call("end_run", f"run/{run_id}", f"end run {run_id}", lambda: self.inner.end_run(run_id))
@@ -375,22 +370,22 @@ class FaultyCluster:
         self._call("emit_event", f"node/{node}", f"create event {reason} on node {node}",
                    lambda: self.inner.emit_event(node, reason, message, type_))
 
-    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseInfo:
-        """Forwarded ``Cluster.acquire_lease``."""
-        out: LeaseInfo = self._call("acquire_lease", f"lease/{name}", f"update lease {name}",
-                                    lambda: self.inner.acquire_lease(name, holder, duration_seconds))
+    def create_lease(self, name: str, spec: LeaseSpec) -> LeaseInfo:
+        """Forwarded ``LeaseStore.create_lease``."""
+        out: LeaseInfo = self._call("create_lease", f"lease/{name}", f"create lease {name}",
+                                    lambda: self.inner.create_lease(name, spec))
         return out
 
-    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseInfo:
-        """Forwarded ``Cluster.renew_lease``."""
-        out: LeaseInfo = self._call("renew_lease", f"lease/{name}", f"update lease {name}",
-                                    lambda: self.inner.renew_lease(name, holder, duration_seconds))
+    def replace_lease(self, name: str, spec: LeaseSpec, resource_version: str) -> LeaseInfo:
+        """Forwarded ``LeaseStore.replace_lease``."""
+        out: LeaseInfo = self._call("replace_lease", f"lease/{name}", f"update lease {name}",
+                                    lambda: self.inner.replace_lease(name, spec, resource_version))
         return out
 
-    def release_lease(self, name: str, holder: str) -> None:
-        """Forwarded ``Cluster.release_lease``."""
-        self._call("release_lease", f"lease/{name}", f"delete lease {name}",
-                   lambda: self.inner.release_lease(name, holder))
+    def delete_lease(self, name: str, resource_version: str) -> None:
+        """Forwarded ``LeaseStore.delete_lease``."""
+        self._call("delete_lease", f"lease/{name}", f"delete lease {name}",
+                   lambda: self.inner.delete_lease(name, resource_version))
 
 
 def _stage_target(spec: StageSpec) -> str:
