@@ -282,15 +282,15 @@ class ClusterPorts:
     controls: ConfigMapStore | None = None
 
     @classmethod
-    def of(cls, adapter: Cluster, controls: ConfigMapStore | None = None) -> ClusterPorts:
-        """Every role played by ``adapter``; ``controls`` defaults to ``adapter`` itself when it is
-        a ``ConfigMapStore``, else to the store it provides (``config_map_store()``), else None."""
-        if controls is None:
-            if isinstance(adapter, ConfigMapStore):
-                controls = adapter
-            else:
-                provide = getattr(adapter, "config_map_store", None)
-                controls = provide() if callable(provide) else None
+    def of(cls, adapter: Cluster | ClusterPorts, controls: ConfigMapStore | None = None) -> ClusterPorts:
+        """Every role played by ``adapter`` (a bundle is returned as it is). ``controls`` defaults
+        to ``adapter`` itself when it is a ``ConfigMapStore`` (the simulated fleet); an adapter that
+        only *provides* one (``KubeCluster.config_map_store()``) is given it explicitly, or reached
+        through :func:`reconciler.ops.controls.store_for`."""
+        if isinstance(adapter, ClusterPorts):
+            return adapter
+        if controls is None and isinstance(adapter, ConfigMapStore):
+            controls = adapter
         return cls(nodes=adapter, pods=adapter, stages=adapter, leases=adapter, events=adapter, controls=controls)
 
 

@@ -43,7 +43,7 @@ from reconciler.errors import (
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
-from reconciler.ports import Clock, Cluster, LeaseInfo, LeaseSpec, StageSpec, StageStatus
+from reconciler.ports import Clock, Cluster, ClusterPorts, LeaseInfo, LeaseSpec, StageSpec, StageStatus
 
 FaultKind = Literal[
     "conflict", "throttle", "server", "unavailable", "timeout", "reset", "forbidden", "notfound", "invalid"
@@ -185,7 +185,9 @@ class FaultyCluster:
     """A ``Cluster`` that forwards every call to ``inner`` and injects faults (module docstring).
 
     Args:
-        inner: the adapter to wrap (``SimFleet``, ``KubeCluster``, or another wrapper).
+        inner: the adapter to wrap (``SimFleet``, ``KubeCluster``, or another wrapper), or a
+            role bundle (:class:`~reconciler.ports.ClusterPorts`); every role goes through this
+            one decorator (``ClusterPorts.of(faulty)``).
         clock: clock for delays (defaults to ``inner`` when it is also a clock, as the simulated
             fleet is).
         faults: the rules, tried in order; the first that fires on a call decides its error.
@@ -198,13 +200,14 @@ class FaultyCluster:
 
     def __init__(
         self,
-        inner: Cluster,
+        inner: Cluster | ClusterPorts,
         *,
         clock: Clock | None = None,
         faults: Sequence[Fault] = (),
         crash_after_writes: int | None = None,
     ) -> None:
         self.inner = inner
+        self.roles = ClusterPorts.of(inner)
         self.clock: Clock | None = clock if clock is not None else (inner if _is_clock(inner) else None)  # type: ignore[assignment]
         self.faults = list(faults)
         self.crash_after_writes = crash_after_writes
@@ -278,48 +281,49 @@ class FaultyCluster:
         """Forwarded ``NodePort.list_nodes``."""
         out: list[NodeInfo] = self._call(
             "list_nodes", "nodes", "list unschedulable nodes" if unschedulable_only else "list nodes",
-            lambda: self.inner.list_nodes(unschedulable_only=unschedulable_only),
+            lambda: self.roles.nodes.list_nodes(unschedulable_only=unschedulable_only),
         )
         return out
 
     def get_node(self, name: str) -> NodeInfo:
         """Forwarded ``Cluster.get_node``."""
-        out: NodeInfo = self._call("get_node", f"node/{name}", f"get node {name}", lambda: self.inner.get_node(name))
+        out: NodeInfo = self._call("get_node", f"node/{name}", f"get node {name}",
+                                   lambda: self.roles.nodes.get_node(name))
         return out
 
     def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
         """Forwarded ``Cluster.list_pods``."""
         out: list[PodInfo] = self._call("list_pods", f"pods/{node_name or '*'}", f"list pods on {node_name}",
-                                        lambda: self.inner.list_pods(node_name))
+                                        lambda: self.roles.pods.list_pods(node_name))
         return out
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """Forwarded ``Cluster.get_pod``."""
         out: PodInfo | None = self._call("get_pod", f"pod/{namespace}/{name}", f"get pod {namespace}/{name}",
-                                         lambda: self.inner.get_pod(namespace, name))
+                                         lambda: self.roles.pods.get_pod(namespace, name))
         return out
 
     def list_pdbs(self) -> list[PdbInfo]:
         """Forwarded ``Cluster.list_pdbs``."""
-        out: list[PdbInfo] = self._call("list_pdbs", "pdbs", "list poddisruptionbudgets", self.inner.list_pdbs)
+        out: list[PdbInfo] = self._call("list_pdbs", "pdbs", "list poddisruptionbudgets", self.roles.pods.list_pdbs)
         return out
 
     def daemonset_exists(self, namespace: str, name: str) -> bool:
         """Forwarded ``Cluster.daemonset_exists``."""
         out: bool = self._call("daemonset_exists", f"daemonset/{namespace}/{name}", f"get daemonset {namespace}/{name}",
-                               lambda: self.inner.daemonset_exists(namespace, name))
+                               lambda: self.roles.pods.daemonset_exists(namespace, name))
         return out
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
         """Forwarded ``Cluster.stage_status``."""
         out: StageStatus = self._call("stage_status", _stage_target(spec), f"get pod {spec.pod_name}",
-                                      lambda: self.inner.stage_status(spec))
+                                      lambda: self.roles.stages.stage_status(spec))
         return out
 
     def get_lease(self, name: str) -> LeaseInfo | None:
         """Forwarded ``Cluster.get_lease``."""
         out: LeaseInfo | None = self._call("get_lease", f"lease/{name}", f"get lease {name}",
-                                           lambda: self.inner.get_lease(name))
+                                           lambda: self.roles.leases.get_lease(name))
         return out
 
     # ------------------------------------------------------------------ writes
@@ -336,56 +340,57 @@ class FaultyCluster:
         """Forwarded ``Cluster.patch_node``."""
         out: NodeInfo = self._call(
             "patch_node", f"node/{name}", f"patch node {name}",
-            lambda: self.inner.patch_node(name, annotations=annotations, labels=labels, unschedulable=unschedulable,
-                                          taints=taints, resource_version=resource_version),
+            lambda: self.roles.nodes.patch_node(name, annotations=annotations, labels=labels,
+                                                unschedulable=unschedulable, taints=taints,
+                                                resource_version=resource_version),
         )
         return out
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
         """Forwarded ``Cluster.set_node_condition``."""
         self._call("set_node_condition", f"node/{name}", f"set condition {type_} on node {name}",
-                   lambda: self.inner.set_node_condition(name, type_, status, reason, message))
+                   lambda: self.roles.nodes.set_node_condition(name, type_, status, reason, message))
 
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
         """Forwarded ``Cluster.evict_pod``."""
         self._call("evict_pod", f"pod/{namespace}/{name}", f"evict pod {namespace}/{name}",
-                   lambda: self.inner.evict_pod(namespace, name, uid, grace_seconds))
+                   lambda: self.roles.pods.evict_pod(namespace, name, uid, grace_seconds))
 
     def start_stage(self, spec: StageSpec) -> None:
         """Forwarded ``Cluster.start_stage``."""
         self._call("start_stage", _stage_target(spec), f"create stage pod {spec.pod_name}",
-                   lambda: self.inner.start_stage(spec))
+                   lambda: self.roles.stages.start_stage(spec))
 
     def end_run(self, run_id: str) -> None:
         """Forwarded ``Cluster.end_run``."""
-        self._call("end_run", f"run/{run_id}", f"end run {run_id}", lambda: self.inner.end_run(run_id))
+        self._call("end_run", f"run/{run_id}", f"end run {run_id}", lambda: self.roles.stages.end_run(run_id))
 
     def delete_stages(self, recipe: str, node: str) -> None:
         """Forwarded ``Cluster.delete_stages``."""
         self._call("delete_stages", f"stages/{recipe}/{node}", f"delete stage pods of {recipe} on {node}",
-                   lambda: self.inner.delete_stages(recipe, node))
+                   lambda: self.roles.stages.delete_stages(recipe, node))
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """Forwarded ``Cluster.emit_event``."""
         self._call("emit_event", f"node/{node}", f"create event {reason} on node {node}",
-                   lambda: self.inner.emit_event(node, reason, message, type_))
+                   lambda: self.roles.events.emit_event(node, reason, message, type_))
 
     def create_lease(self, name: str, spec: LeaseSpec) -> LeaseInfo:
         """Forwarded ``LeaseStore.create_lease``."""
         out: LeaseInfo = self._call("create_lease", f"lease/{name}", f"create lease {name}",
-                                    lambda: self.inner.create_lease(name, spec))
+                                    lambda: self.roles.leases.create_lease(name, spec))
         return out
 
     def replace_lease(self, name: str, spec: LeaseSpec, resource_version: str) -> LeaseInfo:
         """Forwarded ``LeaseStore.replace_lease``."""
         out: LeaseInfo = self._call("replace_lease", f"lease/{name}", f"update lease {name}",
-                                    lambda: self.inner.replace_lease(name, spec, resource_version))
+                                    lambda: self.roles.leases.replace_lease(name, spec, resource_version))
         return out
 
     def delete_lease(self, name: str, resource_version: str) -> None:
         """Forwarded ``LeaseStore.delete_lease``."""
         self._call("delete_lease", f"lease/{name}", f"delete lease {name}",
-                   lambda: self.inner.delete_lease(name, resource_version))
+                   lambda: self.roles.leases.delete_lease(name, resource_version))
 
 
 def _stage_target(spec: StageSpec) -> str:
