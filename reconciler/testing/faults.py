@@ -192,6 +192,11 @@ class FaultyCluster:
             fleet is).
         faults: the rules, tried in order; the first that fires on a call decides its error.
         crash_after_writes: raise ``CrashInjected`` right after this many successful writes.
+        before, after: hooks by port method name, called with the call's own arguments on the
+            calling thread — ``before`` ahead of the request (when no fault failed it first),
+            ``after`` once it succeeded. They let a test make the world move on around a call
+            (an admin uncordons the node right after an eviction) or watch the calls (their
+            arguments, thread, clock time), through the port instead of patching the adapter.
 
     Attributes: ``writes`` (successful writes so far), ``calls`` (every :class:`Call`),
     ``injected`` (the calls a fault fired on, as :class:`Call`), ``delayed`` (clock seconds of
@@ -205,8 +210,12 @@ class FaultyCluster:
         clock: Clock | None = None,
         faults: Sequence[Fault] = (),
         crash_after_writes: int | None = None,
+        before: Mapping[str, Callable[..., object]] | None = None,
+        after: Mapping[str, Callable[..., object]] | None = None,
     ) -> None:
         self.inner = inner
+        self.before = dict(before or {})
+        self.after = dict(after or {})
         self.roles = ClusterPorts.of(inner)
         self.clock: Clock | None = clock if clock is not None else (inner if _is_clock(inner) else None)  # type: ignore[assignment]
         self.faults = list(faults)
@@ -225,7 +234,8 @@ class FaultyCluster:
             self.clock.wait(end - self.clock.now())
         self.delayed += seconds
 
-    def _call(self, verb: str, target: str, what: str, fn: Callable[[], Any]) -> Any:
+    def _call(self, verb: str, target: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` (the wrapped role's method) with the faults, hooks and records."""
         write = verb in WRITE_METHODS
         n = len(self.calls) + 1
         at = self.clock.now() if self.clock is not None else None
@@ -243,8 +253,11 @@ class FaultyCluster:
             self.calls.append(call)
             self.injected.append(call)
             raise make_error(fault.error, what, retry_after=fault.retry_after)
+        before, after = self.before.get(verb), self.after.get(verb)
+        if before is not None:
+            before(*args, **kwargs)
         try:
-            out = fn()
+            out = fn(*args, **kwargs)
         except ClusterError as e:
             self.calls.append(Call(n, write, verb, target, f"error:{type(e).__name__}", at))
             if fault is not None:  # an "after" fault needs an answer to lose: it fires on the next match
@@ -260,6 +273,8 @@ class FaultyCluster:
             self._maybe_crash()
             raise make_error(fault.error, what, retry_after=fault.retry_after)
         self.calls.append(Call(n, write, verb, target, "ok", at))
+        if after is not None:
+            after(*args, **kwargs)
         self._maybe_crash()
         return out
 
@@ -281,26 +296,26 @@ class FaultyCluster:
         """Forwarded ``NodePort.list_nodes``."""
         out: list[NodeInfo] = self._call(
             "list_nodes", "nodes", "list unschedulable nodes" if unschedulable_only else "list nodes",
-            lambda: self.roles.nodes.list_nodes(unschedulable_only=unschedulable_only),
+            self.roles.nodes.list_nodes, unschedulable_only=unschedulable_only,
         )
         return out
 
     def get_node(self, name: str) -> NodeInfo:
         """Forwarded ``Cluster.get_node``."""
         out: NodeInfo = self._call("get_node", f"node/{name}", f"get node {name}",
-                                   lambda: self.roles.nodes.get_node(name))
+                                   self.roles.nodes.get_node, name)
         return out
 
     def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
         """Forwarded ``Cluster.list_pods``."""
         out: list[PodInfo] = self._call("list_pods", f"pods/{node_name or '*'}", f"list pods on {node_name}",
-                                        lambda: self.roles.pods.list_pods(node_name))
+                                        self.roles.pods.list_pods, node_name)
         return out
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """Forwarded ``Cluster.get_pod``."""
         out: PodInfo | None = self._call("get_pod", f"pod/{namespace}/{name}", f"get pod {namespace}/{name}",
-                                         lambda: self.roles.pods.get_pod(namespace, name))
+                                         self.roles.pods.get_pod, namespace, name)
         return out
 
     def list_pdbs(self) -> list[PdbInfo]:
@@ -311,19 +326,19 @@ class FaultyCluster:
     def daemonset_exists(self, namespace: str, name: str) -> bool:
         """Forwarded ``Cluster.daemonset_exists``."""
         out: bool = self._call("daemonset_exists", f"daemonset/{namespace}/{name}", f"get daemonset {namespace}/{name}",
-                               lambda: self.roles.pods.daemonset_exists(namespace, name))
+                               self.roles.pods.daemonset_exists, namespace, name)
         return out
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
         """Forwarded ``Cluster.stage_status``."""
         out: StageStatus = self._call("stage_status", _stage_target(spec), f"get pod {spec.pod_name}",
-                                      lambda: self.roles.stages.stage_status(spec))
+                                      self.roles.stages.stage_status, spec)
         return out
 
     def get_lease(self, name: str) -> LeaseInfo | None:
         """Forwarded ``Cluster.get_lease``."""
         out: LeaseInfo | None = self._call("get_lease", f"lease/{name}", f"get lease {name}",
-                                           lambda: self.roles.leases.get_lease(name))
+                                           self.roles.leases.get_lease, name)
         return out
 
     # ------------------------------------------------------------------ writes
@@ -340,57 +355,56 @@ class FaultyCluster:
         """Forwarded ``Cluster.patch_node``."""
         out: NodeInfo = self._call(
             "patch_node", f"node/{name}", f"patch node {name}",
-            lambda: self.roles.nodes.patch_node(name, annotations=annotations, labels=labels,
-                                                unschedulable=unschedulable, taints=taints,
-                                                resource_version=resource_version),
+            self.roles.nodes.patch_node, name, annotations=annotations, labels=labels, unschedulable=unschedulable,
+            taints=taints, resource_version=resource_version,
         )
         return out
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
         """Forwarded ``Cluster.set_node_condition``."""
         self._call("set_node_condition", f"node/{name}", f"set condition {type_} on node {name}",
-                   lambda: self.roles.nodes.set_node_condition(name, type_, status, reason, message))
+                   self.roles.nodes.set_node_condition, name, type_, status, reason, message)
 
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
         """Forwarded ``Cluster.evict_pod``."""
         self._call("evict_pod", f"pod/{namespace}/{name}", f"evict pod {namespace}/{name}",
-                   lambda: self.roles.pods.evict_pod(namespace, name, uid, grace_seconds))
+                   self.roles.pods.evict_pod, namespace, name, uid, grace_seconds)
 
     def start_stage(self, spec: StageSpec) -> None:
         """Forwarded ``Cluster.start_stage``."""
         self._call("start_stage", _stage_target(spec), f"create stage pod {spec.pod_name}",
-                   lambda: self.roles.stages.start_stage(spec))
+                   self.roles.stages.start_stage, spec)
 
     def end_run(self, run_id: str) -> None:
         """Forwarded ``Cluster.end_run``."""
-        self._call("end_run", f"run/{run_id}", f"end run {run_id}", lambda: self.roles.stages.end_run(run_id))
+        self._call("end_run", f"run/{run_id}", f"end run {run_id}", self.roles.stages.end_run, run_id)
 
     def delete_stages(self, recipe: str, node: str) -> None:
         """Forwarded ``Cluster.delete_stages``."""
         self._call("delete_stages", f"stages/{recipe}/{node}", f"delete stage pods of {recipe} on {node}",
-                   lambda: self.roles.stages.delete_stages(recipe, node))
+                   self.roles.stages.delete_stages, recipe, node)
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """Forwarded ``Cluster.emit_event``."""
         self._call("emit_event", f"node/{node}", f"create event {reason} on node {node}",
-                   lambda: self.roles.events.emit_event(node, reason, message, type_))
+                   self.roles.events.emit_event, node, reason, message, type_)
 
     def create_lease(self, name: str, spec: LeaseSpec) -> LeaseInfo:
         """Forwarded ``LeaseStore.create_lease``."""
         out: LeaseInfo = self._call("create_lease", f"lease/{name}", f"create lease {name}",
-                                    lambda: self.roles.leases.create_lease(name, spec))
+                                    self.roles.leases.create_lease, name, spec)
         return out
 
     def replace_lease(self, name: str, spec: LeaseSpec, resource_version: str) -> LeaseInfo:
         """Forwarded ``LeaseStore.replace_lease``."""
         out: LeaseInfo = self._call("replace_lease", f"lease/{name}", f"update lease {name}",
-                                    lambda: self.roles.leases.replace_lease(name, spec, resource_version))
+                                    self.roles.leases.replace_lease, name, spec, resource_version)
         return out
 
     def delete_lease(self, name: str, resource_version: str) -> None:
         """Forwarded ``LeaseStore.delete_lease``."""
         self._call("delete_lease", f"lease/{name}", f"delete lease {name}",
-                   lambda: self.roles.leases.delete_lease(name, resource_version))
+                   self.roles.leases.delete_lease, name, resource_version)
 
 
 def _stage_target(spec: StageSpec) -> str:
