@@ -1,7 +1,11 @@
 """Ports: the only ways the reconciler's core reaches the outside world.
 
-``Cluster`` is implemented by ``adapters.sim.SimFleet`` (in-process simulated fleet: embedded
-default, unit tests, what-if) and ``adapters.kube.KubeCluster`` (official ``kubernetes`` client).
+The cluster is reached through role ports (issue 13): :class:`NodePort`, :class:`PodPort`,
+:class:`StageRunner`, :class:`LeaseStore` (policy-free; the take-over rules live in
+``execute.lock``), :class:`EventSink` and :class:`ConfigMapStore` (the control store), handed
+around as one :class:`ClusterPorts` bundle. ``adapters.sim.SimFleet`` (in-process simulated fleet:
+embedded default, unit tests, what-if) and ``adapters.kube.KubeCluster`` (official ``kubernetes``
+client) each play every role with one object (:class:`Cluster`).
 ``Clock`` is injected so waits, timeouts and backoff are testable without sleeping.
 
 Every method that changes the cluster is a *write*; each write is one API request, so tests can
@@ -79,73 +83,56 @@ class StageStatus:
     started: float | None = None
 
 
-class LeaseInfo(Protocol):
-    """A coordination.k8s.io/v1 Lease as an adapter read it (``KubeCluster``'s ``LeaseRecord``, the
-    simulated fleet's ``SimLease``). Times are epoch seconds (None when unset)."""
+@dataclass(frozen=True)
+class LeaseSpec:
+    """The ``spec`` of a coordination.k8s.io/v1 Lease as the reconciler writes it: ``holder`` is
+    ``spec.holderIdentity`` ("" when nobody holds it), ``duration_seconds``
+    ``spec.leaseDurationSeconds``, ``acquired``/``renewed`` ``spec.acquireTime``/``spec.renewTime``
+    as UTC epoch seconds (None when unset), ``transitions`` ``spec.leaseTransitions``."""
 
-    @property
-    def name(self) -> str:
-        """Lease name."""
-        ...
-
-    @property
-    def holder(self) -> str:
-        """``spec.holderIdentity`` ("" when nobody holds it)."""
-        ...
-
-    @property
-    def duration_seconds(self) -> int:
-        """``spec.leaseDurationSeconds``."""
-        ...
-
-    @property
-    def renewed(self) -> float | None:
-        """``spec.renewTime`` as epoch seconds."""
-        ...
-
-    @property
-    def transitions(self) -> int:
-        """``spec.leaseTransitions``: how many times the lease changed hands."""
-        ...
-
-    def expires_in(self, now: float | None = None) -> float:
-        """Seconds until the lease expires (negative: expired), judged by renewTime + duration."""
-        ...
+    holder: str
+    duration_seconds: int
+    acquired: float | None
+    renewed: float | None
+    transitions: int = 0
 
 
-class Cluster(Protocol):
-    """The cluster as the reconciler needs it. Errors are ``reconciler.errors.ClusterError``
-    subclasses (NotFoundError, ConflictError, TooManyRequestsError, ServerError, ForbiddenError,
-    TransientError)."""
+@dataclass(frozen=True)
+class LeaseInfo:
+    """A coordination.k8s.io/v1 Lease as a :class:`LeaseStore` read or wrote it: ``name``,
+    ``namespace``, the spec fields of :class:`LeaseSpec` (UTC epoch seconds, None when unset) and
+    ``metadata.resourceVersion`` (what a conditional replace or delete carries)."""
 
-    def list_nodes(self) -> list[NodeInfo]:
-        """All nodes (one LIST)."""
-        ...
+    name: str
+    namespace: str
+    holder: str
+    duration_seconds: int
+    acquired: float | None
+    renewed: float | None
+    transitions: int
+    resource_version: str
 
-    def list_unschedulable_nodes(self) -> list[NodeInfo]:
-        """Cordoned nodes only (``spec.unschedulable=true``): what the budget check needs before
-        each batch, without listing the whole fleet."""
+    def expires_in(self, now: float) -> float:
+        """Seconds until the lease expires at UTC epoch ``now`` (negative: expired), judged by
+        ``renewTime`` (else ``acquireTime``) + ``leaseDurationSeconds``, as client-go's leader
+        election does (clock skew between holders is not corrected)."""
+        base = self.renewed or self.acquired or 0.0
+        return base + self.duration_seconds - now
+
+
+class NodePort(Protocol):
+    """Nodes: read, list and patch (conditional on resourceVersion). Errors are
+    ``reconciler.errors.ClusterError`` subclasses (NotFoundError, ConflictError,
+    TooManyRequestsError, ServerError, ForbiddenError, TransientError), as for every role."""
+
+    def list_nodes(self, *, unschedulable_only: bool = False) -> list[NodeInfo]:
+        """All nodes (one LIST); with ``unschedulable_only`` only the cordoned ones
+        (``spec.unschedulable=true`` as a field selector): what the budget check needs before each
+        batch, without listing the whole fleet."""
         ...
 
     def get_node(self, name: str) -> NodeInfo:
         """One node, fresh. Raises NotFoundError."""
-        ...
-
-    def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
-        """Pods of every namespace, optionally only those bound to ``node_name``
-        (field selector ``spec.nodeName``)."""
-        ...
-
-    def get_pod(self, namespace: str, name: str) -> PodInfo | None:
-        """One pod, or None when it does not exist."""
-        ...
-
-    def list_pdbs(self) -> list[PdbInfo]:
-        """All PodDisruptionBudgets (policy/v1)."""
-        ...
-
-    def daemonset_exists(self, namespace: str, name: str) -> bool:
-        """Whether a DaemonSet exists (kubectl drain's orphaned-DaemonSet-pod check)."""
         ...
 
     def patch_node(
@@ -168,12 +155,37 @@ class Cluster(Protocol):
         """One write: set (add or replace by type) a node status condition."""
         ...
 
+
+class PodPort(Protocol):
+    """Pods and what a drain needs around them: evictions, PodDisruptionBudgets, DaemonSet existence."""
+
+    def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
+        """Pods of every namespace, optionally only those bound to ``node_name``
+        (field selector ``spec.nodeName``)."""
+        ...
+
+    def get_pod(self, namespace: str, name: str) -> PodInfo | None:
+        """One pod, or None when it does not exist."""
+        ...
+
+    def list_pdbs(self) -> list[PdbInfo]:
+        """All PodDisruptionBudgets (policy/v1)."""
+        ...
+
+    def daemonset_exists(self, namespace: str, name: str) -> bool:
+        """Whether a DaemonSet exists (kubectl drain's orphaned-DaemonSet-pod check)."""
+        ...
+
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
         """One write: POST a policy/v1 Eviction with ``preconditions.uid``. Raises NotFoundError
         (gone), ConflictError (UID changed: the pod we meant is gone), TooManyRequestsError
         (PodDisruptionBudget or throttling), ServerError (500: several PDBs select the pod),
         ForbiddenError (namespace terminating, RBAC)."""
         ...
+
+
+class StageRunner(Protocol):
+    """Stage pods: start, read, clean up."""
 
     def start_stage(self, spec: StageSpec) -> None:
         """One write: create the stage pod for ``spec`` on its node; no-op if it already exists."""
@@ -183,8 +195,9 @@ class Cluster(Protocol):
         """Read the stage pod's state (``missing`` when it does not exist)."""
         ...
 
-    def delete_stage(self, spec: StageSpec) -> None:
-        """One write: delete the stage pod (after success, or to restart it); absent is fine."""
+    def delete_stages(self, recipe: str, node: str) -> None:
+        """One write: delete every stage pod of ``recipe`` on ``node`` (a delete-collection by
+        labels), once the node is complete; failed nodes keep theirs for the logs."""
         ...
 
     def end_run(self, run_id: str) -> None:
@@ -193,43 +206,46 @@ class Cluster(Protocol):
         Called only when none of that lifecycle's nodes failed, so failed pods keep their logs."""
         ...
 
-    def delete_stages(self, recipe: str, node: str) -> None:
-        """One write: delete every stage pod of ``recipe`` on ``node`` (a delete-collection by
-        labels), once the node is complete; failed nodes keep theirs for the logs."""
+
+class LeaseStore(Protocol):
+    """coordination.k8s.io/v1 Leases in the reconciler's namespace, without policy: who may take,
+    renew or release a Lease is decided once, in :mod:`reconciler.execute.lock`. Each write is one
+    request; replace and delete are conditional on the resourceVersion read."""
+
+    def get_lease(self, name: str) -> LeaseInfo | None:
+        """The Lease ``name``, or None."""
         ...
+
+    def create_lease(self, name: str, spec: LeaseSpec) -> LeaseInfo:
+        """One write: create the Lease (labelled managed-by node-reconciler). Raises ConflictError
+        (409 AlreadyExists) when it exists."""
+        ...
+
+    def replace_lease(self, name: str, spec: LeaseSpec, resource_version: str) -> LeaseInfo:
+        """One write: replace the Lease's spec if its resourceVersion is still ``resource_version``.
+        Raises ConflictError (it changed), NotFoundError (deleted)."""
+        ...
+
+    def delete_lease(self, name: str, resource_version: str) -> None:
+        """One write: delete the Lease if its resourceVersion is still ``resource_version``.
+        Raises ConflictError (it changed), NotFoundError (already gone)."""
+        ...
+
+
+class EventSink(Protocol):
+    """Kubernetes Events about nodes."""
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """One write: a Kubernetes Event on the node (reportingController = node-reconciler)."""
         ...
 
-    # Leases (coordination.k8s.io/v1): one reconciler run per recipe (reconciler.execute.lock).
-    def get_lease(self, name: str) -> LeaseInfo | None:
-        """The Lease ``name`` in the reconciler's namespace, or None."""
-        ...
-
-    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseInfo:
-        """Writes: create the Lease for ``holder``, renew it when ``holder`` holds it, or take it
-        over when it is free or expired; updates carry the read resourceVersion. Raises
-        LeaseHeldError (another holder's lease has not expired) or ConflictError (a concurrent
-        write between our read and write)."""
-        ...
-
-    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseInfo:
-        """One write (after a read): renewTime = now. Raises LeaseHeldError (another holder took
-        it), NotFoundError (deleted), ConflictError (concurrent write)."""
-        ...
-
-    def release_lease(self, name: str, holder: str) -> None:
-        """One write (after a read): delete the Lease if ``holder`` holds it; otherwise nothing."""
-        ...
-
 
 @runtime_checkable
 class ConfigMapStore(Protocol):
-    """Small node-independent records in ConfigMaps (the recipe control switches of
-    ``reconciler pause``/``disable``, :mod:`reconciler.ops.controls`). Kept apart from
-    :class:`Cluster` so an adapter without it still is a ``Cluster``; implemented by the simulated
-    fleet and, for the real cluster, by :class:`reconciler.adapters.kubeconfigmaps.KubeConfigMaps`."""
+    """The control store: small node-independent records in ConfigMaps (the recipe control
+    switches of ``reconciler pause``/``disable``, :mod:`reconciler.ops.controls`). Implemented by
+    the simulated fleet and, for the real cluster, by
+    :class:`reconciler.adapters.kubeconfigmaps.KubeConfigMaps`."""
 
     def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """The ``data`` of a ConfigMap, or None when it does not exist."""
@@ -239,6 +255,43 @@ class ConfigMapStore(Protocol):
         """One write: merge ``data`` into the ConfigMap (None value = remove the key), creating it
         (labelled ``app.kubernetes.io/managed-by: node-reconciler``) when absent."""
         ...
+
+
+#: The control-store role under its role name.
+ControlStore = ConfigMapStore
+
+
+class Cluster(NodePort, PodPort, StageRunner, LeaseStore, EventSink, Protocol):
+    """An adapter that plays every cluster role with one object (``SimFleet``, ``KubeCluster``,
+    the decorators :class:`~reconciler.testing.faults.FaultyCluster` and
+    :class:`~reconciler.execute.fence.FencedCluster`); :meth:`ClusterPorts.of` makes the bundle
+    from it."""
+
+
+@dataclass(frozen=True)
+class ClusterPorts:
+    """The cluster roles one piece of work is given, explicitly (issue 13). One adapter may fill
+    several roles (:meth:`of`); a decorator may wrap some (the write fence wraps the writers).
+    ``controls`` is None when the adapter keeps no control store."""
+
+    nodes: NodePort
+    pods: PodPort
+    stages: StageRunner
+    leases: LeaseStore
+    events: EventSink
+    controls: ConfigMapStore | None = None
+
+    @classmethod
+    def of(cls, adapter: Cluster | ClusterPorts, controls: ConfigMapStore | None = None) -> ClusterPorts:
+        """Every role played by ``adapter`` (a bundle is returned as it is). ``controls`` defaults
+        to ``adapter`` itself when it is a ``ConfigMapStore`` (the simulated fleet); an adapter that
+        only *provides* one (``KubeCluster.config_map_store()``) is given it explicitly, or reached
+        through :func:`reconciler.ops.controls.store_for`."""
+        if isinstance(adapter, ClusterPorts):
+            return adapter
+        if controls is None and isinstance(adapter, ConfigMapStore):
+            controls = adapter
+        return cls(nodes=adapter, pods=adapter, stages=adapter, leases=adapter, events=adapter, controls=controls)
 
 
 class Clock(Protocol):

@@ -43,9 +43,9 @@ from reconciler.model.run import Event, RunResult
 from reconciler.model.selector import LabelSelector
 from reconciler.model.versions import is_exact
 from reconciler.observe.snapshot import observe
-from reconciler.ops.controls import held_reason
+from reconciler.ops.controls import held_reason, store_for
 from reconciler.plan.planner import compute_plan, locked_refusals
-from reconciler.ports import Clock, Cluster
+from reconciler.ports import Clock, Cluster, ClusterPorts
 
 
 @dataclass(frozen=True)
@@ -158,17 +158,18 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
     run_id = settings.run_id or new_run_id()
     out = ApplyResult(run_id=run_id)
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
-    leases = LeaseGroup(cluster, clock, [r.name for r in inputs.recipes], holder_identity(run_id, settings.holder),
+    ports = ClusterPorts.of(cluster, store_for(cluster))
+    leases = LeaseGroup(ports.leases, clock, [r.name for r in inputs.recipes], holder_identity(run_id, settings.holder),
                         duration=settings.lease_duration)
     leases.acquire(settings.wait_for_lock)  # before anything is observed or changed
-    fenced = FencedCluster(cluster, leases)
+    fenced = FencedCluster(ports, leases).ports  # the write roles fenced by the leases
     current: Recipe | None = None
     try:
-        fleet = observe(cluster)
+        fleet = observe(ports)
         only = settings.only
         first = {r.name: compute_plan(r, policies[r.name], fleet, only=only) for r in inputs.recipes}
         _check_gates(inputs, first, settings)
-        out.tainted = auto_taint(fenced, inputs.recipes, _narrowed(fleet, only))
+        out.tainted = auto_taint(fenced.nodes, inputs.recipes, _narrowed(fleet, only))
         if out.tainted:
             for o in observers:
                 o.tainted(out.tainted)
@@ -185,7 +186,7 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
                 if held.startswith("paused"):  # a paused recipe still holds back later ones
                     done.append(recipe)
                 continue
-            fleet = observe(cluster)
+            fleet = observe(ports)
             the_plan = compute_plan(recipe, policies[recipe.name], fleet, only=only)
             earlier = [(e, compute_plan(e, policies[e.name], fleet, only=only)) for e in done]
             waiting = waiting_nodes(recipe, the_plan, earlier)

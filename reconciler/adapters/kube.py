@@ -17,7 +17,8 @@ Objects this adapter creates (all in ``namespace``, default ``node-reconciler``,
   live there).
 * ``ConfigMap <pod name>-cm``: the package's ``configMap`` data, mounted at
   ``/skyhook-package/configmaps`` in the package-copy container (only when non-empty).
-* ``Lease`` objects (coordination.k8s.io/v1) for run exclusion, see :meth:`KubeCluster.acquire_lease`.
+* ``Lease`` objects (coordination.k8s.io/v1) for run exclusion,
+  stored by the ``LeaseStore`` methods (the take-over policy is in ``reconciler.execute.lock``).
 
 Events go to namespace ``default`` (where the kubelet puts node events) with
 ``involvedObject {kind: Node, name: <node>, uid: <node>}``, the convention ``kubectl describe node``
@@ -35,7 +36,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
@@ -72,7 +72,6 @@ from reconciler.errors import (
     ClusterError,
     ConflictError,
     ForbiddenError,
-    LeaseHeldError,
     NotFoundError,
     ServerError,
     TooManyRequestsError,
@@ -80,7 +79,7 @@ from reconciler.errors import (
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
-from reconciler.ports import StageSpec, StageStatus
+from reconciler.ports import LeaseInfo, LeaseSpec, StageSpec, StageStatus
 
 Obj = dict[str, Any]
 _T = TypeVar("_T")
@@ -181,25 +180,6 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
 # leases
 
 
-@dataclass(frozen=True)
-class LeaseRecord:
-    """A coordination.k8s.io/v1 Lease as read. Times are epoch seconds (None when unset)."""
-
-    name: str
-    holder: str
-    duration_seconds: int
-    acquired: float | None
-    renewed: float | None
-    transitions: int
-    resource_version: str
-
-    def expires_in(self, now: float | None = None) -> float:
-        """Seconds until the lease expires (negative: expired), judged by ``renewTime`` + duration
-        on the local clock (clock skew between holders is not corrected)."""
-        base = self.renewed or self.acquired or 0.0
-        return base + self.duration_seconds - (time.time() if now is None else now)
-
-
 def _micro_time(epoch: float) -> str:
     """metav1.MicroTime text (RFC 3339 with microseconds, UTC)."""
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -210,10 +190,11 @@ def _rfc3339(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _lease_from(obj: Obj) -> LeaseRecord:
+def _lease_from(obj: Obj) -> LeaseInfo:
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
-    return LeaseRecord(
+    return LeaseInfo(
         name=str(meta.get("name") or ""),
+        namespace=str(meta.get("namespace") or ""),
         holder=str(spec.get("holderIdentity") or ""),
         duration_seconds=int(spec.get("leaseDurationSeconds") or 0),
         acquired=parse_time(spec.get("acquireTime")),
@@ -301,12 +282,12 @@ class KubeCluster:
       expired continue token restarts the list).
     * :meth:`delete_run`: delete a run's owner ConfigMap (GC removes its leftover stage pods).
     * :meth:`delete_stages` (port) deletes a recipe's stage pods on one node by label selector.
-    * :meth:`get_lease`, :meth:`acquire_lease`, :meth:`renew_lease`, :meth:`release_lease`:
+    * :meth:`get_lease`, :meth:`create_lease`, :meth:`replace_lease`, :meth:`delete_lease`:
       coordination.k8s.io/v1 Leases in ``namespace`` for "one run per recipe" exclusion.
     * :meth:`close` / context manager: release the HTTP connection pool.
 
     Errors: every method raises only :class:`reconciler.errors.ClusterError` subclasses for API
-    and transport failures (see :func:`translate_api_error`) and LeaseHeldError for leases.
+    and transport failures (see :func:`translate_api_error`).
     """
 
     def __init__(
@@ -518,17 +499,17 @@ class KubeCluster:
         obj = self._json(client.VersionApi(self.api_client).get_code, "get server version")
         return {k: v for k, v in obj.items() if isinstance(v, str)}
 
-    def list_nodes(self, label_selector: str | None = None) -> list[NodeInfo]:
-        """All nodes (paginated LIST), optionally filtered by a label selector string."""
+    def list_nodes(self, label_selector: str | None = None, *, unschedulable_only: bool = False) -> list[NodeInfo]:
+        """All nodes (paginated LIST), optionally filtered by a label selector string; with
+        ``unschedulable_only`` the cordoned ones only (field selector ``spec.unschedulable=true``:
+        one small LIST)."""
+        if unschedulable_only:
+            return self._list(
+                self._lister("/api/v1/nodes", lambda: self._core.list_node), "list unschedulable nodes", node_from,
+                field_selector="spec.unschedulable=true", label_selector=label_selector,
+            )
         return self._list(self._lister("/api/v1/nodes", lambda: self._core.list_node), "list nodes", node_from,
                           label_selector=label_selector)
-
-    def list_unschedulable_nodes(self) -> list[NodeInfo]:
-        """Cordoned nodes only (field selector ``spec.unschedulable=true``): one small LIST."""
-        return self._list(
-            self._lister("/api/v1/nodes", lambda: self._core.list_node), "list unschedulable nodes", node_from,
-            field_selector="spec.unschedulable=true",
-        )
 
     def get_node(self, name: str) -> NodeInfo:
         """One node, current as of the last watch event (from the cache when it tracks the node,
@@ -923,7 +904,7 @@ class KubeCluster:
 
     # -- leases ---------------------------------------------------------------------------------
 
-    def get_lease(self, name: str) -> LeaseRecord | None:
+    def get_lease(self, name: str) -> LeaseInfo | None:
         """The Lease ``namespace/name``, or None."""
         try:
             return _lease_from(
@@ -932,129 +913,37 @@ class KubeCluster:
         except NotFoundError:
             return None
 
-    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseRecord:
-        """Take the Lease for ``holder``: create it, renew it when ``holder`` already holds it, or
-        take it over when it is free or expired (``leaseTransitions`` + 1). Optimistic: the update
-        carries the read resourceVersion.
+    def _lease_body(self, name: str, spec: LeaseSpec, resource_version: str | None = None) -> Any:
+        meta: Obj = {"name": name, "namespace": self.namespace, "labels": {MANAGED_BY_LABEL: COMPONENT}}
+        if resource_version is not None:
+            meta["resourceVersion"] = resource_version
+        body: Obj = {"holderIdentity": spec.holder, "leaseDurationSeconds": spec.duration_seconds,
+                     "leaseTransitions": spec.transitions}
+        if spec.acquired is not None:
+            body["acquireTime"] = _micro_time(spec.acquired)
+        if spec.renewed is not None:
+            body["renewTime"] = _micro_time(spec.renewed)
+        return client.V1Lease.model_validate({"metadata": meta, "spec": body})
 
-        Raises:
-            LeaseHeldError: another holder's lease has not expired.
-            ConflictError: someone else wrote the Lease between our read and write (retry).
-        """
+    def create_lease(self, name: str, spec: LeaseSpec) -> LeaseInfo:
+        """Port ``LeaseStore.create_lease``: POST the Lease (creating the namespace first when it
+        is missing). Raises ConflictError (409 AlreadyExists)."""
         self._ensure_namespace()
-        now = time.time()
-        cur = self.get_lease(name)
-        if cur is None:
-            body = {
-                "metadata": {"name": name, "namespace": self.namespace, "labels": {MANAGED_BY_LABEL: COMPONENT}},
-                "spec": {
-                    "holderIdentity": holder,
-                    "leaseDurationSeconds": duration_seconds,
-                    "acquireTime": _micro_time(now),
-                    "renewTime": _micro_time(now),
-                    "leaseTransitions": 0,
-                },
-            }
-            try:
-                return _lease_from(
-                    self._json(
-                        self._coordination.create_namespaced_lease,
-                        f"create lease {name}",
-                        self.namespace,
-                        client.V1Lease.model_validate(body),
-                    )
-                )
-            except ConflictError:
-                cur = self.get_lease(name)
-                if cur is None:
-                    raise
-        if cur.holder and cur.holder != holder and cur.expires_in(now) > 0:
-            raise LeaseHeldError(f"{self.namespace}/{name}", cur.holder, cur.expires_in(now))
-        taking_over = cur.holder != holder
-        return self._write_lease(
-            name,
-            cur,
-            holder=holder,
-            duration_seconds=duration_seconds,
-            acquired=now if taking_over else (cur.acquired or now),
-            renewed=now,
-            transitions=cur.transitions + (1 if taking_over and cur.holder else 0),
-        )
+        return _lease_from(self._json(self._coordination.create_namespaced_lease, f"create lease {name}",
+                                      self.namespace, self._lease_body(name, spec)))
 
-    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseRecord:
-        """Renew ``holder``'s Lease (``renewTime`` = now).
+    def replace_lease(self, name: str, spec: LeaseSpec, resource_version: str) -> LeaseInfo:
+        """Port ``LeaseStore.replace_lease``: PUT with ``metadata.resourceVersion`` (the API server
+        answers 409 → ConflictError when it changed; 404 → NotFoundError)."""
+        return _lease_from(self._json(self._coordination.replace_namespaced_lease, f"update lease {name}", name,
+                                      self.namespace, self._lease_body(name, spec, resource_version)))
 
-        Raises:
-            LeaseHeldError: the Lease is gone to another holder (we lost it).
-            NotFoundError: the Lease was deleted.
-            ConflictError: concurrent write (retry).
-        """
-        cur = self.get_lease(name)
-        if cur is None:
-            raise NotFoundError(f"lease {self.namespace}/{name} does not exist", 404, "NotFound")
-        if cur.holder != holder:
-            raise LeaseHeldError(f"{self.namespace}/{name}", cur.holder or "nobody", cur.expires_in())
-        return self._write_lease(
-            name,
-            cur,
-            holder=holder,
-            duration_seconds=duration_seconds or cur.duration_seconds,
-            acquired=cur.acquired or time.time(),
-            renewed=time.time(),
-            transitions=cur.transitions,
-        )
-
-    def release_lease(self, name: str, holder: str) -> None:
-        """Delete the Lease if ``holder`` holds it (precondition: the resourceVersion read); a
-        Lease held by someone else or absent is left alone."""
-        cur = self.get_lease(name)
-        if cur is None or cur.holder != holder:
-            return
-        preconditions = client.V1Preconditions(resource_version=cur.resource_version)
-        with contextlib.suppress(NotFoundError):
-            self._raw(
-                self._coordination.delete_namespaced_lease,
-                f"delete lease {name}",
-                name,
-                self.namespace,
-                body=client.V1DeleteOptions(preconditions=preconditions),
-            )
-
-    def _write_lease(
-        self,
-        name: str,
-        cur: LeaseRecord,
-        *,
-        holder: str,
-        duration_seconds: int,
-        acquired: float,
-        renewed: float,
-        transitions: int,
-    ) -> LeaseRecord:
-        body = {
-            "metadata": {
-                "name": name,
-                "namespace": self.namespace,
-                "resourceVersion": cur.resource_version,
-                "labels": {MANAGED_BY_LABEL: COMPONENT},
-            },
-            "spec": {
-                "holderIdentity": holder,
-                "leaseDurationSeconds": duration_seconds,
-                "acquireTime": _micro_time(acquired),
-                "renewTime": _micro_time(renewed),
-                "leaseTransitions": transitions,
-            },
-        }
-        return _lease_from(
-            self._json(
-                self._coordination.replace_namespaced_lease,
-                f"update lease {name}",
-                name,
-                self.namespace,
-                client.V1Lease.model_validate(body),
-            )
-        )
+    def delete_lease(self, name: str, resource_version: str) -> None:
+        """Port ``LeaseStore.delete_lease``: DELETE with ``preconditions.resourceVersion`` (409 →
+        ConflictError when it changed; 404 → NotFoundError)."""
+        preconditions = client.V1Preconditions(resource_version=resource_version)
+        self._raw(self._coordination.delete_namespaced_lease, f"delete lease {name}", name, self.namespace,
+                  body=client.V1DeleteOptions(preconditions=preconditions))
 
 
 def _headers(e: ApiException) -> Mapping[str, str] | None:

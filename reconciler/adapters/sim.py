@@ -53,10 +53,10 @@ from reconciler.adapters.simkubelet import SimKubelet
 from reconciler.adapters.simnodes import SimNodes
 from reconciler.adapters.simpods import RECREATED_BY, SimPods
 from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
-from reconciler.adapters.simstore import SimLease, SimStore
-from reconciler.ports import StageSpec
+from reconciler.adapters.simstore import SimStore
+from reconciler.ports import LeaseInfo, StageSpec
 
-__all__ = ["KINDS", "RECREATED_BY", "SimFleet", "SimLease"]
+__all__ = ["KINDS", "RECREATED_BY", "SimFleet"]
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap")
 # SIM_ANN (the annotation carrying the simulation's pending timers on saved objects, so a saved
@@ -72,7 +72,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         config: behaviour; defaults as in :class:`SimConfig`.
         crash_after: raise ``CrashInjected`` right after this many writes (None: never); every
             write counts — node patches and conditions, events, evictions, stage pods, Lease
-            acquire/renew/release, ConfigMap patches.
+            create/replace/delete, ConfigMap patches.
         copy_objects: copy ``objects`` (False: take ownership of them, as :meth:`from_file` does).
 
     ``save_on_crash`` (a path, default None): when set, the fleet as the crash left it is saved
@@ -105,7 +105,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         self._now = 0.0
         self._saved_clock: Obj | None = None
         self._saved_stages: list[Obj] = []
-        self.leases: dict[str, SimLease] = {}  # in memory only: a saved fleet carries no lease
+        self.leases: dict[str, LeaseInfo] = {}  # in memory only: a saved fleet carries no lease
         for obj in objects:
             self._add(obj)
         self._assign_resource_versions()

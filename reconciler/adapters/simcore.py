@@ -22,7 +22,7 @@ from reconciler.adapters.simsaved import SIM_ANN
 from reconciler.errors import CrashInjected
 
 if TYPE_CHECKING:
-    from reconciler.adapters.simstore import SimLease
+    from reconciler.ports import LeaseInfo
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -44,7 +44,7 @@ class SimCore:
     config_maps: dict[Key, Obj]
     events: list[Obj]
     stage_log: list[tuple[float, str, str, str, str, str]]
-    leases: dict[str, SimLease]
+    leases: dict[str, LeaseInfo]
     epoch: float
     _index: FleetIndex
     _stages: dict[str, Obj]

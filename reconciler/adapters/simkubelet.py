@@ -93,14 +93,6 @@ class SimKubelet(SimCore):
             return StageStatus("missing")
         return StageStatus(rec["phase"], rec["exit"], rec["reason"], rec["log"], self.epoch + rec["started"])
 
-    def delete_stage(self, spec: StageSpec) -> None:
-        """One write: delete the stage pod (absent is fine: no write)."""
-        if spec.pod_name not in self._stages:
-            return
-        self._write("delete-pod", f"pod/{spec.pod_name}")
-        del self._stages[spec.pod_name]
-        self._after_write()
-
     def end_run(self, run_id: str) -> None:
         """Nothing shared to release in the simulated fleet (stage pods go with ``delete_stages``)."""
 

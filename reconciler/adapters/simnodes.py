@@ -18,13 +18,10 @@ from reconciler.model.selector import Taint
 class SimNodes(SimCore):
     """Nodes and events of the simulated fleet (part of ``SimFleet``)."""
 
-    def list_nodes(self) -> list[NodeInfo]:
-        """All nodes."""
-        return [self._index.node(k) for k in sorted(self.nodes)]
-
-    def list_unschedulable_nodes(self) -> list[NodeInfo]:
-        """Cordoned nodes only."""
-        return [n for n in self.list_nodes() if n.unschedulable]
+    def list_nodes(self, *, unschedulable_only: bool = False) -> list[NodeInfo]:
+        """All nodes (by name); with ``unschedulable_only`` the cordoned ones only."""
+        nodes = [self._index.node(k) for k in sorted(self.nodes)]
+        return [n for n in nodes if n.unschedulable] if unschedulable_only else nodes
 
     def get_node(self, name: str) -> NodeInfo:
         """One node. Raises NotFoundError."""

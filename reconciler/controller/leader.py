@@ -27,7 +27,7 @@ import threading
 
 from reconciler.errors import ClusterError, LeaseHeldError
 from reconciler.execute.lock import LeaseLock, LeaseLostError
-from reconciler.ports import Clock, Cluster
+from reconciler.ports import Clock, LeaseStore
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class Leadership:
     """The leader Lease of one controller process (module docstring).
 
     Args:
-        cluster, clock: the adapter (lease methods) and the injected clock.
+        leases, clock: the Lease store (:class:`~reconciler.ports.LeaseStore`) and the injected clock.
         holder: this replica's identity (the pod name and process).
         lease_duration, renew_deadline, retry_period: seconds, as client-go
             (``retry_period < renew_deadline < lease_duration``).
@@ -48,14 +48,14 @@ class Leadership:
     Raises (``ValueError``): the durations are not in that order.
     """
 
-    def __init__(self, cluster: Cluster, clock: Clock, holder: str, *, lease_duration: float = 15.0,
+    def __init__(self, leases: LeaseStore, clock: Clock, holder: str, *, lease_duration: float = 15.0,
                  renew_deadline: float = 10.0, retry_period: float = 2.0) -> None:
         if not 0 < retry_period < renew_deadline < lease_duration:
             raise ValueError(f"leader election needs retry period ({retry_period} s) < renew deadline "
                              f"({renew_deadline} s) < lease duration ({lease_duration} s)")
         self.clock = clock
         self.retry_period = retry_period
-        self.lock = LeaseLock(cluster, clock, LEADER_LEASE, holder, duration=max(1, round(lease_duration)),
+        self.lock = LeaseLock(leases, clock, LEADER_LEASE, holder, duration=max(1, round(lease_duration)),
                               renew_every=retry_period, retry_every=retry_period,
                               margin=lease_duration - renew_deadline)
         self.leading = threading.Event()

@@ -1,7 +1,8 @@
 """Fenced writes (issue 12, finding 2): no write reaches the cluster unless this run holds its Lease.
 
-:class:`FencedCluster` is a port decorator: every write method of :class:`~reconciler.ports.Cluster`
-and :class:`~reconciler.ports.ConfigMapStore` first asks the :class:`WriteFence` (the run's
+:class:`FencedCluster` is a port decorator over the write roles of a
+:class:`~reconciler.ports.ClusterPorts` bundle (nodes, pods, stages, events and the control
+store): every write first asks the :class:`WriteFence` (the run's
 :class:`~reconciler.execute.lock.LeaseGroup`), which raises
 :class:`~reconciler.execute.lock.LeaseLostError` when a Lease is no longer held *with margin*: the
 deadline is known locally from the last successful renewal (``renewed + duration - margin``, by
@@ -18,7 +19,7 @@ from typing import Protocol
 
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
-from reconciler.ports import Cluster, ConfigMapStore, LeaseInfo, StageSpec, StageStatus
+from reconciler.ports import Cluster, ClusterPorts, ConfigMapStore, LeaseInfo, LeaseSpec, StageSpec, StageStatus
 
 
 class WriteFence(Protocol):
@@ -30,55 +31,62 @@ class WriteFence(Protocol):
 
 
 class FencedCluster:
-    """``inner`` with every write checked by ``fence`` first (module docstring). Implements
-    :class:`~reconciler.ports.Cluster` (and ``ConfigMapStore`` when ``inner`` does). ``writes``
-    mirrors the inner adapter's count, for reports."""
+    """``inner`` (a role bundle, or one adapter playing every role) with every write checked by
+    ``fence`` first (module docstring). Plays every role of :class:`~reconciler.ports.Cluster`
+    (and ``ConfigMapStore``, which fails with TypeError when ``inner`` has no control store);
+    :attr:`ports` is the bundle with the write roles fenced and the Lease store as it was.
+    ``writes`` mirrors the inner adapter's count, for reports."""
 
-    def __init__(self, inner: Cluster, fence: WriteFence) -> None:
+    def __init__(self, inner: Cluster | ClusterPorts, fence: WriteFence) -> None:
         self.inner = inner
+        self.roles = ClusterPorts.of(inner)
         self.fence = fence
+
+    @property
+    def ports(self) -> ClusterPorts:
+        """The fenced bundle: nodes, pods, stages, events (and controls, when ``inner`` has a
+        control store) through this fence; ``leases`` unfenced (the fence *is* the lease)."""
+        r = self.roles
+        return ClusterPorts(nodes=self, pods=self, stages=self, leases=r.leases, events=self,
+                            controls=self if r.controls is not None else None)
 
     @property
     def writes(self) -> int:
         """Writes of the wrapped adapter (0 when it does not count them)."""
-        return int(getattr(self.inner, "writes", 0))
+        return int(getattr(self.roles.nodes, "writes", 0))
 
     # reads -------------------------------------------------------------------------------
-    def list_nodes(self) -> list[NodeInfo]:
-        """See :meth:`Cluster.list_nodes`."""
-        return self.inner.list_nodes()
-
-    def list_unschedulable_nodes(self) -> list[NodeInfo]:
-        """See :meth:`Cluster.list_unschedulable_nodes`."""
-        return self.inner.list_unschedulable_nodes()
+    def list_nodes(self, *, unschedulable_only: bool = False) -> list[NodeInfo]:
+        """See :meth:`NodePort.list_nodes`."""
+        return self.roles.nodes.list_nodes(unschedulable_only=unschedulable_only)
 
     def get_node(self, name: str) -> NodeInfo:
         """See :meth:`Cluster.get_node`."""
-        return self.inner.get_node(name)
+        return self.roles.nodes.get_node(name)
 
     def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
         """See :meth:`Cluster.list_pods`."""
-        return self.inner.list_pods(node_name)
+        return self.roles.pods.list_pods(node_name)
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """See :meth:`Cluster.get_pod`."""
-        return self.inner.get_pod(namespace, name)
+        return self.roles.pods.get_pod(namespace, name)
 
     def list_pdbs(self) -> list[PdbInfo]:
         """See :meth:`Cluster.list_pdbs`."""
-        return self.inner.list_pdbs()
+        return self.roles.pods.list_pdbs()
 
     def daemonset_exists(self, namespace: str, name: str) -> bool:
         """See :meth:`Cluster.daemonset_exists`."""
-        return self.inner.daemonset_exists(namespace, name)
+        return self.roles.pods.daemonset_exists(namespace, name)
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
         """See :meth:`Cluster.stage_status`."""
-        return self.inner.stage_status(spec)
+        return self.roles.stages.stage_status(spec)
 
     def get_lease(self, name: str) -> LeaseInfo | None:
         """See :meth:`Cluster.get_lease`."""
-        return self.inner.get_lease(name)
+        return self.roles.leases.get_lease(name)
 
     def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """See :meth:`ConfigMapStore.get_config_map`."""
@@ -97,43 +105,38 @@ class FencedCluster:
     ) -> NodeInfo:
         """Fenced :meth:`Cluster.patch_node`."""
         self.fence.check()
-        return self.inner.patch_node(name, annotations=annotations, labels=labels, unschedulable=unschedulable,
+        return self.roles.nodes.patch_node(name, annotations=annotations, labels=labels, unschedulable=unschedulable,
                                      taints=taints, resource_version=resource_version)
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
         """Fenced :meth:`Cluster.set_node_condition`."""
         self.fence.check()
-        self.inner.set_node_condition(name, type_, status, reason, message)
+        self.roles.nodes.set_node_condition(name, type_, status, reason, message)
 
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
         """Fenced :meth:`Cluster.evict_pod`."""
         self.fence.check()
-        self.inner.evict_pod(namespace, name, uid, grace_seconds)
+        self.roles.pods.evict_pod(namespace, name, uid, grace_seconds)
 
     def start_stage(self, spec: StageSpec) -> None:
         """Fenced :meth:`Cluster.start_stage`."""
         self.fence.check()
-        self.inner.start_stage(spec)
-
-    def delete_stage(self, spec: StageSpec) -> None:
-        """Fenced :meth:`Cluster.delete_stage`."""
-        self.fence.check()
-        self.inner.delete_stage(spec)
+        self.roles.stages.start_stage(spec)
 
     def end_run(self, run_id: str) -> None:
         """Fenced :meth:`Cluster.end_run`."""
         self.fence.check()
-        self.inner.end_run(run_id)
+        self.roles.stages.end_run(run_id)
 
     def delete_stages(self, recipe: str, node: str) -> None:
         """Fenced :meth:`Cluster.delete_stages`."""
         self.fence.check()
-        self.inner.delete_stages(recipe, node)
+        self.roles.stages.delete_stages(recipe, node)
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """Fenced :meth:`Cluster.emit_event`."""
         self.fence.check()
-        self.inner.emit_event(node, reason, message, type_)
+        self.roles.events.emit_event(node, reason, message, type_)
 
     def patch_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> None:
         """Fenced :meth:`ConfigMapStore.patch_config_map`."""
@@ -141,19 +144,19 @@ class FencedCluster:
         self._store().patch_config_map(namespace, name, data)
 
     # the lock's own writes: not fenced (the fence *is* the lease) ---------------------------
-    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseInfo:
-        """See :meth:`Cluster.acquire_lease` (not fenced)."""
-        return self.inner.acquire_lease(name, holder, duration_seconds)
+    def create_lease(self, name: str, spec: LeaseSpec) -> LeaseInfo:
+        """See :meth:`LeaseStore.create_lease` (not fenced)."""
+        return self.roles.leases.create_lease(name, spec)
 
-    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseInfo:
-        """See :meth:`Cluster.renew_lease` (not fenced)."""
-        return self.inner.renew_lease(name, holder, duration_seconds)
+    def replace_lease(self, name: str, spec: LeaseSpec, resource_version: str) -> LeaseInfo:
+        """See :meth:`LeaseStore.replace_lease` (not fenced)."""
+        return self.roles.leases.replace_lease(name, spec, resource_version)
 
-    def release_lease(self, name: str, holder: str) -> None:
-        """See :meth:`Cluster.release_lease` (not fenced)."""
-        self.inner.release_lease(name, holder)
+    def delete_lease(self, name: str, resource_version: str) -> None:
+        """See :meth:`LeaseStore.delete_lease` (not fenced)."""
+        self.roles.leases.delete_lease(name, resource_version)
 
     def _store(self) -> ConfigMapStore:
-        if not isinstance(self.inner, ConfigMapStore):
+        if self.roles.controls is None:
             raise TypeError(f"{type(self.inner).__name__} keeps no ConfigMaps")
-        return self.inner
+        return self.roles.controls

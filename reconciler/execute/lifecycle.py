@@ -13,8 +13,9 @@ readings once, then alternates:
 3. back on the deciding thread: timeline announcements and log lines of the effects that took
    place, the new memory, and the next step when the step asked for it.
 
-Writes go through whatever ``Cluster`` the run was given — in ``apply`` a
-:class:`~reconciler.execute.fence.FencedCluster`, so no write happens without the Lease.
+Writes go through the role ports the run was given (:class:`~reconciler.ports.ClusterPorts`: nodes,
+pods, stages, events) — in ``apply`` fenced by :class:`~reconciler.execute.fence.FencedCluster`, so
+no write happens without the Lease.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from reconciler.model.observed import NodeInfo, PodInfo
 from reconciler.model.plan import NodePlan
 from reconciler.model.recipe import Recipe
 from reconciler.model.vocab import Phase
-from reconciler.ports import Clock, Cluster, StageStatus
+from reconciler.ports import Clock, ClusterPorts, StageStatus
 
 __all__ = ["MAX_STEPS_PER_CYCLE", "NodeRun", "Outcome", "RunContext"]
 
@@ -72,7 +73,7 @@ MAX_STEPS_PER_CYCLE = 1000
 
 @dataclass
 class RunContext:
-    """What every node run of one ``apply`` shares: the ports (``cluster``, ``clock``), the
+    """What every node run of one ``apply`` shares: the ports (``ports``: the cluster roles, ``clock``), the
     ``timeline`` observers listen to, and the fixed settings of :class:`~reconciler.execute.machine.StepContext`.
 
     Times: ``clock.now()`` (monotonic) for in-process wake-ups only; ``clock.utc()`` for everything
@@ -80,7 +81,7 @@ class RunContext:
     """
 
     recipe: Recipe
-    cluster: Cluster
+    ports: ClusterPorts
     clock: Clock
     run_id: str
     plan_hash: str
@@ -265,14 +266,14 @@ class NodeRun:
         return self._settle(t, EffectAnswer(done=len(t.effects)))
 
     def perform(self, job: Job) -> Answer:
-        """Do the job's I/O through the cluster port (any thread). Announcements and log lines are
+        """Do the job's I/O through the cluster ports (any thread). Announcements and log lines are
         left to :meth:`resume` (the deciding thread)."""
-        cluster = self.ctx.cluster
+        ports = self.ctx.ports
         if isinstance(job, ReadJob):
             answers: list[object] = []
             for r in job.reads:
                 try:
-                    answers.append(self._read(cluster, r))
+                    answers.append(self._read(ports, r))
                 except ClusterError as e:
                     return ReadAnswer(job.reads, tuple(answers), e)
             return ReadAnswer(job.reads, tuple(answers))
@@ -282,46 +283,46 @@ class NodeRun:
         for i, eff in enumerate(effects):
             try:
                 if isinstance(eff, PatchNode):
-                    fresh = cluster.patch_node(
+                    fresh = ports.nodes.patch_node(
                         self.name, annotations=dict(eff.annotations) if eff.annotations is not None else None,
                         labels=dict(eff.labels) if eff.labels is not None else None, unschedulable=eff.unschedulable,
                         taints=eff.taints, resource_version=eff.resource_version)
                 elif isinstance(eff, Evict):
                     try:
-                        cluster.evict_pod(eff.namespace, eff.name, eff.uid, eff.grace_seconds)
+                        ports.pods.evict_pod(eff.namespace, eff.name, eff.uid, eff.grace_seconds)
                         evictions[eff.ref] = EvictResult(EvictAnswer.ACCEPTED)
                     except ClusterError as err:
                         evictions[eff.ref] = _evict_result(err)
                 elif isinstance(eff, StartStage):
-                    cluster.start_stage(eff.spec)
+                    ports.stages.start_stage(eff.spec)
                 elif isinstance(eff, DeleteStages):
-                    cluster.delete_stages(eff.recipe, self.name)
+                    ports.stages.delete_stages(eff.recipe, self.name)
                 elif isinstance(eff, SetCondition):
-                    cluster.set_node_condition(self.name, eff.type_, eff.status, eff.reason, eff.message)
+                    ports.nodes.set_node_condition(self.name, eff.type_, eff.status, eff.reason, eff.message)
                 elif isinstance(eff, EmitEvent):
-                    cluster.emit_event(self.name, eff.reason, eff.message, eff.type_)
+                    ports.events.emit_event(self.name, eff.reason, eff.message, eff.type_)
             except ClusterError as err:
                 return EffectAnswer(done=i, fresh=fresh, evictions=evictions, error=err)
         return EffectAnswer(done=len(effects), fresh=fresh, evictions=evictions)
 
-    def _read(self, cluster: Cluster, r: Read) -> object:
+    def _read(self, ports: ClusterPorts, r: Read) -> object:
         if isinstance(r, ReadNode):
             if not r.optional:
-                return cluster.get_node(self.name)
+                return ports.nodes.get_node(self.name)
             try:
-                return cluster.get_node(self.name)
+                return ports.nodes.get_node(self.name)
             except NotFoundError:
                 return None
         if isinstance(r, ListPods):
-            return tuple(cluster.list_pods(self.name))
+            return tuple(ports.pods.list_pods(self.name))
         if isinstance(r, GetPod):
-            return cluster.get_pod(r.namespace, r.name)
+            return ports.pods.get_pod(r.namespace, r.name)
         if isinstance(r, ListPdbs):
-            return tuple(cluster.list_pdbs())
+            return tuple(ports.pods.list_pdbs())
         if isinstance(r, DaemonSetExists):
-            return cluster.daemonset_exists(r.namespace, r.name)
+            return ports.pods.daemonset_exists(r.namespace, r.name)
         assert isinstance(r, ReadStage)
-        return cluster.stage_status(r.spec)
+        return ports.stages.stage_status(r.spec)
 
     def resume(self, answer: Answer) -> Job | None:
         """Take the job's answer (deciding thread) and decide the next move."""

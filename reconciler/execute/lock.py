@@ -19,12 +19,17 @@ tick raises :class:`LeaseLostError` and the rollout stops before it starts or ad
 else (node records stay; the next holder resumes them). :meth:`release` deletes the Lease at the
 end of a run that was not killed.
 
-Times: ``clock`` seconds (the injected Clock) for the cadence; the adapters judge expiry by the
-Lease's ``renewTime`` on their own wall clock (kube: local time; sim: simulated time).
+The take-over rules live here once, for every adapter (:func:`take_lease`, :func:`renew_lease`,
+:func:`release_lease`); the adapters only store Leases (:class:`~reconciler.ports.LeaseStore`:
+get / create / replace-if-resourceVersion / delete-if-resourceVersion).
+
+Times: ``clock.now()`` (monotonic) for the cadence and the fence deadline; expiry is judged by the
+Lease's ``renewTime`` against ``clock.utc()`` (kube: local wall time; sim: simulated time).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -41,7 +46,7 @@ from reconciler.errors import (
     NotFoundError,
     ReconcilerError,
 )
-from reconciler.ports import Clock, Cluster, LeaseInfo
+from reconciler.ports import Clock, LeaseInfo, LeaseSpec, LeaseStore
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +75,58 @@ def lease_name(recipe: str) -> str:
     return f"{name[:54].rstrip('-')}-{h}"
 
 
+def take_lease(store: LeaseStore, name: str, holder: str, duration_seconds: int, now: float,
+               cur: LeaseInfo | None) -> LeaseInfo:
+    """The take-over rule: one write that gives ``holder`` the Lease ``name`` as last read (``cur``).
+
+    Absent → created (transitions 0); held by ``holder`` → renewed (acquireTime kept); free or
+    expired at UTC epoch ``now`` → taken over (acquireTime = now, ``leaseTransitions`` + 1 when it
+    had a holder). The write carries ``cur``'s resourceVersion, so a concurrent writer makes it
+    fail with ConflictError (read again and retry), as client-go's leader election does.
+
+    Raises:
+        LeaseHeldError: another holder's Lease has not expired at ``now``.
+        ConflictError: created or written concurrently since ``cur`` was read.
+    """
+    if cur is None:
+        return store.create_lease(name, LeaseSpec(holder, duration_seconds, now, now, 0))
+    if cur.holder and cur.holder != holder and cur.expires_in(now) > 0:
+        raise LeaseHeldError(f"{cur.namespace}/{name}", cur.holder, cur.expires_in(now))
+    taking_over = cur.holder != holder
+    spec = LeaseSpec(holder, duration_seconds, acquired=now if taking_over else (cur.acquired or now), renewed=now,
+                     transitions=cur.transitions + (1 if taking_over and cur.holder else 0))
+    return store.replace_lease(name, spec, cur.resource_version)
+
+
+def renew_lease(store: LeaseStore, name: str, holder: str, duration_seconds: int | None, now: float) -> LeaseInfo:
+    """Read, then one conditional write: ``renewTime`` = ``now`` (UTC epoch seconds) on ``holder``'s Lease.
+
+    Raises:
+        LeaseHeldError: another holder has it (we lost it).
+        NotFoundError: the Lease was deleted.
+        ConflictError: written concurrently between the read and the write.
+    """
+    cur = store.get_lease(name)
+    if cur is None:
+        raise NotFoundError(f"lease {name} does not exist", 404, "NotFound")
+    if cur.holder != holder:
+        raise LeaseHeldError(f"{cur.namespace}/{name}", cur.holder or "nobody", cur.expires_in(now))
+    spec = LeaseSpec(holder, duration_seconds or cur.duration_seconds, acquired=cur.acquired or now, renewed=now,
+                     transitions=cur.transitions)
+    return store.replace_lease(name, spec, cur.resource_version)
+
+
+def release_lease(store: LeaseStore, name: str, holder: str) -> None:
+    """Read, then delete the Lease if ``holder`` holds it (conditional on the resourceVersion read);
+    a Lease held by someone else, or already gone, is left alone. Raises ConflictError (written
+    concurrently) and other ClusterErrors."""
+    cur = store.get_lease(name)
+    if cur is None or cur.holder != holder:
+        return
+    with contextlib.suppress(NotFoundError):
+        store.delete_lease(name, cur.resource_version)
+
+
 def holder_identity(run_id: str, process: str) -> str:
     """``<run id>@<host>/<pid>``: who holds a lease, readable in ``kubectl get lease`` and in the
     error a second run prints. ``process`` is ``<host>/<pid>`` of the running process, read by the
@@ -81,7 +138,7 @@ class LeaseLock:
     """The Lease of one recipe for one run (see the module docstring).
 
     Args:
-        cluster: any ``Cluster`` (lease methods of the port).
+        leases: the Lease store (:class:`~reconciler.ports.LeaseStore`).
         clock: the run's clock (waiting and renewal cadence).
         recipe: recipe name (the lease is :func:`lease_name` of it).
         holder: holder identity (:func:`holder_identity`).
@@ -95,7 +152,7 @@ class LeaseLock:
 
     def __init__(
         self,
-        cluster: Cluster,
+        leases: LeaseStore,
         clock: Clock,
         recipe: str,
         holder: str,
@@ -107,7 +164,7 @@ class LeaseLock:
     ) -> None:
         if renew_every >= duration - margin:
             raise ValueError(f"renew_every {renew_every} s must be below duration {duration} s - margin {margin} s")
-        self.cluster, self.clock = cluster, clock
+        self.leases, self.clock = leases, clock
         self.recipe = recipe
         self.name = lease_name(recipe)
         self.holder = holder
@@ -135,10 +192,11 @@ class LeaseLock:
         deadline = self.clock.now() + max(0.0, wait_seconds)
         announced = ""
         while True:
-            before = self._peek()
+            before: LeaseInfo | None = None
             sent = self.clock.now()  # the lease runs from when the request was sent, not answered
             try:
-                rec = self.cluster.acquire_lease(self.name, self.holder, self.duration)
+                before = self.leases.get_lease(self.name)
+                rec = take_lease(self.leases, self.name, self.holder, self.duration, self.clock.utc(), before)
             except LeaseHeldError as e:
                 if self.clock.now() >= deadline:
                     raise
@@ -168,12 +226,6 @@ class LeaseLock:
             self.lost = ""
             return rec
 
-    def _peek(self) -> LeaseInfo | None:
-        try:
-            return self.cluster.get_lease(self.name)
-        except ClusterError:
-            return None
-
     def _sleep_until(self, t: float) -> None:
         while self.clock.now() < t:
             self.clock.wait(t - self.clock.now())
@@ -195,7 +247,7 @@ class LeaseLock:
         if now < self._next:
             return self._next
         try:
-            self.cluster.renew_lease(self.name, self.holder, self.duration)
+            renew_lease(self.leases, self.name, self.holder, self.duration, self.clock.utc())
         except LeaseHeldError as e:
             self._lose(f"lease {self.name} of recipe {self.recipe} was taken over by {e.holder}; this run "
                        f"({self.holder}) stops writing, its nodes keep their records and the new holder resumes them")
@@ -254,7 +306,7 @@ class LeaseLock:
             return
         self.held = False
         try:
-            self.cluster.release_lease(self.name, self.holder)
+            release_lease(self.leases, self.name, self.holder)
         except ClusterError as e:
             log.warning("recipe %s: could not release lease %s (it expires in %d s): %s", self.recipe, self.name,
                         self.duration, e)
@@ -283,10 +335,10 @@ class LeaseGroup:
     a part while waiting for the other's. :meth:`tick` is the rollout's ``on_tick`` hook (it renews
     every lease that is due and returns the earliest next renewal).
 
-    Args: as :class:`LeaseLock` (``recipes`` is a list of names).
+    Args: as :class:`LeaseLock` (``leases`` the Lease store, ``recipes`` a list of names).
     """
 
-    def __init__(self, cluster: Cluster, clock: Clock, recipes: list[str], holder: str, *,
+    def __init__(self, leases: LeaseStore, clock: Clock, recipes: list[str], holder: str, *,
                  duration: int = DEFAULT_DURATION, renew_every: float | None = None,
                  retry_every: float = DEFAULT_RETRY_EVERY, margin: float | None = None) -> None:
         margin = DEFAULT_MARGIN if margin is None else margin
@@ -295,7 +347,7 @@ class LeaseGroup:
         self.clock = clock
         self.holder = holder
         self.locks = [
-            LeaseLock(cluster, clock, name, holder, duration=duration, renew_every=renew,
+            LeaseLock(leases, clock, name, holder, duration=duration, renew_every=renew,
                       retry_every=min(retry_every, renew), margin=margin)
             for name in sorted(set(recipes))
         ]

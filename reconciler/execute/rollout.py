@@ -46,7 +46,7 @@ from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strat
 from reconciler.model.recipe import Recipe
 from reconciler.model.vocab import NodeResult, Phase, RunVerdict
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
-from reconciler.ports import Clock, Cluster
+from reconciler.ports import Clock, Cluster, ClusterPorts
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,8 @@ class Rollout:
     """Carry out ``plan`` for ``recipe`` with ``policy`` on ``cluster``, timed by ``clock``.
 
     Args:
+        cluster: the cluster roles (:class:`~reconciler.ports.ClusterPorts`), or one adapter that
+            plays them all (``ClusterPorts.of`` makes the bundle); kept as :attr:`ports`.
         runtime_required: every runtime-required recipe of the apply (the taint leaves a node only
             when all that select it are complete there).
         waiting: nodes not started because an earlier recipe (by priority) is not complete on
@@ -124,7 +126,7 @@ class Rollout:
         recipe: Recipe,
         policy: DeploymentPolicy,
         plan: Plan,
-        cluster: Cluster,
+        cluster: Cluster | ClusterPorts,
         clock: Clock,
         *,
         run_id: str | None = None,
@@ -141,14 +143,14 @@ class Rollout:
         self.recipe, self.policy, self.plan = recipe, policy, plan
         self.workers = workers
         self._pool: ThreadPoolExecutor | None = None
-        self.cluster, self.clock = cluster, clock
+        self.ports, self.clock = ClusterPorts.of(cluster), clock
         self.run_id = run_id or new_run_id()
         self.timeline = Timeline(start=clock.now())
         if on_event:
             self.timeline.listeners.append(on_event)
         self.ctx = RunContext(
             recipe=recipe,
-            cluster=cluster,
+            ports=self.ports,
             clock=clock,
             run_id=self.run_id,
             plan_hash=plan.planHash,
@@ -184,14 +186,14 @@ class Rollout:
         """Write the Erroring condition of a node left failed: the failed run wrote it after the
         failure record, so a run stopped between the two writes would otherwise lose it."""
         try:
-            self.cluster.set_node_condition(node, condition_type(self.recipe.name, "Erroring"), "True", rec.reason,
+            self.ports.nodes.set_node_condition(node, condition_type(self.recipe.name, "Erroring"), "True", rec.reason,
                                             rec.message[:1000])
         except ClusterError as e:
             log.warning("node %s: could not re-assert its Erroring condition: %s", node, e)
 
     def _compartments(self) -> list[_Compartment]:
         out = []
-        nodes_now = {n.name: n for n in self.cluster.list_nodes()}
+        nodes_now = {n.name: n for n in self.ports.nodes.list_nodes()}
         for cp in self.plan.compartments:
             queue = []
             for n in (n for batch in cp.batches for n in batch if n in self._by_name):
@@ -320,7 +322,7 @@ class Rollout:
         if not mine or any(r.outcome in (Outcome.FAILED, Outcome.RUNNING) for r in mine):
             return
         try:
-            self.cluster.end_run(self.run_id)
+            self.ports.stages.end_run(self.run_id)
         except ClusterError as e:  # leftovers only: report, do not fail the run
             log.warning("run %s: could not release its stage objects: %s", self.run_id, e)
 
@@ -330,7 +332,7 @@ class Rollout:
         else (S10: they count as unavailable too). One LIST per batch."""
         c.held = {
             info.name
-            for info in self.cluster.list_unschedulable_nodes()
+            for info in self.ports.nodes.list_nodes(unschedulable_only=True)
             if info.unschedulable
             and (np := self._by_name.get(info.name)) is not None
             and np.compartment == c.name
@@ -526,5 +528,5 @@ class Rollout:
             compartments=comp_docs,
             timeline=list(self.timeline.events),
             duration=duration,
-            writes=getattr(self.cluster, "writes", 0),
+            writes=getattr(self.ports.nodes, "writes", 0),  # the adapter playing the roles counts its writes
         )

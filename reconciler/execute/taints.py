@@ -9,13 +9,13 @@ from reconciler.model.observed import ObservedFleet
 from reconciler.model.recipe import Recipe
 from reconciler.model.selector import Taint
 from reconciler.plan.taints import new_nodes_to_taint
-from reconciler.ports import Cluster
+from reconciler.ports import NodePort
 
 AUTO_TAINT_KEY = f"{PREFIX}/autoTaint"
 RUNTIME_REQUIRED_TAINT = Taint(key=RUNTIME_REQUIRED_TAINT_KEY, value="true", effect="NoSchedule")
 
 
-def auto_taint(cluster: Cluster, recipes: Sequence[Recipe], fleet: ObservedFleet) -> list[str]:
+def auto_taint(cluster: NodePort, recipes: Sequence[Recipe], fleet: ObservedFleet) -> list[str]:
     """Taint new nodes (one write each: the taint and an ``autoTaint`` annotation together, so the
     taint is ours to remove) and return their names. The taint keeps workloads off a node until
     every runtime-required recipe is complete on it; the node lifecycle removes it."""

@@ -1,15 +1,18 @@
-"""One observation of the fleet: ``observe(cluster) -> ObservedFleet`` (three LISTs)."""
+"""One observation of the fleet: ``observe(cluster) -> ObservedFleet`` (three LISTs, through the
+node and pod ports)."""
 
 from __future__ import annotations
 
 from reconciler.model.observed import ObservedFleet
-from reconciler.ports import Cluster
+from reconciler.ports import Cluster, ClusterPorts
 
 
-def observe(cluster: Cluster) -> ObservedFleet:
-    """List nodes, pods and PodDisruptionBudgets once and index them (pods by node).
+def observe(cluster: Cluster | ClusterPorts) -> ObservedFleet:
+    """List nodes, pods and PodDisruptionBudgets once and index them (pods by node). ``cluster``:
+    the role bundle, or one adapter playing every role.
 
     Raises:
         ClusterError: the cluster could not be listed.
     """
-    return ObservedFleet.build(cluster.list_nodes(), cluster.list_pods(), cluster.list_pdbs())
+    ports = ClusterPorts.of(cluster)
+    return ObservedFleet.build(ports.nodes.list_nodes(), ports.pods.list_pods(), ports.pods.list_pdbs())

@@ -24,7 +24,7 @@ from reconciler.model.nodestate import (
     state_key,
 )
 from reconciler.model.observed import NodeInfo
-from reconciler.ports import Cluster, StageSpec, StageStatus
+from reconciler.ports import StageRunner, StageSpec, StageStatus
 
 #: Attempts looked up per (version, stage, run id).
 MAX_ATTEMPTS = 6
@@ -73,7 +73,7 @@ def candidates(node: NodeInfo, recipe: str, package: str, stage: str | None = No
     return out
 
 
-def find_logs(cluster: Cluster, node: NodeInfo, recipe: str, package: str, stage: str | None = None,
+def find_logs(cluster: StageRunner, node: NodeInfo, recipe: str, package: str, stage: str | None = None,
               max_attempts: int = MAX_ATTEMPTS) -> list[StageLog]:
     """Stage pods found for ``package`` on ``node`` (newest attempt first), then the failure
     record's tail when it is about this package."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from reconciler.errors import ConflictError, InputError, NotFoundError
 from reconciler.model.observed import NodeInfo
-from reconciler.ports import Cluster, ConfigMapStore
+from reconciler.ports import ConfigMapStore, NodePort
 
 #: Conditional writes retried after a 409 before giving up.
 CONFLICT_ATTEMPTS = 4
@@ -120,7 +120,7 @@ class WriteResult:
     missing: list[str] = field(default_factory=list)
 
 
-def write_node_patches(cluster: Cluster, patches: Sequence[NodePatch], op: NodeOp) -> WriteResult:
+def write_node_patches(cluster: NodePort, patches: Sequence[NodePatch], op: NodeOp) -> WriteResult:
     """Write each patch conditionally (its ``resource_version``); after a 409 re-read the node,
     recompute with ``op`` and retry (at most :data:`CONFLICT_ATTEMPTS` times).
 

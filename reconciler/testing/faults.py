@@ -43,7 +43,7 @@ from reconciler.errors import (
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
-from reconciler.ports import Clock, Cluster, LeaseInfo, StageSpec, StageStatus
+from reconciler.ports import Clock, Cluster, ClusterPorts, LeaseInfo, LeaseSpec, StageSpec, StageStatus
 
 FaultKind = Literal[
     "conflict", "throttle", "server", "unavailable", "timeout", "reset", "forbidden", "notfound", "invalid"
@@ -56,8 +56,8 @@ FAULT_KINDS: tuple[FaultKind, ...] = (
 
 #: Port methods that change the cluster (one API request each).
 WRITE_METHODS = frozenset({
-    "patch_node", "set_node_condition", "evict_pod", "start_stage", "delete_stage", "delete_stages",
-    "emit_event", "acquire_lease", "renew_lease", "release_lease",
+    "patch_node", "set_node_condition", "evict_pod", "start_stage", "delete_stages",
+    "emit_event", "create_lease", "replace_lease", "delete_lease",
 })
 
 #: Port methods that only read.
@@ -169,24 +169,34 @@ class Fault:
 class Call:
     """One call through :class:`FaultyCluster`: 1-based ``n``, whether it is a write, the port
     method, its target and what happened (``ok``, ``failed:<kind>``, ``failed-after:<kind>``,
-    ``error:<class>`` for a real error of the wrapped adapter, ``crash``)."""
+    ``error:<class>`` for a real error of the wrapped adapter, ``crash``); ``at`` the clock's
+    monotonic reading when the call was made (None without a clock), so a test can see *when*
+    calls happened through the decorator instead of patching the adapter."""
 
     n: int
     write: bool
     verb: str
     target: str
     outcome: str
+    at: float | None = None
 
 
 class FaultyCluster:
     """A ``Cluster`` that forwards every call to ``inner`` and injects faults (module docstring).
 
     Args:
-        inner: the adapter to wrap (``SimFleet``, ``KubeCluster``, or another wrapper).
+        inner: the adapter to wrap (``SimFleet``, ``KubeCluster``, or another wrapper), or a
+            role bundle (:class:`~reconciler.ports.ClusterPorts`); every role goes through this
+            one decorator (``ClusterPorts.of(faulty)``).
         clock: clock for delays (defaults to ``inner`` when it is also a clock, as the simulated
             fleet is).
         faults: the rules, tried in order; the first that fires on a call decides its error.
         crash_after_writes: raise ``CrashInjected`` right after this many successful writes.
+        before, after: hooks by port method name, called with the call's own arguments on the
+            calling thread — ``before`` ahead of the request (when no fault failed it first),
+            ``after`` once it succeeded. They let a test make the world move on around a call
+            (an admin uncordons the node right after an eviction) or watch the calls (their
+            arguments, thread, clock time), through the port instead of patching the adapter.
 
     Attributes: ``writes`` (successful writes so far), ``calls`` (every :class:`Call`),
     ``injected`` (the calls a fault fired on, as :class:`Call`), ``delayed`` (clock seconds of
@@ -195,13 +205,18 @@ class FaultyCluster:
 
     def __init__(
         self,
-        inner: Cluster,
+        inner: Cluster | ClusterPorts,
         *,
         clock: Clock | None = None,
         faults: Sequence[Fault] = (),
         crash_after_writes: int | None = None,
+        before: Mapping[str, Callable[..., object]] | None = None,
+        after: Mapping[str, Callable[..., object]] | None = None,
     ) -> None:
         self.inner = inner
+        self.before = dict(before or {})
+        self.after = dict(after or {})
+        self.roles = ClusterPorts.of(inner)
         self.clock: Clock | None = clock if clock is not None else (inner if _is_clock(inner) else None)  # type: ignore[assignment]
         self.faults = list(faults)
         self.crash_after_writes = crash_after_writes
@@ -219,12 +234,14 @@ class FaultyCluster:
             self.clock.wait(end - self.clock.now())
         self.delayed += seconds
 
-    def _call(self, verb: str, target: str, what: str, fn: Callable[[], Any]) -> Any:
+    def _call(self, verb: str, target: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` (the wrapped role's method) with the faults, hooks and records."""
         write = verb in WRITE_METHODS
         n = len(self.calls) + 1
+        at = self.clock.now() if self.clock is not None else None
         fault: Fault | None = None
         for f in self.faults:
-            if f.fires(verb, target, self.clock.now() if self.clock is not None else 0.0):
+            if f.fires(verb, target, at if at is not None else 0.0):
                 if f.delay:
                     self._delay(f.delay)
                 if f.error is not None:
@@ -232,14 +249,17 @@ class FaultyCluster:
                     break
         if fault is not None and not fault.after:
             assert fault.error is not None
-            call = Call(n, write, verb, target, f"failed:{fault.error}")
+            call = Call(n, write, verb, target, f"failed:{fault.error}", at)
             self.calls.append(call)
             self.injected.append(call)
             raise make_error(fault.error, what, retry_after=fault.retry_after)
+        before, after = self.before.get(verb), self.after.get(verb)
+        if before is not None:
+            before(*args, **kwargs)
         try:
-            out = fn()
+            out = fn(*args, **kwargs)
         except ClusterError as e:
-            self.calls.append(Call(n, write, verb, target, f"error:{type(e).__name__}"))
+            self.calls.append(Call(n, write, verb, target, f"error:{type(e).__name__}", at))
             if fault is not None:  # an "after" fault needs an answer to lose: it fires on the next match
                 fault.fired -= 1
             raise
@@ -247,12 +267,14 @@ class FaultyCluster:
             self.writes += 1
         if fault is not None:
             assert fault.error is not None
-            call = Call(n, write, verb, target, f"failed-after:{fault.error}")
+            call = Call(n, write, verb, target, f"failed-after:{fault.error}", at)
             self.calls.append(call)
             self.injected.append(call)
             self._maybe_crash()
             raise make_error(fault.error, what, retry_after=fault.retry_after)
-        self.calls.append(Call(n, write, verb, target, "ok"))
+        self.calls.append(Call(n, write, verb, target, "ok", at))
+        if after is not None:
+            after(*args, **kwargs)
         self._maybe_crash()
         return out
 
@@ -261,7 +283,7 @@ class FaultyCluster:
             self.calls[-1].write
         ):
             last = self.calls[-1]
-            self.calls[-1] = Call(last.n, last.write, last.verb, last.target, last.outcome + "+crash")
+            self.calls[-1] = Call(last.n, last.write, last.verb, last.target, last.outcome + "+crash", last.at)
             raise CrashInjected(f"injected crash after write {self.writes} ({last.verb} {last.target})")
 
     @property
@@ -270,56 +292,53 @@ class FaultyCluster:
         return [c for c in self.calls if c.write]
 
     # ------------------------------------------------------------------ reads
-    def list_nodes(self) -> list[NodeInfo]:
-        """Forwarded ``Cluster.list_nodes``."""
-        out: list[NodeInfo] = self._call("list_nodes", "nodes", "list nodes", self.inner.list_nodes)
-        return out
-
-    def list_unschedulable_nodes(self) -> list[NodeInfo]:
-        """Forwarded ``Cluster.list_unschedulable_nodes``."""
+    def list_nodes(self, *, unschedulable_only: bool = False) -> list[NodeInfo]:
+        """Forwarded ``NodePort.list_nodes``."""
         out: list[NodeInfo] = self._call(
-            "list_nodes", "nodes", "list unschedulable nodes", self.inner.list_unschedulable_nodes
+            "list_nodes", "nodes", "list unschedulable nodes" if unschedulable_only else "list nodes",
+            self.roles.nodes.list_nodes, unschedulable_only=unschedulable_only,
         )
         return out
 
     def get_node(self, name: str) -> NodeInfo:
         """Forwarded ``Cluster.get_node``."""
-        out: NodeInfo = self._call("get_node", f"node/{name}", f"get node {name}", lambda: self.inner.get_node(name))
+        out: NodeInfo = self._call("get_node", f"node/{name}", f"get node {name}",
+                                   self.roles.nodes.get_node, name)
         return out
 
     def list_pods(self, node_name: str | None = None) -> list[PodInfo]:
         """Forwarded ``Cluster.list_pods``."""
         out: list[PodInfo] = self._call("list_pods", f"pods/{node_name or '*'}", f"list pods on {node_name}",
-                                        lambda: self.inner.list_pods(node_name))
+                                        self.roles.pods.list_pods, node_name)
         return out
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """Forwarded ``Cluster.get_pod``."""
         out: PodInfo | None = self._call("get_pod", f"pod/{namespace}/{name}", f"get pod {namespace}/{name}",
-                                         lambda: self.inner.get_pod(namespace, name))
+                                         self.roles.pods.get_pod, namespace, name)
         return out
 
     def list_pdbs(self) -> list[PdbInfo]:
         """Forwarded ``Cluster.list_pdbs``."""
-        out: list[PdbInfo] = self._call("list_pdbs", "pdbs", "list poddisruptionbudgets", self.inner.list_pdbs)
+        out: list[PdbInfo] = self._call("list_pdbs", "pdbs", "list poddisruptionbudgets", self.roles.pods.list_pdbs)
         return out
 
     def daemonset_exists(self, namespace: str, name: str) -> bool:
         """Forwarded ``Cluster.daemonset_exists``."""
         out: bool = self._call("daemonset_exists", f"daemonset/{namespace}/{name}", f"get daemonset {namespace}/{name}",
-                               lambda: self.inner.daemonset_exists(namespace, name))
+                               self.roles.pods.daemonset_exists, namespace, name)
         return out
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
         """Forwarded ``Cluster.stage_status``."""
         out: StageStatus = self._call("stage_status", _stage_target(spec), f"get pod {spec.pod_name}",
-                                      lambda: self.inner.stage_status(spec))
+                                      self.roles.stages.stage_status, spec)
         return out
 
     def get_lease(self, name: str) -> LeaseInfo | None:
         """Forwarded ``Cluster.get_lease``."""
         out: LeaseInfo | None = self._call("get_lease", f"lease/{name}", f"get lease {name}",
-                                           lambda: self.inner.get_lease(name))
+                                           self.roles.leases.get_lease, name)
         return out
 
     # ------------------------------------------------------------------ writes
@@ -336,61 +355,56 @@ class FaultyCluster:
         """Forwarded ``Cluster.patch_node``."""
         out: NodeInfo = self._call(
             "patch_node", f"node/{name}", f"patch node {name}",
-            lambda: self.inner.patch_node(name, annotations=annotations, labels=labels, unschedulable=unschedulable,
-                                          taints=taints, resource_version=resource_version),
+            self.roles.nodes.patch_node, name, annotations=annotations, labels=labels, unschedulable=unschedulable,
+            taints=taints, resource_version=resource_version,
         )
         return out
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
         """Forwarded ``Cluster.set_node_condition``."""
         self._call("set_node_condition", f"node/{name}", f"set condition {type_} on node {name}",
-                   lambda: self.inner.set_node_condition(name, type_, status, reason, message))
+                   self.roles.nodes.set_node_condition, name, type_, status, reason, message)
 
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
         """Forwarded ``Cluster.evict_pod``."""
         self._call("evict_pod", f"pod/{namespace}/{name}", f"evict pod {namespace}/{name}",
-                   lambda: self.inner.evict_pod(namespace, name, uid, grace_seconds))
+                   self.roles.pods.evict_pod, namespace, name, uid, grace_seconds)
 
     def start_stage(self, spec: StageSpec) -> None:
         """Forwarded ``Cluster.start_stage``."""
         self._call("start_stage", _stage_target(spec), f"create stage pod {spec.pod_name}",
-                   lambda: self.inner.start_stage(spec))
-
-    def delete_stage(self, spec: StageSpec) -> None:
-        """Forwarded ``Cluster.delete_stage``."""
-        self._call("delete_stage", _stage_target(spec), f"delete pod {spec.pod_name}",
-                   lambda: self.inner.delete_stage(spec))
+                   self.roles.stages.start_stage, spec)
 
     def end_run(self, run_id: str) -> None:
         """Forwarded ``Cluster.end_run``."""
-        self._call("end_run", f"run/{run_id}", f"end run {run_id}", lambda: self.inner.end_run(run_id))
+        self._call("end_run", f"run/{run_id}", f"end run {run_id}", self.roles.stages.end_run, run_id)
 
     def delete_stages(self, recipe: str, node: str) -> None:
         """Forwarded ``Cluster.delete_stages``."""
         self._call("delete_stages", f"stages/{recipe}/{node}", f"delete stage pods of {recipe} on {node}",
-                   lambda: self.inner.delete_stages(recipe, node))
+                   self.roles.stages.delete_stages, recipe, node)
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """Forwarded ``Cluster.emit_event``."""
         self._call("emit_event", f"node/{node}", f"create event {reason} on node {node}",
-                   lambda: self.inner.emit_event(node, reason, message, type_))
+                   self.roles.events.emit_event, node, reason, message, type_)
 
-    def acquire_lease(self, name: str, holder: str, duration_seconds: int) -> LeaseInfo:
-        """Forwarded ``Cluster.acquire_lease``."""
-        out: LeaseInfo = self._call("acquire_lease", f"lease/{name}", f"update lease {name}",
-                                    lambda: self.inner.acquire_lease(name, holder, duration_seconds))
+    def create_lease(self, name: str, spec: LeaseSpec) -> LeaseInfo:
+        """Forwarded ``LeaseStore.create_lease``."""
+        out: LeaseInfo = self._call("create_lease", f"lease/{name}", f"create lease {name}",
+                                    self.roles.leases.create_lease, name, spec)
         return out
 
-    def renew_lease(self, name: str, holder: str, duration_seconds: int | None = None) -> LeaseInfo:
-        """Forwarded ``Cluster.renew_lease``."""
-        out: LeaseInfo = self._call("renew_lease", f"lease/{name}", f"update lease {name}",
-                                    lambda: self.inner.renew_lease(name, holder, duration_seconds))
+    def replace_lease(self, name: str, spec: LeaseSpec, resource_version: str) -> LeaseInfo:
+        """Forwarded ``LeaseStore.replace_lease``."""
+        out: LeaseInfo = self._call("replace_lease", f"lease/{name}", f"update lease {name}",
+                                    self.roles.leases.replace_lease, name, spec, resource_version)
         return out
 
-    def release_lease(self, name: str, holder: str) -> None:
-        """Forwarded ``Cluster.release_lease``."""
-        self._call("release_lease", f"lease/{name}", f"delete lease {name}",
-                   lambda: self.inner.release_lease(name, holder))
+    def delete_lease(self, name: str, resource_version: str) -> None:
+        """Forwarded ``LeaseStore.delete_lease``."""
+        self._call("delete_lease", f"lease/{name}", f"delete lease {name}",
+                   self.roles.leases.delete_lease, name, resource_version)
 
 
 def _stage_target(spec: StageSpec) -> str:

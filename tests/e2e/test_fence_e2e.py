@@ -59,7 +59,7 @@ def test_a_run_that_lost_its_lease_writes_nothing_more_by_the_servers_audit_log(
     clock_b = WatchClock(admin.api_client)
     try:
         # A: renewals after the first one never reach the server
-        lease_path = FaultyCluster(kube_a, clock=clock_a, faults=[Fault("reset", verb="renew_lease", nth=2,
+        lease_path = FaultyCluster(kube_a, clock=clock_a, faults=[Fault("reset", verb="replace_lease", nth=2,
                                                                         times=None)])
         group_a = LeaseGroup(lease_path, clock_a, [recipe.name], "run-a@e2e/1", duration=15)
         group_a.acquire()

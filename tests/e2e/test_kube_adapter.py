@@ -35,10 +35,11 @@ from reconciler.errors import (
     ServerError,
     TooManyRequestsError,
 )
+from reconciler.execute.lock import release_lease, renew_lease, take_lease
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.recipe import EnvVar, Interrupt
 from reconciler.model.selector import Taint
-from reconciler.ports import StageSpec
+from reconciler.ports import LeaseSpec, StageSpec
 from tests.controlplane.cluster import ControlPlane, RebootEmulator
 
 T = TypeVar("T")
@@ -641,21 +642,40 @@ def test_delete_stages_of_recipe_on_node(kube: KubeCluster, make_nodes: Any, api
 # leases
 
 
-def test_lease_acquire_renew_release(kube: KubeCluster) -> None:
-    a = kube.acquire_lease("recipe-gpu-stack", "runner-a", 30)
+def test_lease_store_is_conditional_on_resource_version(kube: KubeCluster) -> None:
+    now = time.time()
+    a = kube.create_lease("recipe-store", LeaseSpec("runner-a", 30, now, now))
+    assert a.holder == "runner-a" and a.namespace == kube.namespace and a.resource_version
+    with pytest.raises(ConflictError):  # 409 AlreadyExists
+        kube.create_lease("recipe-store", LeaseSpec("runner-b", 30, now, now))
+    b = kube.replace_lease("recipe-store", LeaseSpec("runner-a", 30, now, now + 1, 0), a.resource_version)
+    assert b.resource_version != a.resource_version and b.renewed is not None and b.renewed >= now + 1 - 1e-3
+    with pytest.raises(ConflictError):  # stale resourceVersion
+        kube.replace_lease("recipe-store", LeaseSpec("runner-b", 30, now, now, 1), a.resource_version)
+    with pytest.raises(ConflictError):
+        kube.delete_lease("recipe-store", a.resource_version)
+    kube.delete_lease("recipe-store", b.resource_version)
+    assert kube.get_lease("recipe-store") is None
+    with pytest.raises(NotFoundError):
+        kube.delete_lease("recipe-store", b.resource_version)
+
+
+def test_lease_take_renew_release(kube: KubeCluster) -> None:
+    name = "recipe-gpu-stack"
+    a = take_lease(kube, name, "runner-a", 30, time.time(), kube.get_lease(name))
     assert a.holder == "runner-a" and a.transitions == 0
     with pytest.raises(LeaseHeldError, match="runner-a"):
-        kube.acquire_lease("recipe-gpu-stack", "runner-b", 30)
-    renewed = kube.renew_lease("recipe-gpu-stack", "runner-a")
+        take_lease(kube, name, "runner-b", 30, time.time(), kube.get_lease(name))
+    renewed = renew_lease(kube, name, "runner-a", None, time.time())
     assert renewed.renewed is not None and a.renewed is not None and renewed.renewed >= a.renewed
     with pytest.raises(LeaseHeldError):
-        kube.renew_lease("recipe-gpu-stack", "runner-b")
-    kube.release_lease("recipe-gpu-stack", "runner-b")  # not the holder: no effect
-    assert kube.get_lease("recipe-gpu-stack") is not None
-    kube.release_lease("recipe-gpu-stack", "runner-a")
-    assert kube.get_lease("recipe-gpu-stack") is None
+        renew_lease(kube, name, "runner-b", None, time.time())
+    release_lease(kube, name, "runner-b")  # not the holder: no effect
+    assert kube.get_lease(name) is not None
+    release_lease(kube, name, "runner-a")
+    assert kube.get_lease(name) is None
 
-    short = kube.acquire_lease("recipe-short", "runner-a", 1)
+    short = take_lease(kube, "recipe-short", "runner-a", 1, time.time(), None)
     time.sleep(1.5)
-    taken = kube.acquire_lease("recipe-short", "runner-b", 30)  # expired: taken over
+    taken = take_lease(kube, "recipe-short", "runner-b", 30, time.time(), kube.get_lease("recipe-short"))
     assert taken.holder == "runner-b" and taken.transitions == short.transitions + 1

@@ -87,13 +87,15 @@ class Run:
 
 
 def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: DeploymentPolicy,
-          config: SimConfig | None = None, *, check: bool = True, **kw: Any) -> Run:
-    """Plan and apply ``r`` on a simulated fleet; assert the invariants unless ``check`` is False."""
+          config: SimConfig | None = None, *, check: bool = True, through: Any = None, **kw: Any) -> Run:
+    """Plan and apply ``r`` on a simulated fleet; assert the invariants unless ``check`` is False.
+    ``through``: a port decorator around the fleet the rollout talks to (e.g. a
+    :class:`~reconciler.testing.faults.FaultyCluster` with hooks); the fleet itself by default."""
     sim = objs_or_sim if isinstance(objs_or_sim, SimFleet) else SimFleet(objs_or_sim, config or SimConfig())
     plan = compute_plan(r, p, observe(sim))
     comp = {n.name: n.compartment for n in plan.nodes}
     watch = Watch(sim, r.name, comp)
-    result = Rollout(r, p, plan, sim, sim, **kw).run()
+    result = Rollout(r, p, plan, through if through is not None else sim, sim, **kw).run()
     if check:
         ceilings = {c.name: c.ceiling for c in plan.compartments}
         failed = [n.name for n in result.nodes if n.state == "failed"]

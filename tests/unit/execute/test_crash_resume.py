@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
+
 from reconciler.adapters.sim import SimFleet
 from reconciler.adapters.simconfig import SimConfig, StageFailure
 from reconciler.errors import CrashInjected
@@ -51,6 +53,7 @@ def final_state(sim: SimFleet) -> dict[str, tuple]:
     return out
 
 
+@pytest.mark.slow
 def test_crash_after_every_write_then_resume_ends_like_an_uninterrupted_run() -> None:
     base = apply(fleet(), RECIPE, POLICY, CONFIG)
     assert base.node("n5").state == "failed" and base.result.result == "failed"

@@ -64,14 +64,11 @@ def test_an_admin_cordon_during_our_cordon_is_never_claimed_or_removed(faults: l
 def test_a_cordon_patch_carries_the_resource_version_it_was_decided_from() -> None:
     sim = SimFleet([make_node("n1", {"pool": "gpu"})])
     seen: list[str | None] = []
-    orig = sim.patch_node
 
-    def patch(name: str, **kw: object) -> object:
+    def patch(name: str, **kw: object) -> None:
         if kw.get("unschedulable") is not None:
             seen.append(kw.get("resource_version"))  # type: ignore[arg-type]
-        return orig(name, **kw)  # type: ignore[arg-type]
 
-    sim.patch_node = patch  # type: ignore[method-assign]
     plan = compute_plan(R, policy(count=1), observe(sim))
-    Rollout(R, policy(count=1), plan, sim, sim, run_id="run-rv").run()
+    Rollout(R, policy(count=1), plan, FaultyCluster(sim, before={"patch_node": patch}), sim, run_id="run-rv").run()
     assert len(seen) == 2 and all(seen), seen  # cordon and uncordon, both conditional

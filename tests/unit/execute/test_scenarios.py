@@ -22,6 +22,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.recipe import DrainOptions, Timeouts
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 
 from .harness import apply, pkg, policy, recipe
@@ -63,14 +64,8 @@ def test_s01_pdb_that_never_allows_a_disruption_fails_the_node_at_the_drain_time
     r = recipe(REBOOT, drain=DrainOptions(timeoutSeconds=600, evictionRetrySeconds=5))
     sim = SimFleet(objs, SimConfig())
     calls: list[float] = []
-    orig = sim.evict_pod
-
-    def counting(*a: Any) -> None:
-        calls.append(sim.now())
-        orig(*a)
-
-    sim.evict_pod = counting  # type: ignore[method-assign]
-    run = apply(sim, r, policy(count=1))
+    counting = FaultyCluster(sim, before={"evict_pod": lambda *a: calls.append(sim.now())})
+    run = apply(sim, r, policy(count=1), through=counting)
     n1 = run.node("n1")
     assert n1.state == "failed" and n1.reason == "DrainTimeout"
     assert "shop/web-7c9-a" in n1.message and "shop/web" in n1.message and "allowed 0" in n1.message
@@ -165,17 +160,14 @@ def test_s10_admin_cordon_is_never_undone_and_counts_against_the_budget() -> Non
 def test_s11_node_uncordoned_during_drain_is_recordoned_and_never_interrupted_uncordoned() -> None:
     objs = nodes(1) + [rs_pod("web", "w-1", "n1", "web")]
     sim = SimFleet(objs, SimConfig())
-    orig = sim.evict_pod
     done: list[bool] = []
 
-    def evict_then_admin_uncordons(*a: Any) -> None:
-        orig(*a)
+    def admin_uncordons(*a: Any) -> None:
         if not done:
             done.append(True)
             sim.set_node("n1", unschedulable=False)
 
-    sim.evict_pod = evict_then_admin_uncordons  # type: ignore[method-assign]
-    run = apply(sim, recipe(REBOOT), policy(count=1))
+    run = apply(sim, recipe(REBOOT), policy(count=1), through=FaultyCluster(sim, after={"evict_pod": admin_uncordons}))
     assert run.result.result == "succeeded"
     assert any("re-cordoned" in e.detail for e in run.events("n1", "cordon"))
 
@@ -194,15 +186,13 @@ def test_s15_reboot_that_never_returns_fails_the_node_keeps_it_cordoned_and_halt
 
 def test_s16_node_deleted_mid_rollout_is_removed_and_releases_its_slot() -> None:
     sim = SimFleet(nodes(3), SimConfig(stageSeconds=50))
-    orig = sim.start_stage
 
     def delete_n1_once_started(spec: Any) -> None:
-        orig(spec)
         if spec.node == "n1":
             sim.delete_node("n1")
 
-    sim.start_stage = delete_n1_once_started  # type: ignore[method-assign]
-    run = apply(sim, recipe(REBOOT), policy(count=1), check=False)
+    run = apply(sim, recipe(REBOOT), policy(count=1), check=False,
+                through=FaultyCluster(sim, after={"start_stage": delete_n1_once_started}))
     assert run.node("n1").state == "removed"
     assert run.node("n2").state == "complete" and run.node("n3").state == "complete"
 
@@ -254,14 +244,11 @@ def test_node_leaving_the_selector_mid_drain_is_released_and_not_started() -> No
     """Issue 12, finding 5: nothing ran yet, so nothing is owed: released at once, no stage runs."""
     sim = SimFleet(nodes(2) + [make_pod("web", "w1", "n1", owner=("ReplicaSet", "web"), grace=60)],
                    SimConfig(stageSeconds=30))
-    orig = sim.evict_pod
-
     def relabel(namespace: str, name: str, uid: str, grace: int | None) -> None:
-        orig(namespace, name, uid, grace)
         sim.set_node("n1", labels={"pool": "cpu"})  # leaves the selector while its pod terminates
 
-    sim.evict_pod = relabel  # type: ignore[method-assign]
-    run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2))
+    run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2),
+                through=FaultyCluster(sim, after={"evict_pod": relabel}))
     assert run.node("n1").state == "left"
     assert not run.sim.get_node("n1").unschedulable
     assert not [e for e in run.events("n1") if e.event in ("stage-start", "interrupt")]
@@ -272,15 +259,13 @@ def test_node_leaving_the_selector_mid_stages_keeps_the_reboot_it_owes_and_resum
     """Issue 12, finding 5: the running stage finishes, no new stage starts, the owed reboot is
     recorded (the node stays cordoned by us, plan and status say so); back in scope, it reboots."""
     sim = SimFleet(nodes(2), SimConfig(stageSeconds=30))
-    orig = sim.start_stage
 
     def relabel(spec: Any) -> None:
-        orig(spec)
         if spec.node == "n1" and spec.stage == "config":
             sim.set_node("n1", labels={"pool": "cpu"})
 
-    sim.start_stage = relabel  # type: ignore[method-assign]
-    run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2))
+    run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2),
+                through=FaultyCluster(sim, after={"start_stage": relabel}))
     assert run.node("n1").state == "left" and "owes a reboot" in run.node("n1").message
     n1 = run.sim.get_node("n1")
     assert n1.unschedulable and cordon_key("tune") in n1.annotations
@@ -296,15 +281,12 @@ def test_node_leaving_the_selector_mid_stages_keeps_the_reboot_it_owes_and_resum
 
 def test_an_ignored_node_keeps_the_reboot_it_owes_and_the_plan_shows_it_after_unignore() -> None:
     sim = SimFleet(nodes(1), SimConfig(stageSeconds=30))
-    orig = sim.start_stage
 
     def ignore(spec: Any) -> None:
-        orig(spec)
         if spec.stage == "apply":
             sim.set_node("n1", labels={"pool": "gpu", IGNORE_LABEL: "true"})
 
-    sim.start_stage = ignore  # type: ignore[method-assign]
-    run = apply(sim, recipe(REBOOT), policy(count=1))
+    run = apply(sim, recipe(REBOOT), policy(count=1), through=FaultyCluster(sim, after={"start_stage": ignore}))
     assert run.node("n1").state == "left" and not run.events("n1", "interrupt")
     sim.set_node("n1", labels={"pool": "gpu"})  # un-ignored
     plan = compute_plan(recipe(REBOOT), policy(count=1), observe(sim))
@@ -400,15 +382,12 @@ def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_keeps_what_i
     objs = nodes(3)
     objs[2]["metadata"]["labels"]["reconciler.nodewright.dev/ignore"] = "true"
     sim = SimFleet(objs, SimConfig(stageSeconds=30))
-    orig = sim.start_stage
 
     def ignore_n1(spec: Any) -> None:
-        orig(spec)
         if spec.node == "n1" and spec.stage == "config":
             sim.set_node("n1", labels={"pool": "gpu", "reconciler.nodewright.dev/ignore": "true"})
 
-    sim.start_stage = ignore_n1  # type: ignore[method-assign]
-    run = apply(sim, recipe(REBOOT), policy(count=1))
+    run = apply(sim, recipe(REBOOT), policy(count=1), through=FaultyCluster(sim, after={"start_stage": ignore_n1}))
     assert run.plan.node("n3") is None and any("n3" in w for w in run.plan.warnings)
     assert run.node("n1").state == "left" and "ignore" in run.node("n1").message
     # its apply ran: it owes the reboot, so it stays cordoned by us with the record (issue 12) and
@@ -427,17 +406,15 @@ def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> 
     required = {"key": RUNTIME_REQUIRED_TAINT_KEY, "value": "true", "effect": "NoSchedule"}
     objs[0]["spec"]["taints"] = [required]
     sim = SimFleet(objs, SimConfig())
-    orig = sim.patch_node
     raced: list[str] = []
 
-    def concurrent_taint(name: str, **kw: Any) -> Any:
+    def concurrent_taint(name: str, **kw: Any) -> None:
         if kw.get("taints") is not None and not raced:
             raced.append(name)  # another controller taints the node just before our write lands
             sim.set_node(name, taints=[required, {"key": "maintenance", "value": "x", "effect": "NoSchedule"}])
-        return orig(name, **kw)
 
-    sim.patch_node = concurrent_taint  # type: ignore[method-assign]
-    run = apply(sim, recipe(pkg("base"), runtimeRequired=True), policy(count=1))
+    run = apply(sim, recipe(pkg("base"), runtimeRequired=True), policy(count=1),
+                through=FaultyCluster(sim, before={"patch_node": concurrent_taint}))
     assert raced == ["n1"]
     assert run.node("n1").state == "complete"
     assert {t.key for t in run.sim.get_node("n1").taints} == {"maintenance"}
@@ -446,21 +423,11 @@ def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> 
 def test_the_drain_lists_the_node_pods_once_before_evicting() -> None:
     """kubectl drain lists a node's pods once; the wait for protected pods and the drain share it."""
     sim = SimFleet(nodes(1) + [rs_pod("web", f"web-{i}", "n1", "web") for i in range(3)], SimConfig())
-    calls: list[str] = []
-    orig_list, orig_evict = sim.list_pods, sim.evict_pod
-
-    def counting_list(node_name: str | None = None, **kw: Any) -> Any:
-        calls.append(f"list {node_name}")
-        return orig_list(node_name, **kw)
-
-    def counting_evict(namespace: str, name: str, *a: Any, **kw: Any) -> Any:
-        calls.append(f"evict {name}")
-        return orig_evict(namespace, name, *a, **kw)
-
-    sim.list_pods = counting_list  # type: ignore[method-assign]
-    sim.evict_pod = counting_evict  # type: ignore[method-assign]
-    run = apply(sim, recipe(REBOOT), policy(count=1))
+    counted = FaultyCluster(sim)  # records every call through the ports
+    run = apply(sim, recipe(REBOOT), policy(count=1), through=counted)
     assert run.node("n1").state == "complete"
+    calls = [f"list {c.target.removeprefix('pods/')}" if c.verb == "list_pods" else f"evict {c.target}"
+             for c in counted.calls if c.verb in ("list_pods", "evict_pod")]
     first_evict = next(i for i, c in enumerate(calls) if c.startswith("evict"))
     assert calls[:first_evict].count("list n1") == 1, calls
     assert sum(c.startswith("evict") for c in calls) == 3

@@ -5,13 +5,13 @@ is called on the rollout loop's thread, in event order."""
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from reconciler.adapters.sim import SimFleet
 from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, Timeline
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.fleetgen import make_node
 
 from .harness import pkg, policy, recipe
@@ -20,17 +20,11 @@ from .harness import pkg, policy, recipe
 def test_observers_run_on_the_loop_thread_while_workers_do_the_api_calls() -> None:
     sim = SimFleet([make_node(f"n{i}", {"pool": "gpu"}) for i in range(1, 9)])
     api_threads: set[int] = set()
-    orig = sim.patch_node
-
-    def patch(name: str, **kw: Any) -> Any:
-        api_threads.add(threading.get_ident())
-        return orig(name, **kw)
-
-    sim.patch_node = patch  # type: ignore[method-assign]
+    recorded = FaultyCluster(sim, before={"patch_node": lambda *a, **kw: api_threads.add(threading.get_ident())})
     seen: list[tuple[int, Event]] = []
     r = recipe(pkg("driver", interrupt="reboot"))
     pol = policy(count=4, initialBatch=4)
-    rollout = Rollout(r, pol, compute_plan(r, pol, observe(sim)), sim, sim, run_id="run-threads", workers=4,
+    rollout = Rollout(r, pol, compute_plan(r, pol, observe(sim)), recorded, sim, run_id="run-threads", workers=4,
                       on_event=lambda ev: seen.append((threading.get_ident(), ev)))
     res = rollout.run()
     assert res.result == "succeeded"

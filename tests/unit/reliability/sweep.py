@@ -20,6 +20,7 @@ see every write of both runs, so the invariants hold across the crash boundary:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,20 +84,19 @@ def recorded_state(sim: SimFleet, recipe: str = RECIPE.name) -> dict[str, Any]:
 
 
 class DrainProbe:
-    """Wraps ``sim.start_stage``: when a package stage (not an interrupt) starts on a node that is
-    cordoned, the pods the drain must remove (kubectl's evict class, terminating or not) and the
-    protected pods must all be gone. ``problems`` collects violations."""
+    """A ``start_stage`` hook (:attr:`hooks`, for :class:`FaultyCluster`'s ``before``): when a
+    package stage (not an interrupt) starts on a node that is cordoned, the pods the drain must
+    remove (kubectl's evict class, terminating or not) and the protected pods must all be gone.
+    ``problems`` collects violations."""
 
     def __init__(self, sim: SimFleet, recipe: Recipe) -> None:
         self.sim, self.recipe = sim, recipe
         self.problems: list[str] = []
-        orig = sim.start_stage
 
-        def start_stage(spec: StageSpec) -> None:
-            self._check(spec)
-            orig(spec)
-
-        sim.start_stage = start_stage  # type: ignore[method-assign]
+    @property
+    def hooks(self) -> dict[str, Callable[..., object]]:
+        """``before`` hooks: check each stage pod as its request is sent."""
+        return {"start_stage": self._check}
 
     def _check(self, spec: StageSpec) -> None:
         if spec.stage in ("interrupt", "uninstall-interrupt") or spec.node not in self.sim.nodes:
@@ -167,7 +167,7 @@ def run_scenario(
     ceilings = {c.name: c.ceiling for c in plan0.compartments}
     watch = Watch(sim, recipe.name, comp)
     probe = DrainProbe(sim, recipe)
-    first = FaultyCluster(sim, faults=faults or [], crash_after_writes=crash_after)
+    first = FaultyCluster(sim, faults=faults or [], crash_after_writes=crash_after, before=probe.hooks)
     crashed, stopped = False, ""
     rollout: Rollout | None = None
     result: RunResult | None = None
@@ -183,7 +183,7 @@ def run_scenario(
     resumed: RunResult | None = None
     if crashed or stopped or (result is not None and any(n.message == "still running when the run stopped"
                                                          for n in result.nodes)):
-        second = FaultyCluster(sim)
+        second = FaultyCluster(sim, before=probe.hooks)
         r2, resumed = _rollout(second, sim, "run-second", recipe, policy)
         problems += _timeline_problems(list(r2.timeline.events), recipe, "resumed run")
     problems += check_budget(watch, ceilings)

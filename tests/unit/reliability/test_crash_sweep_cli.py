@@ -15,6 +15,7 @@ from reconciler.adapters import sim as sim_adapter
 from reconciler.adapters.sim import SimFleet
 from reconciler.cli.main import main
 from reconciler.model.nodestate import parse_state, state_key
+from reconciler.ports import LeaseSpec
 from reconciler.testing.fleetgen import make_node, make_pod, write_fleet
 
 SHA = "sha256:" + "f" * 64
@@ -101,7 +102,7 @@ def test_a_crash_needs_no_save_path(files: dict[str, Path], capsys: pytest.Captu
 
 @pytest.mark.parametrize("write", [
     lambda f: f.patch_config_map("reconciler-system", "controls", {"x": "1"}),
-    lambda f: f.acquire_lease("sweep", "me", 60),
+    lambda f: f.create_lease("sweep", LeaseSpec("me", 60, f.utc(), f.utc())),
     lambda f: f.emit_event("n1", "Test", "m"),
     lambda f: f.patch_node("n1", labels={"a": "b"}),
 ], ids=["configmap", "lease", "event", "node"])

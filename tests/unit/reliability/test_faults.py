@@ -15,6 +15,7 @@ from reconciler.errors import (
     TooManyRequestsError,
     TransientError,
 )
+from reconciler.execute.lock import release_lease, renew_lease, take_lease
 from reconciler.ports import Cluster
 from reconciler.testing.faults import FAULT_KINDS, Fault, FaultyCluster, make_error
 from reconciler.testing.fleetgen import make_node, make_pod
@@ -108,12 +109,13 @@ def test_delay_advances_simulated_time() -> None:
 
 def test_lease_calls_are_forwarded_and_injectable() -> None:
     s = sim()
-    fc = FaultyCluster(s, faults=[Fault("conflict", verb="renew_lease", nth=1)])
-    rec = fc.acquire_lease("reconciler-tune", "run-a@h/1", 60)
+    fc = FaultyCluster(s, faults=[Fault("conflict", verb="replace_lease", nth=1)])
+    rec = take_lease(fc, "reconciler-tune", "run-a@h/1", 60, s.utc(), fc.get_lease("reconciler-tune"))
     assert rec.holder == "run-a@h/1" and fc.get_lease("reconciler-tune") is not None
     with pytest.raises(ConflictError):
-        fc.renew_lease("reconciler-tune", "run-a@h/1")
-    fc.renew_lease("reconciler-tune", "run-a@h/1")
-    fc.release_lease("reconciler-tune", "run-a@h/1")
+        renew_lease(fc, "reconciler-tune", "run-a@h/1", None, s.utc())
+    renew_lease(fc, "reconciler-tune", "run-a@h/1", None, s.utc())
+    release_lease(fc, "reconciler-tune", "run-a@h/1")
     assert fc.get_lease("reconciler-tune") is None
-    assert [c.verb for c in fc.write_calls] == ["acquire_lease", "renew_lease", "renew_lease", "release_lease"]
+    assert [c.verb for c in fc.write_calls] == ["create_lease", "replace_lease", "replace_lease", "delete_lease"]
+    assert [c.at for c in fc.write_calls] == [s.now()] * 4  # no delay: all at one simulated instant

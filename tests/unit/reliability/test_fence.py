@@ -61,7 +61,7 @@ def test_a_run_whose_renewals_fail_writes_nothing_after_the_loss(partition_from:
     writes) outlasts the lease: only a check before every write keeps the run inside it."""
     reference = recorded_state(run_scenario().sim)
     sim = SimFleet(fleet(), CONFIG)
-    lease_path = FaultyCluster(sim, faults=[Fault("reset", verb="renew_lease", nth=partition_from, times=None)])
+    lease_path = FaultyCluster(sim, faults=[Fault("reset", verb="replace_lease", nth=partition_from, times=None)])
     a = LeaseGroup(lease_path, sim, [RECIPE.name], "run-a")
     a.acquire()
     log_a = WriteLog(sim, "run-a")
@@ -70,7 +70,7 @@ def test_a_run_whose_renewals_fail_writes_nothing_after_the_loss(partition_from:
     def thief() -> None:  # run B polls the lease and takes it as soon as it has expired on the server
         lease = sim.get_lease(NAME)
         assert lease is not None
-        if lease.expires_in() <= 0:
+        if lease.expires_in(sim.utc()) <= 0:
             b.acquire()
             taken.append(sim.utc())
         else:

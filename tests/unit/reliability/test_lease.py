@@ -91,7 +91,7 @@ def test_dead_holder_is_taken_over_after_the_duration() -> None:
 
 def test_tick_renews_on_schedule_and_survives_transient_errors() -> None:
     sim = small()
-    fc = FaultyCluster(sim, faults=[Fault("unavailable", verb="renew_lease", nth=2, times=3)])
+    fc = FaultyCluster(sim, faults=[Fault("unavailable", verb="replace_lease", nth=2, times=3)])
     lock = LeaseLock(fc, sim, "tune", "run-a", duration=60, renew_every=20, retry_every=5)
     lock.acquire()
     assert lock.tick(sim.now()) == pytest.approx(20.0)  # not due yet
@@ -104,7 +104,7 @@ def test_tick_renews_on_schedule_and_survives_transient_errors() -> None:
 
 def test_tick_stops_the_run_before_the_lease_can_expire() -> None:
     sim = small()
-    fc = FaultyCluster(sim, faults=[Fault("reset", verb="renew_lease", times=None)])
+    fc = FaultyCluster(sim, faults=[Fault("reset", verb="replace_lease", times=None)])
     lock = LeaseLock(fc, sim, "tune", "run-a", duration=60, renew_every=20, retry_every=5, margin=10)
     lock.acquire()
     with pytest.raises(LeaseLostError, match=r"last renewed 50 s ago \(could not renew: .*reset.*\).* stops writing"):
@@ -145,19 +145,13 @@ def _rollout(cluster: Any, sim: SimFleet, group: LeaseGroup, run_id: str) -> Rol
 
 def test_rollout_renews_the_lease_all_along() -> None:
     sim = SimFleet(fleet(), CONFIG)
-    renewals: list[float] = []
-    orig = sim.renew_lease
-
-    def renew(name: str, holder: str, duration: int | None = None) -> Any:
-        renewals.append(sim.now())
-        return orig(name, holder, duration)
-
-    sim.renew_lease = renew  # type: ignore[method-assign]
-    g = LeaseGroup(sim, sim, ["tune"], "run-a")
+    recorded = FaultyCluster(sim)  # no faults: records the lease calls with their clock time
+    g = LeaseGroup(recorded, sim, ["tune"], "run-a")
     g.acquire()
     r = _rollout(sim, sim, g, "run-a")
     res = r.run()
     g.release()
+    renewals = [c.at for c in recorded.calls if c.verb == "replace_lease" and c.at is not None]
     assert res.result == "failed" and not r.stopped  # n5's failing stage, as in the reference
     gaps = [b - a for a, b in zip([0.0, *renewals], [*renewals, sim.now()], strict=True)]
     assert len(renewals) >= res.duration // 20 - 1 and max(gaps) <= 20.0 + 1e-6
@@ -209,7 +203,7 @@ def test_renewals_failing_for_the_lease_duration_stop_the_run() -> None:
     """An API outage longer than the lease: the run stops before another run could take over."""
     reference = recorded_state(run_scenario().sim)
     sim = SimFleet(fleet(), CONFIG)
-    fc = FaultyCluster(sim, faults=[Fault("reset", verb="renew_lease", nth=3, times=None)])
+    fc = FaultyCluster(sim, faults=[Fault("reset", verb="replace_lease", nth=3, times=None)])
     g = LeaseGroup(fc, sim, ["tune"], "run-a")
     g.acquire()
     r = _rollout(fc, sim, g, "run-a")

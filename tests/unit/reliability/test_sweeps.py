@@ -43,6 +43,7 @@ def test_reference_run_is_representative(reference: tuple[dict[str, Any], Scenar
     assert any(ev[5] == "interrupt" for ev in base.sim.stage_log)  # the reboot
 
 
+@pytest.mark.slow
 def test_crash_after_every_write_then_resume(reference: tuple[dict[str, Any], Scenario]) -> None:
     state, base = reference
     failures = []
@@ -54,6 +55,7 @@ def test_crash_after_every_write_then_resume(reference: tuple[dict[str, Any], Sc
     assert not failures, failures
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "after"), [
     ("conflict", False), ("throttle", False), ("unavailable", False), ("timeout", False), ("server", False),
     ("timeout", True), ("reset", True),
@@ -71,6 +73,7 @@ def test_each_write_failing_once(reference: tuple[dict[str, Any], Scenario], kin
     assert not failures, failures
 
 
+@pytest.mark.slow
 def test_a_sample_of_reads_failing_once(reference: tuple[dict[str, Any], Scenario]) -> None:
     """Every 6th read fails once with a 503. Only the very first read (before anything is
     written) may stop the run; then a restart finishes it."""
