@@ -31,12 +31,14 @@ class WriteFence(Protocol):
 
 class FencedCluster:
     """``inner`` with every write checked by ``fence`` first (module docstring). Implements
-    :class:`~reconciler.ports.Cluster` (and ``ConfigMapStore`` when ``inner`` does). ``writes``
+    :class:`~reconciler.ports.Cluster` and ``ConfigMapStore`` (when ``inner`` is one or provides one
+    through ``config_map_store()``, as ``KubeCluster`` does). ``writes``
     mirrors the inner adapter's count, for reports."""
 
     def __init__(self, inner: Cluster, fence: WriteFence) -> None:
         self.inner = inner
         self.fence = fence
+        self._provided: ConfigMapStore | None = None
 
     @property
     def writes(self) -> int:
@@ -154,6 +156,15 @@ class FencedCluster:
         self.inner.release_lease(name, holder)
 
     def _store(self) -> ConfigMapStore:
-        if not isinstance(self.inner, ConfigMapStore):
-            raise TypeError(f"{type(self.inner).__name__} keeps no ConfigMaps")
-        return self.inner
+        """The inner adapter's ConfigMap store: the adapter itself when it is one (the simulated
+        fleet), else the store it provides through ``config_map_store()`` (``KubeCluster``: a
+        ``KubeConfigMaps`` sharing its API client; made once). Raises TypeError when it has none."""
+        if isinstance(self.inner, ConfigMapStore):
+            return self.inner
+        if self._provided is None:
+            provider = getattr(self.inner, "config_map_store", None)
+            store = provider() if callable(provider) else None
+            if not isinstance(store, ConfigMapStore):
+                raise TypeError(f"{type(self.inner).__name__} keeps no ConfigMaps")
+            self._provided = store
+        return self._provided
