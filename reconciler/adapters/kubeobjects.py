@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from reconciler.model.observed import NodeInfo, OwnerRef, PdbInfo, PodInfo
+from reconciler.model.observed import NodeCondition, NodeInfo, OwnerRef, PdbInfo, PodInfo
 from reconciler.model.selector import LabelSelector, Requirement, Taint, Toleration
 from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 
@@ -46,6 +46,7 @@ def _memo(memo: dict[Any, _V], key: Any, make: Callable[[], _V]) -> _V:
 _TIMES: dict[str, float | None] = {}
 _TOLERATIONS: dict[Any, tuple[Toleration, ...]] = {}
 _OWNERS: dict[Any, OwnerRef] = {}
+_CONDITIONS: dict[Any, NodeCondition] = {}
 
 
 def parse_time(value: Any) -> float | None:
@@ -91,13 +92,20 @@ def _meta(obj: Obj) -> Obj:
     return m if isinstance(m, dict) else {}
 
 
+def _condition(c: Obj) -> NodeCondition:
+    fields = tuple(str(c.get(k) or "") for k in ("type", "status", "reason", "message"))
+    return _memo(_CONDITIONS, fields, lambda: NodeCondition(*fields))
+
+
 def node_from(obj: Obj) -> NodeInfo:
-    """A Node dict → NodeInfo (Ready from ``status.conditions``; bootID from ``status.nodeInfo``)."""
+    """A Node dict → NodeInfo (Ready and every condition's type/status/reason/message from
+    ``status.conditions``; bootID from ``status.nodeInfo``)."""
     meta, spec, status = _meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     ready: bool | None = None
-    for c in status.get("conditions") or ():
-        if c.get("type") == "Ready":
-            ready = {"True": True, "False": False}.get(str(c.get("status")))
+    conditions = tuple(_condition(c) for c in status.get("conditions") or () if isinstance(c, dict))
+    for c in conditions:
+        if c.type == "Ready":
+            ready = {"True": True, "False": False}.get(c.status)
     taints = tuple(
         Taint(key=t["key"], value=str(t.get("value") or ""), effect=t["effect"]) for t in spec.get("taints") or ()
     )
@@ -112,6 +120,7 @@ def node_from(obj: Obj) -> NodeInfo:
         boot_id=str((status.get("nodeInfo") or {}).get("bootID") or ""),
         created=parse_time(meta.get("creationTimestamp")) or 0.0,
         resource_version=str(meta.get("resourceVersion") or ""),
+        conditions=conditions,
     )
 
 

@@ -12,7 +12,11 @@ Extensions: ``failures[].reason`` (``ImagePullBackOff`` = the image never pulls)
 may be ``"*"``; ``podStartSeconds`` (a recreated pod becomes Ready), ``rescheduleSeconds`` (a
 controller recreates an evicted pod), ``maxTerminationSeconds`` (cap of a pod's grace period while
 terminating), ``interruptSeconds`` (service/restartAllServices/noop interrupts), ``startTime``
-(RFC 3339 wall time of simulated second 0; default: the newest timestamp in the fleet file).
+(RFC 3339 wall time of simulated second 0; default: the newest timestamp in the fleet file);
+``validator`` (a simulated external validator for a recipe's ``readinessGate``, :class:`SimValidator`)::
+
+    validator: {conditionType: example.com/Validated, labels: {validated: "true"}, afterSeconds: 60,
+                failsOn: [gpu-a-004]}
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, Strict, StringConstraints
 
-from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339
+from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339, Labels, QualifiedName
 from reconciler.model.base import Frozen
 
 #: Longest simulated duration accepted for one step (seconds; about 31 years).
@@ -59,6 +63,19 @@ class StageFailure(_Strict):
         return all(pat in ("*", val) for pat, val in ((self.node, node), (self.package, package), (self.stage, stage)))
 
 
+class SimValidator(_Strict):
+    """A simulated external validator (as NVIDIA's NVCRE would be on a real cluster): every stage
+    pod that starts on a node (and every reboot) makes the validator start over there — the
+    condition ``conditionType`` goes ``False`` and its ``labels`` are removed — and
+    ``afterSeconds`` after the node's last stage pod succeeded (or it came back from a reboot)
+    it sets the condition ``True`` and the labels, except on the nodes in ``failsOn``."""
+
+    conditionType: Annotated[QualifiedName, Strict()] | None = None
+    labels: Labels = Field(default_factory=dict)
+    afterSeconds: Seconds = 60.0
+    failsOn: tuple[NodeName, ...] = Field(default=(), max_length=1_000_000)
+
+
 class SimConfig(_Strict):
     """Simulated fleet behaviour; see the module docstring. Durations are finite seconds in
     ``[0, MAX_SECONDS]``; ``stageSeconds`` as a map takes stage names and ``default``."""
@@ -72,6 +89,7 @@ class SimConfig(_Strict):
     failures: tuple[StageFailure, ...] = Field(default=(), max_length=10_000)
     neverReturns: tuple[NodeName, ...] = Field(default=(), max_length=1_000_000)
     startTime: Annotated[str, Strict(), StringConstraints(pattern=RFC3339)] | None = None
+    validator: SimValidator | None = None
 
     def stage_duration(self, stage: str) -> float:
         """Seconds one stage (with its check) takes."""
