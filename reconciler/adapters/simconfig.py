@@ -27,6 +27,7 @@ from pydantic import ConfigDict, Field, Strict, StringConstraints
 
 from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339, Labels, QualifiedName
 from reconciler.model.base import Frozen
+from reconciler.model.recipe import Recipe
 
 #: Longest simulated duration accepted for one step (seconds; about 31 years).
 MAX_SECONDS = 1e9
@@ -90,6 +91,27 @@ class SimConfig(_Strict):
     neverReturns: tuple[NodeName, ...] = Field(default=(), max_length=1_000_000)
     startTime: Annotated[str, Strict(), StringConstraints(pattern=RFC3339)] | None = None
     validator: SimValidator | None = None
+
+    def for_estimate(self, recipe: Recipe) -> SimConfig:
+        """The config an *estimate* of ``recipe`` runs with (``simulate``, the plan's and the PR
+        comment's estimate, ``apply``'s ETA): when the recipe has a ``readinessGate`` and no
+        ``validator`` is configured, a validator that passes every node at once (the condition
+        True and the gate's ``matchLabels`` plus, for each ``In``/``Exists`` expression, its first
+        value or ``"true"``) — the estimate does not know the validator's time. Otherwise ``self``.
+        A simulated fleet used for ``apply`` itself has only the validator it is given."""
+        gate = recipe.readinessGate
+        if gate is None or self.validator is not None:
+            return self
+        labels: dict[str, str] = {}
+        if gate.labelSelector is not None:
+            labels.update(gate.labelSelector.matchLabels)
+            for r in gate.labelSelector.matchExpressions:
+                if r.operator == "In":
+                    labels[r.key] = r.values[0]
+                elif r.operator == "Exists":
+                    labels[r.key] = "true"
+        return self.model_copy(update={"validator": SimValidator(conditionType=gate.conditionType, labels=labels,
+                                                                 afterSeconds=0.0)})
 
     def stage_duration(self, stage: str) -> float:
         """Seconds one stage (with its check) takes."""

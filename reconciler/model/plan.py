@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 
 from reconciler.model.base import Frozen
-from reconciler.model.recipe import Interrupt
+from reconciler.model.recipe import Interrupt, ReadinessGate
 from reconciler.model.vocab import Action
 
 ACTIONS: tuple[Action, ...] = tuple(Action)
@@ -101,7 +101,9 @@ class OutOfScopeNode(Frozen):
 
 class Plan(Frozen):
     """A complete, deterministic plan for one recipe against one observed fleet. ``outOfScope``:
-    nodes outside the selection that still hold this recipe's records (:class:`OutOfScopeNode`)."""
+    nodes outside the selection that still hold this recipe's records (:class:`OutOfScopeNode`).
+    ``readinessGate``: the recipe's gate (every node with work is held after its packages until
+    the external validator passes it), None without one."""
 
     planHash: str
     recipe: RecipeRef
@@ -112,6 +114,7 @@ class Plan(Frozen):
     nodes: tuple[NodePlan, ...]
     warnings: tuple[str, ...] = ()
     outOfScope: tuple[OutOfScopeNode, ...] = ()
+    readinessGate: ReadinessGate | None = None
 
     def node(self, name: str) -> NodePlan | None:
         """The plan of node ``name``, if it has one."""

@@ -557,6 +557,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         compartments=tuple(compartments),
         nodes=node_plans,
         warnings=tuple(warnings),
+        readinessGate=recipe.readinessGate,
     )
 
 

@@ -63,6 +63,8 @@ _START = {
     "rebooted",
     "uncordon",
     "resume",
+    "gate",
+    "gate-passed",
 }
 _END: dict[str, NodeProgress] = {
     "complete": "complete",
