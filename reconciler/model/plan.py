@@ -124,8 +124,10 @@ class Plan(Frozen):
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract as a plain dict (aliases used: ``from``)."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The JSON contract as a plain dict (aliases used: ``from``; ``readinessGate`` only when
+        the recipe has one, so plans without a gate keep the contract's shape)."""
+        return self.model_dump(mode="json", by_alias=True,
+                               exclude={"readinessGate"} if self.readinessGate is None else None)
 
     def to_json(self) -> str:
         """Canonical JSON: sorted keys, two-space indent, trailing newline."""
