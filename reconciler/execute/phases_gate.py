@@ -41,8 +41,9 @@ class GatePhases(StepCore):
             self._event(EventKind.GATE_PASSED, verdict.detail)
             m.phase = Phase.UNCORDON
             return self._phase_uncordon()
-        if fl is None or fl.phase is not Phase.READINESS_GATE:
-            # first arrival: the phase and its start are recorded before the node is held for it
+        if fl is None or fl.phase is not Phase.READINESS_GATE or (fl.lifecycle or fl.runId) != m.lifecycle:
+            # first arrival in this lifecycle (a retried failed node starts a new one: its timer
+            # starts again): the phase and its start are recorded before the node is held for it
             self._patch(annotations={inflight_key(self.recipe.name): self._inflight(Phase.READINESS_GATE),
                                      state_key(self.recipe.name): dump_state(m.state)})
             self._event(EventKind.GATE, f"waiting for {gate.describe()}: {verdict.detail}")

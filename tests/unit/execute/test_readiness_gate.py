@@ -151,3 +151,32 @@ def test_a_run_stopped_at_the_gate_resumes_waiting_there(pause: float, passes: b
         assert info.unschedulable and info.taints
         failed_at = sim.utc() - reached
         assert 600 <= failed_at <= max(pause, 600) + 10  # counted from the first arrival at the gate
+
+
+def test_retry_failed_gives_a_node_that_timed_out_at_the_gate_a_new_timeout() -> None:
+    """A node failed at the gate keeps its in-flight record (it stays cordoned); ``--retry-failed``
+    starts a new lifecycle there: the gate's timeout counts again from the retry, not from the
+    first lifecycle's arrival, and the node completes once the validator passes it."""
+    cfg = SimConfig(stageSeconds=30, validator=SimValidator(conditionType=VALIDATED, afterSeconds=60,
+                                                            failsOn=("n1",)))
+    sim = SimFleet(tainted_nodes(1), cfg)
+    first = apply(sim, gated(), policy(count=1))
+    assert first.node("n1").reason == FailureReason.READINESS_GATE_TIMEOUT
+    again = apply(sim, gated(), policy(count=1))
+    assert again.node("n1").state == "failed" and "--retry-failed" in again.node("n1").message
+    sim.advance(120)
+    orig = sim.get_node
+    looks = {"n": 0}
+
+    def get_node(name: str) -> Any:  # the validator passes the node after a few looks of the retry
+        looks["n"] += 1
+        if looks["n"] == 6:
+            sim.set_node(name, conditions={VALIDATED: "True"})
+        return orig(name)
+
+    sim.get_node = get_node  # type: ignore[method-assign]
+    retried = apply(sim, gated(), policy(count=1), retry_failed=True)
+    assert retried.node("n1").state == "complete", retried.node("n1").message
+    assert retried.events("n1", "gate") and retried.events("n1", "gate-passed")
+    info = orig("n1")
+    assert not info.unschedulable and not info.taints

@@ -82,6 +82,12 @@ def gate_mem(waited: float = 10) -> Memory:
     return mem(Phase.READINESS_GATE, owns_cordon=True, inflight=gate_fl(waited))
 
 
+def retried_gate_mem() -> Memory:
+    m = gate_mem(601)
+    m.lifecycle = "run-2"  # --retry-failed: a new lifecycle on a node that failed at the gate
+    return m
+
+
 def gate_node(conditions: tuple[NodeCondition, ...], waited: float = 10, **kw: Any) -> NodeInfo:
     return node(unschedulable=True, ours=True, inflight=gate_fl(waited), conditions=conditions, **kw)
 
@@ -323,6 +329,11 @@ ROWS = [
         reason=FailureReason.READINESS_GATE_TIMEOUT,
         check=lambda t: t.effects[0].unschedulable is None and inflight_key(R) not in t.effects[0].annotations
         and "Validating" in t.memory.message),
+    Row("gate/retried-lifecycle->new-record-and-timer", retried_gate_mem(),
+        View(nodes=(gate_node(NOT_YET, 601, failed=True),)), effects=(PatchNode, Announce),
+        phase=Phase.READINESS_GATE, wake=5.0, ctx=GCTX, announce=(EventKind.GATE,),
+        check=lambda t: t.memory.inflight.lifecycle == "run-2"
+        and t.memory.inflight.timers == {"readiness-gate": to_rfc3339(UTC)}),
     Row("gate/left-the-selector->released", gate_mem(), View(nodes=(gate_node(NOT_YET, labels={"pool": "cpu"}),)),
         effects=(PatchNode, Announce, Announce), outcome=Outcome.LEFT, wake=None, ctx=GCTX,
         check=lambda t: t.effects[0].unschedulable is False),
