@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from reconciler.model.observed import NodeInfo, OwnerRef, PdbInfo, PodInfo
+from reconciler.model.observed import NodeCondition, NodeInfo, OwnerRef, PdbInfo, PodInfo
 from reconciler.model.selector import LabelSelector, Requirement, Taint, Toleration
 from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 
@@ -48,6 +48,7 @@ def _memo(memo: dict[Any, _V], key: Any, make: Callable[[], _V]) -> _V:
 _TIMES: dict[str, float | None] = {}
 _TOLERATIONS: dict[bytes, tuple[Toleration, ...]] = {}
 _OWNERS: dict[Any, OwnerRef] = {}
+_CONDITIONS: dict[Any, NodeCondition] = {}
 
 
 def parse_time(value: Any) -> float | None:
@@ -102,16 +103,23 @@ def _meta(obj: Obj) -> Obj:
     return m if isinstance(m, dict) else {}
 
 
+def _condition(c: Obj) -> NodeCondition:
+    fields = tuple(str(c.get(k) or "") for k in ("type", "status", "reason", "message"))
+    return _memo(_CONDITIONS, fields, lambda: NodeCondition(*fields))
+
+
 def node_from(obj: Obj) -> NodeInfo:
-    """A Node dict → NodeInfo (Ready from ``status.conditions``; bootID from ``status.nodeInfo``)."""
+    """A Node dict → NodeInfo (Ready and every condition's type/status/reason/message from
+    ``status.conditions``; bootID from ``status.nodeInfo``)."""
     meta = obj.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     ready: bool | None = None
-    for c in status.get("conditions") or ():
-        if c.get("type") == "Ready":
-            ready = _READY.get(str(c.get("status")))
+    conditions = tuple(_condition(c) for c in status.get("conditions") or () if isinstance(c, dict))
+    for c in conditions:
+        if c.type == "Ready":
+            ready = _READY.get(c.status)
     raw_taints = spec.get("taints")
     taints = tuple(
         Taint(key=t["key"], value=str(t.get("value") or ""), effect=t["effect"]) for t in raw_taints
@@ -128,6 +136,7 @@ def node_from(obj: Obj) -> NodeInfo:
         str((status.get("nodeInfo") or {}).get("bootID") or ""),
         parse_time(meta.get("creationTimestamp")) or 0.0,
         str(meta.get("resourceVersion") or ""),
+        conditions=conditions,
     )
 
 

@@ -229,8 +229,13 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         for name, node in self.nodes.items():
             up = ((node["metadata"].get("annotations") or {}).get(SIM_ANN))
             if up:
-                at = float(json.loads(up).get("rebootUpAt", 0)) - self.epoch
-                self._at(max(self._now, at), partial(self._reboot_up, name))
+                timers = json.loads(up)
+                if "rebootUpAt" in timers:
+                    at = float(timers["rebootUpAt"]) - self.epoch
+                    self._at(max(self._now, at), partial(self._reboot_up, name))
+                if "validateAt" in timers:
+                    self._at(max(self._now, float(timers["validateAt"]) - self.epoch),
+                             partial(self._validated, name, timers["validateAt"]))
         for key, pod in self.pods.items():
             ann = (pod["metadata"].get("annotations") or {}).get(SIM_ANN)
             if not ann:

@@ -12,7 +12,11 @@ Extensions: ``failures[].reason`` (``ImagePullBackOff`` = the image never pulls)
 may be ``"*"``; ``podStartSeconds`` (a recreated pod becomes Ready), ``rescheduleSeconds`` (a
 controller recreates an evicted pod), ``maxTerminationSeconds`` (cap of a pod's grace period while
 terminating), ``interruptSeconds`` (service/restartAllServices/noop interrupts), ``startTime``
-(RFC 3339 wall time of simulated second 0; default: the newest timestamp in the fleet file).
+(RFC 3339 wall time of simulated second 0; default: the newest timestamp in the fleet file);
+``validator`` (a simulated external validator for a recipe's ``readinessGate``, :class:`SimValidator`)::
+
+    validator: {conditionType: example.com/Validated, labels: {validated: "true"}, afterSeconds: 60,
+                failsOn: [gpu-a-004]}
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, Strict, StringConstraints
 
-from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339
+from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339, Labels, QualifiedName
 from reconciler.model.base import Frozen
+from reconciler.model.recipe import Recipe
 
 #: Longest simulated duration accepted for one step (seconds; about 31 years).
 MAX_SECONDS = 1e9
@@ -59,6 +64,19 @@ class StageFailure(_Strict):
         return all(pat in ("*", val) for pat, val in ((self.node, node), (self.package, package), (self.stage, stage)))
 
 
+class SimValidator(_Strict):
+    """A simulated external validator (as NVIDIA's NVCRE would be on a real cluster): every stage
+    pod that starts on a node (and every reboot) makes the validator start over there — the
+    condition ``conditionType`` goes ``False`` and its ``labels`` are removed — and
+    ``afterSeconds`` after the node's last stage pod succeeded (or it came back from a reboot)
+    it sets the condition ``True`` and the labels, except on the nodes in ``failsOn``."""
+
+    conditionType: Annotated[QualifiedName, Strict()] | None = None
+    labels: Labels = Field(default_factory=dict)
+    afterSeconds: Seconds = 60.0
+    failsOn: tuple[NodeName, ...] = Field(default=(), max_length=1_000_000)
+
+
 class SimConfig(_Strict):
     """Simulated fleet behaviour; see the module docstring. Durations are finite seconds in
     ``[0, MAX_SECONDS]``; ``stageSeconds`` as a map takes stage names and ``default``."""
@@ -72,6 +90,28 @@ class SimConfig(_Strict):
     failures: tuple[StageFailure, ...] = Field(default=(), max_length=10_000)
     neverReturns: tuple[NodeName, ...] = Field(default=(), max_length=1_000_000)
     startTime: Annotated[str, Strict(), StringConstraints(pattern=RFC3339)] | None = None
+    validator: SimValidator | None = None
+
+    def for_estimate(self, recipe: Recipe) -> SimConfig:
+        """The config an *estimate* of ``recipe`` runs with (``simulate``, the plan's and the PR
+        comment's estimate, ``apply``'s ETA): when the recipe has a ``readinessGate`` and no
+        ``validator`` is configured, a validator that passes every node at once (the condition
+        True and the gate's ``matchLabels`` plus, for each ``In``/``Exists`` expression, its first
+        value or ``"true"``) — the estimate does not know the validator's time. Otherwise ``self``.
+        A simulated fleet used for ``apply`` itself has only the validator it is given."""
+        gate = recipe.readinessGate
+        if gate is None or self.validator is not None:
+            return self
+        labels: dict[str, str] = {}
+        if gate.labelSelector is not None:
+            labels.update(gate.labelSelector.matchLabels)
+            for r in gate.labelSelector.matchExpressions:
+                if r.operator == "In":
+                    labels[r.key] = r.values[0]
+                elif r.operator == "Exists":
+                    labels[r.key] = "true"
+        return self.model_copy(update={"validator": SimValidator(conditionType=gate.conditionType, labels=labels,
+                                                                 afterSeconds=0.0)})
 
     def stage_duration(self, stage: str) -> float:
         """Seconds one stage (with its check) takes."""

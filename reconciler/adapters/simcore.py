@@ -132,6 +132,22 @@ class SimCore:
             if not ann:
                 del obj["metadata"]["annotations"]
 
+    def _set_condition(self, n: Obj, type_: str, status: str | None, reason: str, message: str) -> None:
+        """Set (``status`` None: remove) the condition ``type_`` of node ``n`` as its owner would
+        (an external validator); not a write of ours."""
+        conds = n.setdefault("status", {}).setdefault("conditions", [])
+        ts = format_time(self.wall())
+        kept = [c for c in conds if c.get("type") != type_]
+        if status is not None:
+            old = next((c for c in conds if c.get("type") == type_), None)
+            same = old is not None and old.get("status") == status
+            kept.append({"type": type_, "status": status, "reason": reason, "message": message,
+                         "lastTransitionTime": old.get("lastTransitionTime", ts) if same and old else ts,
+                         "lastHeartbeatTime": ts})
+        n["status"]["conditions"] = kept
+        self._bump(n)
+        self._index.node_changed(n["metadata"]["name"])
+
     def _set_ready(self, n: Obj, ready: bool, reason: str, message: str) -> None:
         conds = n.setdefault("status", {}).setdefault("conditions", [])
         ts = format_time(self.wall())

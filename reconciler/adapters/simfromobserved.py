@@ -31,7 +31,9 @@ def _node(n: NodeInfo) -> Obj:
         "metadata": {"name": n.name, "uid": n.uid or None, "labels": dict(n.labels),
                      "annotations": dict(n.annotations), "creationTimestamp": format_time(n.created or 0)},
         "spec": spec,
-        "status": {"conditions": [{"type": "Ready", "status": ready}], "nodeInfo": {"bootID": n.boot_id}},
+        "status": {"conditions": [{"type": "Ready", "status": ready}] + [
+            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+            for c in n.conditions if c.type != "Ready"], "nodeInfo": {"bootID": n.boot_id}},
     }
 
 

@@ -5,9 +5,12 @@ with a new bootID after ``rebootSeconds``; never for ``neverReturns`` nodes).
 
 from __future__ import annotations
 
+import json
+from functools import partial
 from typing import Any
 
 from reconciler.adapters.simcore import Obj, SimCore
+from reconciler.adapters.simsaved import SIM_ANN
 from reconciler.errors import NotFoundError
 from reconciler.ports import StageSpec, StageStatus
 
@@ -28,6 +31,7 @@ class SimKubelet(SimCore):
         if spec.pod_name in self._stages:
             return
         self._write("create-pod", f"pod/{spec.pod_name}")
+        self._validator_restarts(spec.node)
         rec: Obj = {"spec": spec, "phase": "running", "started": self._now, "exit": None, "reason": "", "log": ""}
         self.stage_log.append((self._now, "start", spec.node, spec.package, spec.version, spec.stage))
         self._stages[spec.pod_name] = rec
@@ -61,6 +65,8 @@ class SimKubelet(SimCore):
             return
         rec.update(phase="succeeded" if code == 0 else "failed", exit=code, reason=reason, log=log)
         spec = rec["spec"]
+        if code == 0:
+            self._validator_schedules(spec.node)
         self.stage_log.append((self._now, rec["phase"], spec.node, spec.package, spec.version, spec.stage))
 
     def _reboot_down(self, node: str, stage_name: str) -> None:
@@ -85,6 +91,48 @@ class SimKubelet(SimCore):
         info = n.setdefault("status", {}).setdefault("nodeInfo", {})
         info["bootID"] = self._new_uid()
         self._set_ready(n, True, "KubeletReady", "kubelet is posting ready status")
+        self._validator_schedules(node)
+
+    # ---------------------------------------------------------------- the simulated validator
+    def _validator_restarts(self, node: str) -> None:
+        """A stage starts on ``node``: the simulated validator (``SimConfig.validator``) starts over."""
+        v = self.config.validator
+        n = self.nodes.get(node)
+        if v is None or n is None:
+            return
+        self._set_timer(n, validateAt=None)
+        if v.conditionType is not None:
+            self._set_condition(n, v.conditionType, "False", "Validating", "simulated validator: node changed")
+        labels = n["metadata"].get("labels") or {}
+        for k in v.labels:
+            labels.pop(k, None)
+
+    def _validator_schedules(self, node: str) -> None:
+        """A stage succeeded on (or a reboot brought back) ``node``: validated ``afterSeconds`` later."""
+        v = self.config.validator
+        n = self.nodes.get(node)
+        if v is None or n is None:
+            return
+        at = self.wall() + v.afterSeconds
+        self._set_timer(n, validateAt=at)
+        self._at(self._now + v.afterSeconds, partial(self._validated, node, at))
+
+    def _validated(self, node: str, at: float) -> None:
+        v = self.config.validator
+        n = self.nodes.get(node)
+        if v is None or n is None or node in v.failsOn:
+            return
+        timers = json.loads((n["metadata"].get("annotations") or {}).get(SIM_ANN, "{}"))
+        if timers.get("validateAt") != at:  # a stage started since: this validation is void
+            return
+        self._set_timer(n, validateAt=None)
+        if v.labels:
+            n["metadata"].setdefault("labels", {}).update(v.labels)
+        if v.conditionType is not None:
+            self._set_condition(n, v.conditionType, "True", "Validated", "simulated validator: node passed")
+        else:
+            self._bump(n)
+            self._index.node_changed(node)
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
         """The stage pod's state."""

@@ -108,8 +108,10 @@ class SimNodes(SimCore):
         self._after_write()
 
     def set_node(self, name: str, **changes: Any) -> None:
-        """Test helper (not a write): change a node directly, e.g. ``labels={...}``, ``ready=False``
-        or ``taints=[{"key": ..., "value": ..., "effect": ...}]`` (replaces the list)."""
+        """Test helper (not a write): change a node directly, e.g. ``labels={...}``, ``ready=False``,
+        ``taints=[{"key": ..., "value": ..., "effect": ...}]`` (replaces the list) or
+        ``conditions={"example.com/Validated": "True"}`` (sets each condition's status by type, as an
+        external validator would; ``None`` removes it)."""
         n = self.nodes[name]
         if "labels" in changes:
             n["metadata"]["labels"] = dict(changes["labels"])
@@ -119,6 +121,8 @@ class SimNodes(SimCore):
             self._set_ready(n, bool(changes["ready"]), "Test", "set by test")
         if "taints" in changes:
             n.setdefault("spec", {})["taints"] = [dict(t) for t in changes["taints"]]
+        for type_, status in dict(changes.get("conditions") or {}).items():
+            self._set_condition(n, type_, status, "Validator", "set by test")
         self._bump(n)
         self._index.node_changed(name)
 

@@ -1,7 +1,7 @@
 """What a saved simulated fleet (``--sim-save``) adds to plain Kubernetes objects, and its checks.
 
 A saved fleet carries the simulation's pending timers in the annotation :data:`SIM_ANN` (a JSON
-string): on a Node ``{"rebootUpAt": epoch}``, on a Pod ``{"removeAt": epoch, "scheduleAt": epoch,
+string): on a Node ``{"rebootUpAt": epoch, "validateAt": epoch}``, on a Pod ``{"removeAt": epoch, "scheduleAt": epoch,
 "startAt": epoch}``,
 on a stage pod (namespace :data:`STAGE_NS`) the whole stage record (:class:`StageRecord`); and the
 ConfigMap :data:`CLOCK_NAME` holds the simulated clock (``data.now``: epoch seconds, ``data.uids``:
@@ -34,9 +34,11 @@ class _Saved(BaseModel):
 
 
 class NodeTimers(_Saved):
-    """:data:`SIM_ANN` of a Node: when a node rebooting comes back."""
+    """:data:`SIM_ANN` of a Node: when a node rebooting comes back; when the simulated validator
+    (``SimConfig.validator``) passes it."""
 
     rebootUpAt: Epoch | None = None
+    validateAt: Epoch | None = None
 
 
 class PodTimers(_Saved):

@@ -107,6 +107,9 @@ def assumptions(recipe: Recipe, inputs: Any, args: argparse.Namespace, config: A
     plain = {x.split(": ", 1)[1] for x in sources}
     if len(plain) == 1:
         sources = [plain.pop()]
+    if recipe.readinessGate is not None:
+        sources.append("readiness gate: " + ("--sim-config validator" if cfg.validator is not None
+                                             else "assumed to pass at once"))
     stage = cfg.stage_duration("apply")
     return cfg, Assumptions(stage, float(cfg.rebootSeconds), "; ".join(sources))
 
@@ -117,12 +120,13 @@ def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet
     the run, as ``reconciler simulate`` does (the plan is recomputed against the copy; ``only``:
     the ``-l/--selector`` of ``plan``)."""
     from reconciler.adapters.sim import SimFleet
+    from reconciler.adapters.simconfig import SimConfig
     from reconciler.adapters.simfromobserved import objects_from_observed
     from reconciler.execute.rollout import Rollout
     from reconciler.observe.snapshot import observe
     from reconciler.plan.planner import compute_plan
 
-    sim = SimFleet(objects_from_observed(fleet), config)
+    sim = SimFleet(objects_from_observed(fleet), (config or SimConfig()).for_estimate(recipe))
     plan = compute_plan(recipe, policy, observe(sim), only=only)
     return Rollout(recipe, policy, plan, sim, sim).run()
 

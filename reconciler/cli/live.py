@@ -140,8 +140,10 @@ def predict(inputs: Any, cluster: Any, only: Any = None) -> dict[str, dict[str, 
             return {}
         sim = SimFleet(objects_from_observed(fleet))
         out: dict[str, dict[str, list[float]]] = {}
+        base = sim.config
         for recipe in inputs.recipes:
             policy = policy_for(recipe, inputs)
+            sim.config = base.for_estimate(recipe)  # a readiness gate is assumed to pass at once
             plan = compute_plan(recipe, policy, observe(sim), only=only)
             result = Rollout(recipe, policy, plan, sim, sim).run()
             out[recipe.name] = predicted_schedule(result.timeline, [c.name for c in plan.compartments])

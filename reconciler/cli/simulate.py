@@ -56,15 +56,17 @@ def run(args: argparse.Namespace) -> int:
     with paused_gc():  # millions of acyclic objects allocated, none freed: no collector passes over them
         sim = SimFleet(objects_from_observed(observe(source.cluster)), config)
     results: list[RunResult] = []
+    base = sim.config
     for recipe in inputs.recipes:
         policy = policy_for(recipe, inputs)
+        sim.config = base.for_estimate(recipe)  # without a validator, a readiness gate passes at once
         plan = compute_plan(recipe, policy, observe(sim))
         results.append(Rollout(recipe, policy, plan, sim, sim).run())
     if getattr(args, "report_file", None):
         from reconciler.cli.reportfile import write_report
         from reconciler.report.htmlreport import ReportRun
 
-        cfg = config if config is not None else sim.config
+        cfg = config if config is not None else base
         note = f"stage {cfg.stage_duration('apply'):g} s, reboot {cfg.rebootSeconds:g} s" + (
             f" (from --sim-config {cfg_path})" if cfg_path else " (simulator defaults)")
         write_report(args.report_file, [ReportRun(r, "predicted", note) for r in results],

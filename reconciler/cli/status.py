@@ -14,13 +14,16 @@ from reconciler.errors import EXIT_OK
 from reconciler.model.nodestate import (
     PREFIX,
     FailureRecord,
+    InFlight,
     NodeStateError,
     cordon_key,
     failure_key,
+    inflight_key,
     parse_model,
     parse_state,
 )
 from reconciler.model.observed import NodeInfo
+from reconciler.model.vocab import Phase
 from reconciler.report.safetext import text
 
 STATE_PREFIX = f"{PREFIX}/nodeState_"
@@ -41,7 +44,10 @@ def add_parser(sub: Any) -> None:
 
 def node_status(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
     """The status document of one node: ``{name, unschedulable, cordonedByUs, recipes, packages,
-    failures}``; ``packages`` = ``[{recipe, name, version, stage, state, restarts}]``."""
+    failures, readinessGate}``; ``packages`` = ``[{recipe, name, version, stage, state, restarts}]``;
+    ``readinessGate`` = ``[{recipe, since}]``: recipes whose lifecycle holds the node at their
+    readiness gate (packages complete, waiting for the external validator) since the UTC instant
+    ``since`` (RFC 3339)."""
     recipes = sorted(k[len(STATE_PREFIX):] for k in node.annotations if k.startswith(STATE_PREFIX))
     recipes += sorted(
         k[len(f"{PREFIX}/cordon_"):] for k in node.annotations
@@ -51,6 +57,7 @@ def node_status(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
         recipes = [r for r in recipes if r == recipe]
     packages: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
+    gates: list[dict[str, Any]] = []
     for r in recipes:
         try:
             state = parse_state(node.annotations.get(STATE_PREFIX + r), node=node.name, key=STATE_PREFIX + r)
@@ -64,6 +71,9 @@ def node_status(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
         f = parse_model(FailureRecord, node.annotations.get(failure_key(r)))
         if f is not None:
             failures.append({"recipe": r, **f.model_dump(exclude_none=True)})
+        fl = parse_model(InFlight, node.annotations.get(inflight_key(r)))
+        if fl is not None and fl.phase is Phase.READINESS_GATE:
+            gates.append({"recipe": r, "since": fl.timers.get(Phase.READINESS_GATE, fl.since)})
     return {
         "name": node.name,
         "unschedulable": node.unschedulable,
@@ -71,6 +81,7 @@ def node_status(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
         "recipes": recipes,
         "packages": packages,
         "failures": failures,
+        "readinessGate": gates,
     }
 
 
@@ -115,5 +126,9 @@ def run(args: argparse.Namespace) -> int:
             if args.output == "wide":
                 row += [str(p["restarts"]), fail]
             t.add_row(*(text(c) for c in row))
+        for g in d["readinessGate"]:
+            row = [d["name"], cordon, g["recipe"], "(readiness gate)", "", Phase.READINESS_GATE,
+                   f"waiting since {g['since'] or 'unknown'}"]
+            t.add_row(*(text(c) for c in row + (["", ""] if args.output == "wide" else [])))
     console.print(t)
     return EXIT_OK

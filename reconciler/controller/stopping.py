@@ -22,13 +22,12 @@ without leaving anything half done. Two hooks do it, both outside ``reconciler.e
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from typing import Any
 
 from reconciler.execute.fence import FencedCluster
 from reconciler.execute.lock import LeaseLostError
-from reconciler.ops.controls import store_for
-from reconciler.ports import Clock, Cluster, ConfigMapStore
+from reconciler.ports import Clock, Cluster
 
 
 class PassStopped(LeaseLostError):
@@ -99,23 +98,6 @@ class StoppableCluster(FencedCluster):
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
-
-    # FencedCluster reaches ConfigMaps only on an adapter that *is* a ConfigMapStore (the simulated
-    # fleet); KubeCluster *provides* one (config_map_store()): reach it the way ops.controls does
-    def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
-        """The inner adapter's ConfigMap store's read (a read: not fenced)."""
-        return self._controls_store().get_config_map(namespace, name)
-
-    def patch_config_map(self, namespace: str, name: str, data: Mapping[str, str | None]) -> None:
-        """Fenced write to the inner adapter's ConfigMap store."""
-        self.fence.check()
-        self._controls_store().patch_config_map(namespace, name, data)
-
-    def _controls_store(self) -> ConfigMapStore:
-        store = store_for(self.inner)
-        if store is None:
-            raise TypeError(f"{type(self.inner).__name__} keeps no ConfigMaps")
-        return store
 
 
 class StoppableClock:

@@ -8,7 +8,8 @@ Rules: semantics-nodewright.md decision (c) — we only undo a cordon we placed,
 (``cordon_<recipe>``), shared across recipes, released when the last claim goes; decision (f) —
 a reboot is done when the node's bootID differs from the one recorded before the request and
 the node is Ready; §3.6 — the runtime-required taint leaves a node only when every
-runtime-required recipe selecting it is complete there.
+runtime-required recipe selecting it is complete there; a recipe's readiness gate passes when the
+external validator's condition is True and/or its labels match (:func:`judge_gate`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from enum import StrEnum
 
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, status_key
 from reconciler.model.observed import NodeInfo
+from reconciler.model.recipe import ReadinessGate
 from reconciler.model.selector import Taint
 from reconciler.model.vocab import IMAGE_PULL_REASONS, FailureReason
 
@@ -143,9 +145,53 @@ def judge_stage(phase: str, reason: str, elapsed: float, *, timeout: float, pull
     return StageJudgement(StageVerdict.RUNNING, wake_in=wake)
 
 
+@dataclass(frozen=True)
+class GateVerdict:
+    """Whether a node passes a recipe's readiness gate: ``ready``, and ``detail`` — what was seen
+    (the condition's status and reason, the labels that do not match), for the timeline and the
+    failure message."""
+
+    ready: bool
+    detail: str
+
+
+def judge_gate(node: NodeInfo, gate: ReadinessGate) -> GateVerdict:
+    """Judge ``node`` (as just read) against ``gate``: ready when the condition
+    ``gate.conditionType`` (if given) has status ``"True"`` and the labels match
+    ``gate.labelSelector`` (if given). An absent condition or an ``Unknown``/``False`` status is
+    not ready, as a pod readiness gate reads its condition (Kubernetes pod readiness gates, KEP 580)."""
+    seen: list[str] = []
+    ready = True
+    if gate.conditionType is not None:
+        c = node.condition(gate.conditionType)
+        if c is None:
+            ready = False
+            seen.append(f"condition {gate.conditionType} absent")
+        else:
+            ready = ready and c.status == "True"
+            why = f" ({c.reason}: {c.message[:200]})" if c.reason or c.message else ""
+            seen.append(f"condition {gate.conditionType}={c.status}{why}")
+    if gate.labelSelector is not None:
+        if gate.labelSelector.matches(node.labels):
+            seen.append(f"labels {gate.labelSelector.kubectl_text()} match")
+        else:
+            ready = False
+            have = {k: node.labels[k] for k in _selector_keys(gate) if k in node.labels}
+            shown = ",".join(f"{k}={v}" for k, v in sorted(have.items())) or "none of its keys"
+            seen.append(f"labels {gate.labelSelector.kubectl_text()} do not match (node has {shown})")
+    return GateVerdict(ready, "; ".join(seen))
+
+
+def _selector_keys(gate: ReadinessGate) -> list[str]:
+    sel = gate.labelSelector
+    if sel is None:
+        return []
+    return [*sel.matchLabels, *(r.key for r in sel.matchExpressions)]
+
+
 def _status(node: NodeInfo, recipe: str) -> str:
     return node.labels.get(status_key(recipe)) or node.annotations.get(status_key(recipe)) or ""
 
 
-__all__ = ["CordonAction", "CordonDecision", "ReleaseDecision", "StageJudgement", "StageVerdict", "cordon_claims",
-           "decide_cordon", "decide_release", "judge_stage", "reboot_confirmed"]
+__all__ = ["CordonAction", "CordonDecision", "GateVerdict", "ReleaseDecision", "StageJudgement", "StageVerdict",
+           "cordon_claims", "decide_cordon", "decide_release", "judge_gate", "judge_stage", "reboot_confirmed"]

@@ -1,8 +1,8 @@
 """The per-node lifecycle as a pure transition function (issue 12).
 
 ``cordon → wait for protected pods → drain → stages (+checks, dependency order) → merged
-interrupt → post-interrupt stages → uncordon`` (architecture.md §1; semantics-nodewright.md §2 with
-our decisions).
+interrupt → post-interrupt stages → readiness gate (when the recipe has one) → uncordon``
+(architecture.md §1; semantics-nodewright.md §2 with our decisions; the gate: issue 15).
 
 :func:`step` ``(memory, view, plan, context, now, utc) -> Transition`` reads nothing but its
 arguments: the node run's :class:`Memory`, what the interpreter observed (:class:`~reconciler.execute.effects.View`),
@@ -33,6 +33,7 @@ from reconciler.execute.effects import (
 from reconciler.execute.memory import MAX_RECORDONS, EvictTrack, Memory, Outcome, StepContext
 from reconciler.execute.phases_drain import DrainPhases
 from reconciler.execute.phases_end import EndPhases
+from reconciler.execute.phases_gate import GatePhases
 from reconciler.execute.phases_stages import StagePhases
 from reconciler.execute.stepcore import _Need, _Raise
 from reconciler.model.plan import NodePlan
@@ -51,7 +52,7 @@ def step(memory: Memory, view: View, plan: NodePlan, ctx: StepContext, now: floa
     return _Step(memory, view, plan, ctx, now, utc).run()
 
 
-class _Step(EndPhases, StagePhases, DrainPhases):
+class _Step(EndPhases, GatePhases, StagePhases, DrainPhases):
     """One invocation of :func:`step`: the phases (mixins over :class:`~reconciler.execute.stepcore.StepCore`)
     and the driver that turns their answer into a :class:`~reconciler.execute.effects.Transition`."""
 
@@ -94,6 +95,7 @@ class _Step(EndPhases, StagePhases, DrainPhases):
             Phase.STAGES: self._phase_stages,
             Phase.INTERRUPT: self._phase_interrupt,
             Phase.POST_INTERRUPT: self._phase_post_interrupt,
+            Phase.READINESS_GATE: self._phase_gate,
             Phase.UNCORDON: self._phase_uncordon,
             Phase.FAILING: self._phase_failing,
         }[self.m.phase]

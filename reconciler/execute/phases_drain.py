@@ -56,7 +56,7 @@ class DrainPhases(StepCore):
         if fl is not None:
             self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
             resume = {Phase.INTERRUPT: Phase.INTERRUPT, Phase.POST_INTERRUPT: Phase.POST_INTERRUPT,
-                      Phase.UNCORDON: Phase.UNCORDON}.get(fl.phase)
+                      Phase.READINESS_GATE: Phase.READINESS_GATE, Phase.UNCORDON: Phase.UNCORDON}.get(fl.phase)
             if resume is None and (fl.phase is Phase.STAGES or not self.plan.cordon):
                 resume = Phase.STAGES
             if resume is not None:

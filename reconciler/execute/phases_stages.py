@@ -59,8 +59,7 @@ class StagePhases(StepCore):
         if self.plan.interrupt is not None:
             self.m.phase = Phase.INTERRUPT
             return self._phase_interrupt()
-        self.m.phase = Phase.UNCORDON
-        return self._phase_uncordon()
+        return self._after_stages()
 
     def _drive(self, on_done: Callable[[], float | None]) -> float | None:
         """Advance every runnable step (its ``after`` packages done) by its stages, in parallel.
@@ -216,8 +215,7 @@ class StagePhases(StepCore):
         if fl is None or fl.phase is not Phase.INTERRUPT or fl.requestedAt is None:
             interrupt = self.plan.interrupt
             if interrupt is None:
-                m.phase = Phase.UNCORDON
-                return self._phase_uncordon()
+                return self._after_stages()
             if (why := self._out_of_scope(node)) is not None:
                 return self._leave(f"{why} (before the interrupt)")
             if self.plan.cordon and not node.unschedulable:
@@ -328,5 +326,4 @@ class StagePhases(StepCore):
         return self._drive(self._post_done)
 
     def _post_done(self) -> float | None:
-        self.m.phase = Phase.UNCORDON
-        return self._phase_uncordon()
+        return self._after_stages()

@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 def inputs_digest(recipe: Recipe, policy: DeploymentPolicy) -> str:
     """Digest of what a node is changed *to*: the recipe and policy without their file paths."""
     return digest({
-        "recipe": recipe.model_dump(mode="json", exclude={"source"}),
+        "recipe": recipe.digest_dump(),
         "policy": policy.model_dump(mode="json", exclude={"source"}),
     })
 

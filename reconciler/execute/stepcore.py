@@ -256,7 +256,7 @@ class StepCore:
         lifecycle = self.m.lifecycle or self.ctx.run_id
         stamp = self._stamp()
         timers = dict(base.get("timers") or {}) if base.get("lifecycle", lifecycle) == lifecycle else {}
-        if phase in (Phase.WAIT, Phase.DRAIN):
+        if phase in (Phase.WAIT, Phase.DRAIN, Phase.READINESS_GATE):
             timers.setdefault(phase, stamp)  # its timeout counts from the first start, across restarts
         base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=stamp,
                     lifecycle=lifecycle, timers=timers)
@@ -352,4 +352,7 @@ class StepCore:
         raise NotImplementedError
 
     def _phase_uncordon(self) -> float | None:
+        raise NotImplementedError
+
+    def _after_stages(self) -> float | None:
         raise NotImplementedError

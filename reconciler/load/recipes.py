@@ -47,6 +47,7 @@ SPEC_FIELDS = (
     "additionalTolerations",
     "drain",
     "timeouts",
+    "readinessGate",
     "packages",
 )
 _TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")

@@ -15,9 +15,22 @@ from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 
 
 @dataclass(frozen=True, slots=True)
+class NodeCondition:
+    """One ``status.conditions`` entry of a node: ``type``, ``status`` (``"True"``, ``"False"`` or
+    ``"Unknown"``), ``reason`` and ``message`` (timestamps are not kept: a heartbeat is no change)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class NodeInfo:
     """A node as observed. ``ready`` is the Ready condition (None = Unknown/absent);
-    ``boot_id`` is ``status.nodeInfo.bootID``; ``resource_version`` supports patch preconditions."""
+    ``boot_id`` is ``status.nodeInfo.bootID``; ``resource_version`` supports patch preconditions;
+    ``conditions`` are the node's ``status.conditions`` in the API's order (an external
+    validator's condition, for a recipe's readiness gate, among them)."""
 
     name: str
     uid: str = ""
@@ -29,6 +42,15 @@ class NodeInfo:
     boot_id: str = ""
     created: float = 0.0
     resource_version: str = ""
+    conditions: tuple[NodeCondition, ...] = ()
+
+    def condition(self, type_: str) -> NodeCondition | None:
+        """The condition of type ``type_`` (the last one when a hostile object repeats it), or None."""
+        found = None
+        for c in self.conditions:
+            if c.type == type_:
+                found = c
+        return found
 
 
 @dataclass(frozen=True, slots=True)

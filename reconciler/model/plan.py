@@ -13,7 +13,7 @@ from pydantic import Field
 
 from reconciler.jsonsafe import dumps_sorted
 from reconciler.model.base import Frozen
-from reconciler.model.recipe import Interrupt
+from reconciler.model.recipe import Interrupt, ReadinessGate
 from reconciler.model.vocab import Action
 
 ACTIONS: tuple[Action, ...] = tuple(Action)
@@ -101,7 +101,9 @@ class OutOfScopeNode(Frozen):
 
 class Plan(Frozen):
     """A complete, deterministic plan for one recipe against one observed fleet. ``outOfScope``:
-    nodes outside the selection that still hold this recipe's records (:class:`OutOfScopeNode`)."""
+    nodes outside the selection that still hold this recipe's records (:class:`OutOfScopeNode`).
+    ``readinessGate``: the recipe's gate (every node with work is held after its packages until
+    the external validator passes it), None without one."""
 
     planHash: str
     recipe: RecipeRef
@@ -112,6 +114,7 @@ class Plan(Frozen):
     nodes: tuple[NodePlan, ...]
     warnings: tuple[str, ...] = ()
     outOfScope: tuple[OutOfScopeNode, ...] = ()
+    readinessGate: ReadinessGate | None = None
 
     def node(self, name: str) -> NodePlan | None:
         """The plan of node ``name``, if it has one."""
@@ -121,8 +124,10 @@ class Plan(Frozen):
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract as a plain dict (aliases used: ``from``)."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The JSON contract as a plain dict (aliases used: ``from``; ``readinessGate`` only when
+        the recipe has one, so plans without a gate keep the contract's shape)."""
+        return self.model_dump(mode="json", by_alias=True,
+                               exclude={"readinessGate"} if self.readinessGate is None else None)
 
     def to_json(self) -> str:
         """Canonical JSON: sorted keys, two-space indent, trailing newline; non-ASCII characters

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from reconciler.model.base import Frozen
 from reconciler.model.policy import Budget
-from reconciler.model.selector import LabelSelector, Toleration, check_selector, check_toleration
+from reconciler.model.selector import LabelSelector, Toleration, check_label_key, check_selector, check_toleration
 from reconciler.model.versions import parse_version
 from reconciler.model.vocab import InterruptType
 
@@ -363,6 +363,85 @@ class Timeouts(Frozen):
     retryBackoff: float = Field(default=10.0, ge=0.0, le=3600.0)
 
 
+#: Longest readiness-gate ``timeout``: seven days (as the other lifecycle timeouts).
+MAX_GATE_TIMEOUT = 7 * 24 * 3600.0
+
+
+class ReadinessGate(Frozen):
+    """Hand-off to an external validator (such as NVIDIA's NVCRE): each node is held after its
+    packages until the validator says it is ready.
+
+    After the node's packages (and its interrupt and post-interrupt stages) are complete, the node
+    keeps what the lifecycle holds — our cordon and the runtime-required taint — until the
+    validator says it is ready, then it is uncordoned and completes. Ready means: the node
+    condition ``conditionType`` has status ``"True"`` (when given) and the node's labels match
+    ``labelSelector`` (when given); at least one of the two is required, both must hold when both
+    are given. ``timeout`` is a Go duration
+    (``30m``, ``2h``; at most 7 days) counted from when the node reached the gate, across
+    restarts; past it the node fails (``ReadinessGateTimeout``) and stays cordoned.
+
+    ``conditionType`` is a qualified name, as ``metav1.Condition.type`` is validated
+    (``[prefix/]name``, Kubernetes API conventions); ``labelSelector`` keys and values are label
+    keys and values (``metav1.LabelSelector``).
+    """
+
+    conditionType: Annotated[str, Field(strict=True)] | None = None
+    labelSelector: LabelSelector | None = None
+    timeout: Annotated[str, Field(strict=True)] = "1h"
+
+    @field_validator("conditionType")
+    @classmethod
+    def _condition_type(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                check_label_key(v)
+            except ValueError:
+                raise ValueError(
+                    f"conditionType {v[:100]!r} is not a condition type ([prefix/]Name: prefix a DNS subdomain, "
+                    "name at most 63 characters of [-A-Za-z0-9_.] starting and ending alphanumeric)"
+                ) from None
+        return v
+
+    @field_validator("labelSelector")
+    @classmethod
+    def _selector_labels(cls, v: LabelSelector | None) -> LabelSelector | None:
+        if v is not None:
+            check_selector(v)
+            if not v.matchLabels and not v.matchExpressions:
+                raise ValueError("labelSelector is empty: it would match every node (give matchLabels or "
+                                 "matchExpressions)")
+        return v
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, v: str) -> str:
+        seconds = parse_duration(v, maximum=MAX_GATE_TIMEOUT)
+        if seconds < 1:
+            raise ValueError(f"timeout {v!r} is shorter than 1 s")
+        return v
+
+    @model_validator(mode="after")
+    def _something_to_wait_for(self) -> ReadinessGate:
+        if self.conditionType is None and self.labelSelector is None:
+            raise ValueError("readinessGate needs conditionType, labelSelector or both")
+        return self
+
+    @property
+    def timeout_seconds(self) -> float:
+        """``timeout`` in seconds."""
+        return parse_duration(self.timeout, maximum=MAX_GATE_TIMEOUT)
+
+    def describe(self) -> str:
+        """One line for plans, status and the PR comment, e.g.
+        ``condition nvidia.com/ValidatorReady=True, labels nvcre=pass (timeout 2h)``."""
+        parts = []
+        if self.conditionType is not None:
+            parts.append(f"condition {self.conditionType}=True")
+        if self.labelSelector is not None:
+            parts.append(f"labels {self.labelSelector.kubectl_text()}")
+        return f"{', '.join(parts)} (timeout {self.timeout})"
+
+
 class Recipe(Frozen):
     """A version-locked set of host packages for the nodes a selector picks.
 
@@ -370,6 +449,8 @@ class Recipe(Frozen):
     names a policy (loaded from ``policies/``); without one, ``interruptionBudget`` (default 100 %)
     gives NodeWright's legacy single ``__default__`` compartment with a fixed strategy.
     ``origin`` says which input kind it came from; ``source`` is the file it was read from.
+    ``readinessGate``: hold each node after its packages until an external validator says it is
+    ready (:class:`ReadinessGate`).
     """
 
     name: str
@@ -389,6 +470,7 @@ class Recipe(Frozen):
     )
     drain: DrainOptions = Field(default_factory=DrainOptions)
     timeouts: Timeouts = Field(default_factory=Timeouts)
+    readinessGate: ReadinessGate | None = None
     packages: dict[str, Package] = Field(default_factory=dict)
 
     @field_validator("nodeSelector", "podNonInterruptLabels")
@@ -415,6 +497,13 @@ class Recipe(Frozen):
                 "surrounding whitespace"
             )
         return v
+
+    def digest_dump(self) -> dict[str, Any]:
+        """The recipe as hashed into the plan hash and the failure records' inputs digest: its JSON
+        form without ``source`` and, when unset, without ``readinessGate`` (so recipes without a
+        gate hash as they did before the field existed)."""
+        exclude = {"source"} | ({"readinessGate"} if self.readinessGate is None else set())
+        return self.model_dump(mode="json", exclude=exclude)
 
     @model_validator(mode="after")
     def _policy_xor_budget(self) -> Recipe:

@@ -23,6 +23,7 @@ class Phase(StrEnum):
     STAGES = "stages"
     INTERRUPT = "interrupt"
     POST_INTERRUPT = "post-interrupt"
+    READINESS_GATE = "readiness-gate"  # packages complete: held until an external validator says ready
     UNCORDON = "uncordon"
     FAILING = "failing"
 
@@ -50,6 +51,7 @@ class FailureReason(StrEnum):
     ERR_IMAGE_NEVER_PULL = "ErrImageNeverPull"
     INTERRUPT_FAILED = "InterruptFailed"
     REBOOT_TIMEOUT = "RebootTimeout"
+    READINESS_GATE_TIMEOUT = "ReadinessGateTimeout"  # the recipe's readinessGate did not pass in time
 
 
 #: Stage pod waiting reasons that mean the image cannot be pulled (kubelet's reasons).
@@ -85,6 +87,8 @@ class EventKind(StrEnum):
     RESUME = "resume"
     STOPPED = "stopped"
     OWED = "owed"  # a node out of scope that still owes an interrupt: recorded and kept
+    GATE = "gate"  # packages complete; held at the recipe's readiness gate
+    GATE_PASSED = "gate-passed"  # the external validator said ready
 
 
 class Stage(StrEnum):

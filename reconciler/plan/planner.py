@@ -416,7 +416,7 @@ def plan_hash(recipe: Recipe, policy: DeploymentPolicy, node_parts: Sequence[Map
     h.update(b'],"policy":')
     h.update(_canonical(policy.model_dump(mode="json", exclude={"source"})).encode())
     h.update(b',"recipe":')
-    h.update(_canonical(recipe.model_dump(mode="json", exclude={"source"})).encode())
+    h.update(_canonical(recipe.digest_dump()).encode())
     h.update(f',"v":{_canonical(HASH_VERSION)}}}'.encode())
     return h.hexdigest()
 
@@ -589,6 +589,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         compartments=tuple(compartments),
         nodes=node_plans,
         warnings=tuple(warnings),
+        readinessGate=recipe.readinessGate,
     )
 
 

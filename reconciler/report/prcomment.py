@@ -8,13 +8,15 @@ place. Layout, decision first:
 1. the **verdict line** (:func:`verdict_line`): blocked / review the risks / ready / no node
    changes; the recipe (its version, ``old → new`` only when it changed); what changed (package
    ``old → new`` version, digest change, added/removed packages, else the changed fields); nodes
-   affected; reboots; protected pods waited on; the estimated duration (simulated or rough);
+   affected; reboots; protected pods waited on; the readiness gate the nodes are held at; the
+   estimated duration (simulated or rough);
 2. revisions, head plan hash, changed files (small print);
 3. **risks** (protected pods, PodDisruptionBudgets allowing 0 disruptions, drains that would
    refuse, downgrades, uninstalls, other planner warnings grouped by text) and the base's risks
    the change **resolves**;
 4. one *after merge (vs. base)* table: each figure once, with its change from base (``24 (±0)``,
-   ``6 (was 2)``) — no duplicated base/head sections, never ``X → X``;
+   ``6 (was 2)``) — no duplicated base/head sections, never ``X → X``; the readiness gate when
+   either revision has one;
 5. the estimate per compartment (nodes, batches run-length encoded ``3 x 1, 333 x 3``, simulated
    duration, the stage/reboot times assumed and where they came from) and a Mermaid Gantt of the
    predicted batches (:mod:`reconciler.report.mermaid`, bounded);
@@ -40,6 +42,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from reconciler.model.plan import Plan
 from reconciler.report.compare import Comparison, NodeDelta, PackageDelta, RecipeChange, Totals, group_nodes
 from reconciler.report.estimate import REBOOT_ANNOTATION, STAGE_ANNOTATION, human_duration, name_ranges, run_length
 from reconciler.report.mermaid import gantt
@@ -168,6 +171,8 @@ def verdict_line(change: RecipeChange, scope: str = "") -> str:
     pods = _protected_pods(change)
     if pods:
         parts.append(f"waits on **{pods} protected pod(s)**")
+    if h.nodes_changing and change.head_plan.readinessGate is not None:
+        parts.append("each held at the **readiness gate** (" + md_escape(_clip(_gate(change.head_plan), 160)) + ")")
     if h.nodes_changing:
         est = change.head_estimate
         parts.append(f"est. **{human_duration(h.seconds)}**" + (" (simulated)" if est is not None else " (rough)"))
@@ -197,7 +202,16 @@ def _diff_table(change: RecipeChange) -> list[str]:
         _row("Batches", _diff_cell(b.batches, h.batches)),
         _row("Estimated duration", _diff_cell(human_duration(b.seconds), human_duration(h.seconds), numeric=False)),
     ]
+    base_gate, head_gate = _gate(change.base_plan), _gate(change.head_plan)
+    if base_gate or head_gate:
+        rows.append(_row("Readiness gate", md_escape(_diff_cell(base_gate or "none", head_gate or "none",
+                                                                numeric=False))))
     return rows
+
+
+def _gate(plan: Plan | None) -> str:
+    """The plan's readiness gate in one line ("" without one)."""
+    return plan.readinessGate.describe() if plan is not None and plan.readinessGate is not None else ""
 
 
 #: Compartments listed in the estimate table (the rest are counted).

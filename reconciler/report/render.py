@@ -61,6 +61,18 @@ def step_text(s: Step) -> str:
     return f"{s.package}: {s.action} {ver} [{', '.join(s.stages)}]{extra}"
 
 
+def gate_text(plan: Plan) -> str:
+    """What the plan's readiness gate does, in one line ("" without one): e.g. ``condition
+    example.com/Validated=True (timeout 30m): after its packages each node is held until then
+    …``."""
+    gate = plan.readinessGate
+    if gate is None:
+        return ""
+    return (f"{gate.describe()}: after its packages each node is held until then (kept cordoned if it was "
+            "cordoned for them, runtime-required taint kept); past the timeout it fails (ReadinessGateTimeout) "
+            "and stays held")
+
+
 def _changing(plan: Plan) -> list[NodePlan]:
     return [n for n in plan.nodes if n.steps or n.interrupt is not None or n.batch > 0 or n.untaint]
 
@@ -112,6 +124,8 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
     console.print(text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"))
     console.print(text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"))
     console.print(text(f"Batches: {s.get('batches', 0)}"))
+    if plan.readinessGate is not None:
+        console.print(text(f"Readiness gate: {gate_text(plan)}"))
 
     if plan.compartments:
         ct = Table(title="Compartments", title_justify="left", show_lines=False)
@@ -263,6 +277,8 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
     head.append(f"| Batches | {s.get('batches', 0)}" + (f" — {batch_txt}" if batch_txt else "") + " |")
     if s.get("untaint"):
         head.append(f"| Runtime-required taint removed | {s['untaint']} node(s) |")
+    if plan.readinessGate is not None:
+        head.append(f"| Readiness gate | {md_escape(gate_text(plan))} |")
     head.append("")
     risks = _risks(plan)
     if risks:

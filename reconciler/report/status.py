@@ -64,6 +64,8 @@ _START = {
     "rebooted",
     "uncordon",
     "resume",
+    "gate",
+    "gate-passed",
 }
 _END: dict[str, NodeProgress] = {
     "complete": "complete",

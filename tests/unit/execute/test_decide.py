@@ -97,3 +97,40 @@ def test_judge_stage(phase: str, reason: str, elapsed: float, verdict: StageVerd
     assert (j.verdict, j.reason) == (verdict, why)
     if verdict is StageVerdict.RUNNING:
         assert j.wake_in == wake and j.wake_in > 0
+
+
+# ---- the readiness gate (issue 15)
+from reconciler.execute.decide import judge_gate  # noqa: E402
+from reconciler.model.observed import NodeCondition  # noqa: E402
+from reconciler.model.recipe import ReadinessGate  # noqa: E402
+
+_COND = ReadinessGate(conditionType="example.com/Validated")
+_LABELS = ReadinessGate.model_validate({"labelSelector": {"matchLabels": {"nvcre": "pass"}}})
+_BOTH = ReadinessGate.model_validate({"conditionType": "example.com/Validated",
+                                      "labelSelector": {"matchExpressions": [
+                                          {"key": "nvcre", "operator": "In", "values": ["pass", "waived"]}]}})
+
+
+def _gnode(conditions: tuple[tuple[str, str], ...] = (), labels: dict[str, str] | None = None) -> NodeInfo:
+    return NodeInfo("n1", labels=labels or {},
+                    conditions=tuple(NodeCondition(t, s, "R", "m") for t, s in conditions))
+
+
+@pytest.mark.parametrize(("gate", "node", "ready", "says"), [
+    (_COND, _gnode(), False, "absent"),
+    (_COND, _gnode((("example.com/Validated", "False"),)), False, "=False (R: m)"),
+    (_COND, _gnode((("example.com/Validated", "Unknown"),)), False, "=Unknown"),
+    (_COND, _gnode((("example.com/Validated", "True"),)), True, "=True"),
+    (_COND, _gnode((("example.com/validated", "True"),)), False, "absent"),  # types are case-sensitive
+    (_COND, _gnode((("example.com/Validated", "True"), ("example.com/Validated", "False"))), False, "=False"),
+    (_LABELS, _gnode(labels={"nvcre": "fail"}), False, "node has nvcre=fail"),
+    (_LABELS, _gnode(labels={}), False, "none of its keys"),
+    (_LABELS, _gnode(labels={"nvcre": "pass"}), True, "match"),
+    (_BOTH, _gnode((("example.com/Validated", "True"),), {"nvcre": "waived"}), True, "match"),
+    (_BOTH, _gnode((("example.com/Validated", "True"),), {"nvcre": "fail"}), False, "do not match"),
+    (_BOTH, _gnode((("example.com/Validated", "False"),), {"nvcre": "pass"}), False, "=False"),
+])
+def test_judge_gate(gate: ReadinessGate, node: NodeInfo, ready: bool, says: str) -> None:
+    v = judge_gate(node, gate)
+    assert v.ready is ready
+    assert says in v.detail

@@ -47,9 +47,9 @@ from reconciler.model.nodestate import (
     failure_key,
     inflight_key,
 )
-from reconciler.model.observed import NodeInfo, PodInfo
+from reconciler.model.observed import NodeCondition, NodeInfo, PodInfo
 from reconciler.model.plan import NodePlan, Step
-from reconciler.model.recipe import DrainOptions, Interrupt
+from reconciler.model.recipe import DrainOptions, Interrupt, ReadinessGate
 from reconciler.model.utctime import to_rfc3339
 from reconciler.model.vocab import EventKind, FailureReason, Phase
 from reconciler.ports import StageStatus
@@ -66,10 +66,36 @@ PLAN = NodePlan(name="n1", compartment="default", batch=1, steps=(STEP,), interr
 CTX = StepContext(recipe=RECIPE, run_id="run-1", plan_hash="h" * 64, poll_seconds=5.0)
 CLAIM = dump_model(CordonRecord(runId="run-1", at=to_rfc3339(UTC - 50)))
 INTERRUPT_POD = interrupt_spec(RECIPE, "n1", PLAN.steps, REBOOT, lifecycle="run-1", agent_image=None).pod_name
+# the readiness gate (issue 15): an external validator's condition, 10 minutes
+VALIDATED = "example.com/Validated"
+GATED = RECIPE.model_copy(update={"readinessGate": ReadinessGate(conditionType=VALIDATED, timeout="10m")})
+GCTX = replace(CTX, recipe=GATED)
+NO_INTERRUPT = PLAN.model_copy(update={"interrupt": None, "steps": (STEP.model_copy(update={"interrupt": None}),)})
+PASSED = (NodeCondition(VALIDATED, "True", "Validated", "all checks passed"),)
+NOT_YET = (NodeCondition(VALIDATED, "False", "Validating", "running checks"),)
+
+
+def gate_fl(waited: float) -> InFlight:
+    return fl("readiness-gate", timers={"readiness-gate": to_rfc3339(UTC - waited)})
+
+
+def gate_mem(waited: float = 10) -> Memory:
+    return mem(Phase.READINESS_GATE, owns_cordon=True, inflight=gate_fl(waited))
+
+
+def retried_gate_mem() -> Memory:
+    m = gate_mem(601)
+    m.lifecycle = "run-2"  # --retry-failed: a new lifecycle on a node that failed at the gate
+    return m
+
+
+def gate_node(conditions: tuple[NodeCondition, ...], waited: float = 10, **kw: Any) -> NodeInfo:
+    return node(unschedulable=True, ours=True, inflight=gate_fl(waited), conditions=conditions, **kw)
 
 
 def node(*, unschedulable: bool = False, ours: bool = False, ready: bool | None = True, boot: str = "b1",
-         labels: dict[str, str] | None = None, inflight: InFlight | None = None, failed: bool = False) -> NodeInfo:
+         labels: dict[str, str] | None = None, inflight: InFlight | None = None, failed: bool = False,
+         conditions: tuple[NodeCondition, ...] = ()) -> NodeInfo:
     ann: dict[str, str] = {}
     if ours:
         ann[cordon_key(R)] = CLAIM
@@ -78,7 +104,7 @@ def node(*, unschedulable: bool = False, ours: bool = False, ready: bool | None 
     if failed:
         ann[failure_key(R)] = '{"runId":"run-0","reason":"StageFailed"}'
     return NodeInfo("n1", labels={"pool": "gpu", **(labels or {})}, annotations=ann, unschedulable=unschedulable,
-                    ready=ready, boot_id=boot, resource_version="7")
+                    ready=ready, boot_id=boot, resource_version="7", conditions=conditions)
 
 
 def fl(phase: str, **kw: Any) -> InFlight:
@@ -137,6 +163,7 @@ class Row:
     raises: type | None = None
     check: Any = field(default=None)
     plan: NodePlan = PLAN
+    ctx: StepContext = CTX
 
 
 def _two_pdbs() -> tuple[Memory, View]:
@@ -278,6 +305,54 @@ ROWS = [
         effects=(PatchNode, StartStage, Announce), phase=Phase.POST_INTERRUPT, wake=5.0,
         announce=(EventKind.STAGE_START,),
         check=lambda t: t.effects[1].spec.stage == "post-interrupt"),
+    # ---- READINESS GATE (issue 15): held cordoned until the validator's condition is True
+    Row("stages/succeeded-with-a-gate->gate-recorded-cordon-kept", stages_mem(running=True),
+        stage_view(StageStatus("succeeded", started=UTC - 10),
+                   nodes=(node(unschedulable=True, ours=True, inflight=fl("stages")),)),
+        effects=(Announce, PatchNode, Announce), phase=Phase.READINESS_GATE, wake=5.0, plan=NO_INTERRUPT, ctx=GCTX,
+        announce=(EventKind.STAGE_END, EventKind.GATE),
+        check=lambda t: (t.memory.inflight.phase is Phase.READINESS_GATE
+                         and t.memory.inflight.timers["readiness-gate"] == to_rfc3339(UTC)
+                         and t.effects[1].unschedulable is None and t.effects[1].taints is None
+                         and inflight_key(R) in t.effects[1].annotations and t.memory.owns_cordon)),
+    Row("stages/succeeded-without-a-gate->uncordon", stages_mem(running=True),
+        stage_view(StageStatus("succeeded", started=UTC - 10),
+                   nodes=(node(unschedulable=True, ours=True, inflight=fl("stages")),)),
+        phase=None, plan=NO_INTERRUPT, outcome=Outcome.COMPLETE, wake=None,
+        announce=(EventKind.STAGE_END, EventKind.UNCORDON, EventKind.COMPLETE)),
+    Row("gate/reads-the-node-afresh", gate_mem(), View(fresh=gate_node(PASSED)), needs=(ReadNode,),
+        phase=Phase.READINESS_GATE, ctx=GCTX),
+    Row("gate/condition-absent->wait", gate_mem(), View(nodes=(gate_node(()),)), effects=(),
+        phase=Phase.READINESS_GATE, wake=5.0, ctx=GCTX),
+    Row("gate/condition-false->wait", gate_mem(), View(nodes=(gate_node(NOT_YET),)), effects=(),
+        phase=Phase.READINESS_GATE, wake=5.0, ctx=GCTX),
+    Row("gate/near-the-timeout->wakes-at-it", gate_mem(598), View(nodes=(gate_node(NOT_YET, 598),)), effects=(),
+        phase=Phase.READINESS_GATE, wake=2.0, ctx=GCTX),
+    Row("gate/condition-true->needs-the-uncordon-read", gate_mem(), View(nodes=(gate_node(PASSED),)),
+        needs=(ReadNode,), phase=Phase.READINESS_GATE, ctx=GCTX),
+    Row("gate/condition-true->uncordoned-complete", gate_mem(),
+        View(nodes=(gate_node(PASSED), gate_node(PASSED))),
+        effects=(Announce, PatchNode, Announce, DeleteStages, Announce), outcome=Outcome.COMPLETE, wake=None,
+        announce=(EventKind.GATE_PASSED, EventKind.UNCORDON, EventKind.COMPLETE), ctx=GCTX,
+        check=lambda t: t.effects[1].unschedulable is False and inflight_key(R) in t.effects[1].annotations
+        and t.effects[1].annotations[inflight_key(R)] is None),
+    Row("gate/timeout->failed-stays-cordoned", gate_mem(601), View(nodes=(gate_node(NOT_YET, 601),)),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None, ctx=GCTX,
+        reason=FailureReason.READINESS_GATE_TIMEOUT,
+        check=lambda t: t.effects[0].unschedulable is None and inflight_key(R) not in t.effects[0].annotations
+        and "Validating" in t.memory.message),
+    Row("gate/retried-lifecycle->new-record-and-timer", retried_gate_mem(),
+        View(nodes=(gate_node(NOT_YET, 601, failed=True),)), effects=(PatchNode, Announce),
+        phase=Phase.READINESS_GATE, wake=5.0, ctx=GCTX, announce=(EventKind.GATE,),
+        check=lambda t: t.memory.inflight.lifecycle == "run-2"
+        and t.memory.inflight.timers == {"readiness-gate": to_rfc3339(UTC)}),
+    Row("gate/left-the-selector->released", gate_mem(), View(nodes=(gate_node(NOT_YET, labels={"pool": "cpu"}),)),
+        effects=(PatchNode, Announce, Announce), outcome=Outcome.LEFT, wake=None, ctx=GCTX,
+        check=lambda t: t.effects[0].unschedulable is False),
+    Row("gate/recipe-dropped-its-gate->uncordon", gate_mem(), View(nodes=(gate_node(NOT_YET),)),
+        outcome=Outcome.COMPLETE, wake=None, announce=(EventKind.UNCORDON, EventKind.COMPLETE)),
+    Row("start/resume-at-the-readiness-gate", Memory(), View(nodes=(gate_node(NOT_YET, 300),)),
+        effects=(Announce,), phase=Phase.READINESS_GATE, wake=0.0, announce=(EventKind.RESUME,), ctx=GCTX),
     # ---- FAILING (the failure records were refused; tried again)
     Row("failing/records-the-failure-again", mem(Phase.FAILING, owns_cordon=True, failure_args=(
         "StageFailed", "x", {"keep_cordon": True, "stage": "apply", "package": "drv", "exit_code": 3,
@@ -325,9 +400,9 @@ def _offset(t: Transition[Memory]) -> float | None:
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_step(row: Row) -> None:
     before = copy.deepcopy(row.memory)
-    t = step(row.memory, row.view, row.plan, CTX, NOW, UTC)
+    t = step(row.memory, row.view, row.plan, row.ctx, NOW, UTC)
     assert row.memory == before, "step changed the memory it was given"
-    assert t == step(before, row.view, row.plan, CTX, NOW, UTC), "same arguments, different transition"
+    assert t == step(before, row.view, row.plan, row.ctx, NOW, UTC), "same arguments, different transition"
     if row.raises is not None:
         assert isinstance(t.raise_, row.raises)
         return
@@ -450,6 +525,21 @@ def test_pure_module_needs_no_reads_it_did_not_ask_for() -> None:
     assert t2.again and t2.memory.phase is Phase.WAIT
     t3 = step(t2.memory, View(fresh=node(unschedulable=True, ours=True)), PLAN, CTX, NOW, UTC)
     assert t3.needs == (ListPods(),)
+
+
+@pytest.mark.parametrize(("waited", "outcome"), [(300, Outcome.RUNNING), (601, Outcome.FAILED)])
+def test_a_resumed_gate_counts_its_timeout_from_the_recorded_instant(waited: float, outcome: Outcome) -> None:
+    """A new process (fresh memory, another monotonic origin) finds the node at the readiness gate:
+    it resumes waiting there, and the 10-minute timeout counts from the UTC instant recorded when
+    the node first reached the gate, not from the restart."""
+    t1 = step(Memory(), View(nodes=(gate_node(NOT_YET, waited),)), PLAN, GCTX, 5.0, UTC)
+    assert t1.memory.phase is Phase.READINESS_GATE and not t1.memory.local_start
+    t2 = step(t1.memory, View(nodes=(gate_node(NOT_YET, waited),)), PLAN, GCTX, 5.0, UTC)
+    assert t2.memory.outcome is outcome
+    if outcome is Outcome.RUNNING:
+        assert t2.wake == 10.0 and not [e for e in t2.effects if isinstance(e, WRITES)]  # no second record
+    else:
+        assert t2.memory.failure is not None and t2.memory.failure.reason == FailureReason.READINESS_GATE_TIMEOUT
 
 
 def test_the_table_covers_every_phase() -> None:

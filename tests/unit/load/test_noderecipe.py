@@ -320,6 +320,48 @@ REJECTIONS = [
         "spec.drain.timeoutSeconds",
     ),
     (
+        "gate-nothing-to-wait-for",
+        "readinessGate:  # <-\n  timeout: 30m\n" + PKG,
+        "readinessGate needs conditionType, labelSelector or both",
+        "spec.readinessGate",
+    ),
+    (
+        "gate-bad-condition-type",
+        "readinessGate:\n  conditionType: 'GPU ready'  # <-\n" + PKG,
+        "is not a condition type",
+        "spec.readinessGate.conditionType",
+    ),
+    (
+        "gate-timeout-a-number",
+        "readinessGate:\n  conditionType: Validated\n  timeout: 3600  # <-\n" + PKG,
+        "Input should be a valid string",
+        "spec.readinessGate.timeout",
+    ),
+    (
+        "gate-timeout-too-long",
+        "readinessGate:\n  conditionType: Validated\n  timeout: 300h  # <-\n" + PKG,
+        "longer than the 168 h allowed",
+        "spec.readinessGate.timeout",
+    ),
+    (
+        "gate-empty-selector",
+        "readinessGate:\n  labelSelector: {}  # <-\n" + PKG,
+        "labelSelector is empty",
+        "spec.readinessGate.labelSelector",
+    ),
+    (
+        "gate-bad-label-value",
+        "readinessGate:\n  labelSelector:\n    matchLabels: {nvcre: 'not ok'}  # <-\n" + PKG,
+        "is not a valid label value",
+        "spec.readinessGate.labelSelector.matchLabels.nvcre",
+    ),
+    (
+        "gate-unknown-field",
+        "readinessGate:\n  conditionType: Validated\n  conditon: x  # <-\n" + PKG,
+        "unknown field 'conditon'",
+        "spec.readinessGate.conditon",
+    ),
+    (
         "packages-not-a-mapping",
         "packages:  # <-\n  - tools\n",
         "packages must be a mapping",
@@ -345,6 +387,23 @@ def test_recipe_rejection_names_file_line_and_field(write, fail, line_of, body, 
     assert message in err.message
     assert err.pos is not None and err.pos.file == path and err.pos.line == line
     assert str(err).startswith(f"{path}:{line}:")
+
+
+def test_readiness_gate_loads(write):
+    path = write("recipe.yaml", recipe(textwrap.dedent("""
+        readinessGate:
+          conditionType: nvidia.com/gpu.validated
+          labelSelector: {matchLabels: {nvcre.nvidia.com/result: pass}}
+          timeout: 90m
+    """) + PKG))
+    r = load_inputs([path]).recipes[0]
+    g = r.readinessGate
+    assert g is not None and g.conditionType == "nvidia.com/gpu.validated" and g.timeout_seconds == 5400
+    assert g.labelSelector == LabelSelector(matchLabels={"nvcre.nvidia.com/result": "pass"})
+    assert g.describe() == "condition nvidia.com/gpu.validated=True, labels nvcre.nvidia.com/result=pass (timeout 90m)"
+    plain = load_inputs([write("plain.yaml", recipe(PKG))]).recipes[0]
+    assert plain.readinessGate is None and "readinessGate" not in plain.digest_dump()
+    assert "readinessGate" in r.digest_dump()
 
 
 def test_dependency_cycle_is_named(write, fail, line_of):

@@ -10,7 +10,7 @@ from reconciler.errors import InputError
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, state_key
 from reconciler.model.plan import Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy
-from reconciler.model.recipe import DrainOptions, Interrupt
+from reconciler.model.recipe import DrainOptions, Interrupt, ReadinessGate
 from reconciler.plan.planner import compute_plan
 from reconciler.testing import (
     as_interrupt,
@@ -532,6 +532,9 @@ def test_json_contract_shape():
     step = d["nodes"][0]["steps"][0]
     assert step["from"] == "1.0.0" and step["to"] == "1.2.0" and "from_" not in step
     assert p.to_json().endswith("\n") and Plan.model_validate_json(p.to_json()) == p
+    gated = p.model_copy(update={"readinessGate": ReadinessGate(conditionType="example.com/Validated")})
+    assert set(gated.to_dict()) == set(d) | {"readinessGate"}  # present only with a gate
+    assert Plan.model_validate_json(gated.to_json()) == gated
 
 
 def test_malformed_state_never_plans_an_owed_interrupt():

@@ -144,3 +144,38 @@ def test_a_stolen_lease_stops_the_run_at_its_next_renewal_and_no_write_follows()
     renewal_every = g.locks[0].renew_every
     detected = stolen[0] + renewal_every
     assert all(t <= detected + 1e-6 for t, _, _ in log_a.log)
+
+
+class _Refuse:
+    """A fence that refuses every write."""
+
+    def check(self) -> None:
+        raise LeaseLostError("lost")
+
+
+def test_the_fenced_cluster_exposes_the_store_an_adapter_provides() -> None:
+    """``KubeCluster`` is no ConfigMapStore; it *provides* one (``config_map_store()``). The fenced
+    cluster reads through it and fences its writes (the controller's pause/disable controls)."""
+    sim = SimFleet(fleet())
+
+    class Provides:  # no get_config_map of its own, as KubeCluster
+        def config_map_store(self) -> SimFleet:
+            return sim
+
+    class Open:
+        def check(self) -> None:
+            pass
+
+    fenced = FencedCluster(Provides(), Open())  # type: ignore[arg-type]
+    fenced.patch_config_map("node-reconciler", "controls", {"r": "1"})
+    assert fenced.get_config_map("node-reconciler", "controls") == {"r": "1"}
+    refused = FencedCluster(Provides(), _Refuse())  # type: ignore[arg-type]
+    with pytest.raises(LeaseLostError):
+        refused.patch_config_map("node-reconciler", "controls", {"r": None})
+    assert refused.get_config_map("node-reconciler", "controls") == {"r": "1"}
+
+    class Nothing:
+        pass
+
+    with pytest.raises(TypeError, match="keeps no ConfigMaps"):
+        FencedCluster(Nothing(), Open()).get_config_map("a", "b")  # type: ignore[arg-type]

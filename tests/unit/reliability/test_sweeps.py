@@ -200,3 +200,34 @@ def test_invalid_request_fails_the_node_instead_of_retrying_for_days() -> None:
     assert len(s.first.injected) == 1 and s.sim.now() < 3600
     rec = s.sim.nodes["n1"]["metadata"]["annotations"][failure_key("tune")]
     assert '"reason":"Invalid"' in rec and "Pod is invalid" in rec
+
+
+# ---- the readiness gate (issue 15): the same sweep with every node held at a gate
+def _gated() -> tuple[Any, Any]:
+    from reconciler.adapters.simconfig import SimValidator
+    from reconciler.model.recipe import ReadinessGate
+
+    recipe = RECIPE.model_copy(update={"readinessGate": ReadinessGate(conditionType="example.com/Validated",
+                                                                        timeout="20m")})
+    config = CONFIG.model_copy(update={"validator": SimValidator(conditionType="example.com/Validated",
+                                                                 afterSeconds=90, failsOn=("n6",))})
+    return recipe, config
+
+
+def test_crash_after_every_write_with_a_readiness_gate_then_resume() -> None:
+    """Every node waits at the gate for the simulated validator (n6 is never passed: it fails with
+    ReadinessGateTimeout and stays cordoned); a crash after any write, then a resumed run, ends
+    in the state of the uninterrupted run."""
+    recipe, config = _gated()
+    base = run_scenario(recipe=recipe, config=config)
+    assert not base.problems, base.problems
+    state = recorded_state(base.sim)
+    assert state["n6"]["failure"] == ("ReadinessGateTimeout", "", "", None) and state["n6"]["unschedulable"]
+    assert sum(1 for s in state.values() if s["failure"] is None and not s["unschedulable"]) == 4
+    failures = []
+    for n in range(1, base.writes + 1):
+        s = run_scenario(crash_after=n, reference=state, recipe=recipe, config=config)
+        assert s.crashed and s.resumed is not None
+        if s.problems:
+            failures.append((n, base.first.write_calls[n - 1], s.problems[:3]))
+    assert not failures, failures
