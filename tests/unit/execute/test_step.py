@@ -126,10 +126,10 @@ def mem(phase: Phase, **kw: Any) -> Memory:
     return m
 
 
-def stages_mem(*, running: bool, attempt: int = 1) -> Memory:
+def stages_mem(*, running: bool, attempt: int = 1, started: float = UTC - 10, done: bool = False) -> Memory:
     m = mem(Phase.STAGES, owns_cordon=True, inflight=fl("stages"))
     runs = build_runs(RECIPE, {}, PLAN.steps)
-    runs[0].running, runs[0].attempt, runs[0].started = running, attempt, UTC - 10
+    runs[0].running, runs[0].attempt, runs[0].started, runs[0].done = running, attempt, started, done
     m.runs = runs
     return m
 
@@ -255,6 +255,20 @@ ROWS = [
         View(pods={("default", "web"): WEB}, pdbs=()),
         effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
         reason=FailureReason.DRAIN_TIMEOUT),
+    Row("drain/429-retry-after-longer-than-the-pause", *drain_mem(EvictResult(EvictAnswer.TOO_MANY, "slow down",
+                                                                          retry_after=30.0)),
+        effects=(), phase=Phase.DRAIN, wake=5.0,  # the drain's poll comes first; the next try waits 30 s
+        check=lambda t: t.memory.evictions["default/web"].next_try == NOW + 30.0),
+    Row("drain/500-one-pdb->retried", drain_mem(EvictResult(EvictAnswer.SERVER, "etcd timeout"))[0],
+        View(evictions={"default/web": EvictResult(EvictAnswer.SERVER, "etcd timeout")},
+             pdbs=(b.pdb("a", {"app": "web"}),)),
+        effects=(), phase=Phase.DRAIN, check=lambda t: t.memory.outcome is Outcome.RUNNING),
+    Row("drain/unmanaged-pod->refused-and-released", mem(Phase.DRAIN, owns_cordon=True, inflight=fl("drain")),
+        View(pod_lists=((replace(WEB, owners=()),),), fresh=node(unschedulable=True, ours=True)),
+        effects=(PatchNode, Announce, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.DRAIN_REFUSED, check=lambda t: t.effects[0].unschedulable is False),
+    Row("drain/protected-pod-appeared->wait-again", mem(Phase.DRAIN, owns_cordon=True, inflight=fl("drain")),
+        View(pod_lists=((JOB,), (JOB,))), effects=(Announce,), phase=Phase.WAIT, announce=(EventKind.WAIT,)),
     # ---- STAGES
     Row("stages/running->look", stages_mem(running=True), View(fresh=node(unschedulable=True, ours=True)),
         needs=(ReadStage,), phase=Phase.STAGES),
@@ -275,6 +289,22 @@ ROWS = [
         stage_view(StageStatus("failed", exit_code=3, started=UTC - 10), attempt=3),
         effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
         reason=FailureReason.STAGE_FAILED),
+    Row("stages/timeout-last-attempt->failed", stages_mem(running=True, attempt=3, started=UTC - 4000),
+        stage_view(StageStatus("running", started=UTC - 4000), attempt=3),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.STAGE_TIMEOUT),
+    Row("stages/image-pull-stuck->failed", stages_mem(running=True, attempt=3, started=UTC - 120),
+        stage_view(StageStatus("pending", reason="ImagePullBackOff", started=UTC - 120), attempt=3),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.IMAGE_PULL_BACK_OFF),
+    Row("stages/left-selector-before-any-stage->released", stages_mem(running=False),
+        View(fresh=node(unschedulable=True, ours=True, labels={"pool": "cpu"})),
+        effects=(PatchNode, Announce, Announce), outcome=Outcome.LEFT, wake=None,
+        announce=(EventKind.UNCORDON, EventKind.LEFT), check=lambda t: t.effects[0].unschedulable is False),
+    Row("stages/left-selector-after-a-stage->keeps-the-owed-reboot", stages_mem(running=False, done=True),
+        View(nodes=(node(unschedulable=True, ours=True, labels={"pool": "cpu"}, inflight=fl("stages")),)),
+        outcome=Outcome.LEFT, wake=None, announce=(EventKind.OWED,),
+        check=lambda t: not any(isinstance(e, PatchNode) and e.unschedulable is False for e in t.effects)),
     Row("stages/missing-pod->start-again", stages_mem(running=True), stage_view(StageStatus("missing")),
         effects=(StartStage,), phase=Phase.STAGES, wake=5.0),
     # ---- INTERRUPT
