@@ -62,6 +62,39 @@ def _count_requests() -> None:
     rest.RESTClientObject.request = counting  # type: ignore[method-assign]
 
 
+CLOCKS: list[Any] = []
+ADVANCES = collections.Counter()  # node advances (one decision cycle of one node run) and wake-ups
+
+
+def _count_advances() -> None:
+    """Count the rollout's loop passes and node advances (a watch event that wakes a node costs one)."""
+    from reconciler.execute.rollout import Rollout
+
+    orig = Rollout._advance_all
+
+    def counting(self: Any, runs: list[Any]) -> Any:
+        ADVANCES["passes"] += 1
+        ADVANCES["advances"] += len(runs)
+        return orig(self, runs)
+
+    Rollout._advance_all = counting  # type: ignore[method-assign]
+
+
+def _keep_clocks() -> None:
+    """Remember every WatchClock the CLI makes, so the bench can read its event counts and stop its
+    watch threads after the run (``apply`` exits the process in real use; here the next run would
+    otherwise pay for the previous run's streams)."""
+    from reconciler.adapters.kubewatch import WatchClock
+
+    orig = WatchClock.__init__
+
+    def init(self: Any, *a: Any, **kw: Any) -> None:
+        orig(self, *a, **kw)
+        CLOCKS.append(self)
+
+    WatchClock.__init__ = init  # type: ignore[method-assign]
+
+
 def _recipe(path: Path, config_value: str, stage_seconds: float) -> None:
     path.write_text(f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
@@ -139,17 +172,32 @@ def _pprof(cp: Any, path: str, seconds: int = 20) -> None:
     Path(path).write_bytes(urllib.request.urlopen(req, context=ctx, timeout=seconds + 30).read())
 
 
-def _apply(args: list[str]) -> tuple[dict[str, Any], float, float]:
+def thread_cpu_seconds(native_id: int | None) -> float:
+    """CPU seconds (user + system) a live thread of this process used so far, from
+    ``/proc/self/task/<tid>/stat`` (0.0 when unknown: not Linux, thread gone)."""
+    if native_id is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/self/task/{native_id}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _apply(args: list[str], harness_thread: int | None = None) -> tuple[dict[str, Any], float, float]:
+    """Run the CLI in this process; its JSON document, CPU seconds and wall seconds. The CPU is the
+    process's minus the harness thread's (``harness_thread``: native id of the reboot emulator,
+    which runs in this process but plays the host, not the reconciler)."""
     import contextlib
     import io
 
     from reconciler.cli.main import main
 
     buf = io.StringIO()
-    c0, t0 = time.process_time(), time.perf_counter()
+    c0, t0 = time.process_time() - thread_cpu_seconds(harness_thread), time.perf_counter()
     with contextlib.redirect_stdout(buf):
         rc = main(args)
-    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    cpu, wall = time.process_time() - thread_cpu_seconds(harness_thread) - c0, time.perf_counter() - t0
     doc = json.loads(buf.getvalue())
     if rc != 0:
         raise SystemExit(f"apply failed: {doc.get('result')}")
@@ -169,6 +217,8 @@ def main() -> None:
     from tests.controlplane.cluster import ControlPlane, RebootEmulator
 
     _count_requests()
+    _keep_clocks()
+    _count_advances()
     if os.environ.get("BENCH_PPROF"):
         os.environ["CONTROLPLANE_PROFILING"] = "1"
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "reconciler-bench"
@@ -177,22 +227,14 @@ def main() -> None:
     recipe = work / "recipe.yaml"
     with ControlPlane() as cp:
         t0 = time.perf_counter()
-        names = [f"bench-{i:04d}" for i in range(a.nodes)]
-        for i in range(0, len(names), 100):
-            cp.create_nodes(names[i:i + 100], labels={"pool": "bench"}, wait=120)
+        from bench.plan_real import _grow  # nodes and pods created through the API by 8 threads
+
         with cp.api_client() as api:
             core = client.CoreV1Api(api)
             core.create_namespace({"metadata": {"name": "load"}})
+            # a controller that exists (the garbage collector keeps the pods)
             owner = core.create_namespaced_config_map("load", {"metadata": {"name": "owner"}})
-            for n in names:
-                for j in range(a.pods_per_node):
-                    core.create_namespaced_pod("load", {
-                        "metadata": {"name": f"{n}-p{j}", "labels": {"app": f"a{j}"},
-                                     # a controller that exists (the garbage collector keeps the pods)
-                                     "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-                                                          "uid": owner.metadata.uid, "controller": True}]},
-                        "spec": {"nodeName": n, "terminationGracePeriodSeconds": 0,
-                                 "containers": [{"name": "c", "image": "registry.example/app:1"}]}})
+        _grow(cp, 0, a.nodes, a.pods_per_node, owner.metadata.uid, threads=8)
         setup = time.perf_counter() - t0
         emu = RebootEmulator(cp, reboot_for=f"{a.reboot_seconds:g}s").start()
         rows = []
@@ -201,6 +243,7 @@ def main() -> None:
                                  ("config-only change", "vm.swappiness=1")):
                 _recipe(recipe, value, a.stage_seconds)
                 COUNTS.clear()
+                ADVANCES.clear()
                 srv0 = _server_counts(cp)
                 cpu0 = cp.cpu_seconds()
                 if os.environ.get("BENCH_PPROF"):  # a CPU profile of kube-apiserver during the run
@@ -209,7 +252,12 @@ def main() -> None:
                 workers = ["--workers", os.environ["BENCH_WORKERS"]] if os.environ.get("BENCH_WORKERS") else []
                 doc, cpu, wall = _apply(["apply", str(recipe), "--policy", str(work / "policy.yaml"),
                                          "--kubeconfig", str(cp.kubeconfig), "--no-status-object", "-o", "json",
-                                         *workers])
+                                         *workers], emu._thread.native_id)
+                watch = {"decoded": sum(c.events_seen for c in CLOCKS),
+                         "skipped": sum(getattr(c, "events_skipped", 0) for c in CLOCKS), **ADVANCES}
+                for c in CLOCKS:
+                    c.close()
+                CLOCKS.clear()
                 srv = _server_counts(cp) - srv0
                 comp_cpu = {k: v - cpu0.get(k, 0.0) for k, v in cp.cpu_seconds().items()}
                 # the whole run document, for looking into where the time went
@@ -218,13 +266,13 @@ def main() -> None:
                 evicted = sum(1 for e in doc["timeline"] if e["event"] == "evict")
                 batches = sum(len(c["batches"]) for c in doc["compartments"])
                 rows.append((label, changed, evicted, batches, dict(COUNTS), dict(srv), cpu, wall,
-                             ideal_from_timeline(doc), comp_cpu))
+                             ideal_from_timeline(doc), comp_cpu, watch))
         finally:
             emu.stop()
     print(f"control plane: {a.nodes} kwok nodes, {a.nodes * a.pods_per_node} pods, stages of {a.stage_seconds:g} s, "
           f"reboots of {a.reboot_seconds:g} s; setup {setup:.0f} s; "
           f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-    for label, changed, evicted, batches, ours, srv, cpu, wall, ideal_seen, comp_cpu in rows:
+    for label, changed, evicted, batches, ours, srv, cpu, wall, ideal_seen, comp_cpu, watch in rows:
         writes = sum(v for (verb, _r), v in ours.items() if verb in ("POST", "PATCH", "PUT", "DELETE"))
         reads = {k: v for k, v in ours.items() if k[0] in ("GET", "LIST", "WATCH")}
         # nominal: waves of batches, each node = its stages + a reboot, as kwok is told to take them
@@ -243,7 +291,10 @@ def main() -> None:
               "(Lease renewals, namespace, run owner, package ConfigMaps)")
         print("  our requests by verb/resource: " + ", ".join(
             f"{v} {verb} {r}" for (verb, r), v in sorted(ours.items(), key=lambda kv: -kv[1])))
-        print(f"  our reads: {sum(reads.values())} ({sum(reads.values()) / max(changed, 1):.1f} per node)")
+        print(f"  our reads: {sum(reads.values())} ({sum(reads.values()) / max(changed, 1):.1f} per node); "
+              f"watch events decoded {watch['decoded']}, skipped undecoded {watch['skipped']}; "
+              f"{watch.get('advances', 0)} node advances in {watch.get('passes', 0)} loop passes "
+              f"({watch.get('advances', 0) / max(changed, 1):.1f} per node)")
         total = sum(srv.values())
         print(f"  cluster total (apiserver_request_total, all clients: kwok, controllers, scheduler, us): {total}: "
               + ", ".join(f"{v} {verb} {r}" for (verb, r), v in sorted(srv.items(), key=lambda kv: -kv[1])[:12]))

@@ -22,14 +22,20 @@ Correctness rules:
   tracked keys only).
 * **Bounded.** At most ``max_entries`` keys per kind; the least recently used is forgotten (its
   next read is a request again).
+
+What wakes the rollout: :meth:`WatchCache.observe` answers whether an event changed what a reader
+of the entry sees, i.e. it was newer than what the entry held *and* differs from it beyond its
+resourceVersion (``same``; e.g. a kwok heartbeat that only moves a condition's timestamps, which
+``NodeInfo`` does not carry). The echo of our own write, whose answer was stored first, is not a
+change. The watch clock wakes the rollout only for such changes (see kubewatch).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any
 
 Obj = dict[str, Any]
@@ -62,20 +68,48 @@ def key_of(kind: str, obj: Obj) -> Hashable | None:
     return name if kind == NODES else (str(meta.get("namespace") or ""), name)
 
 
+def same_but_version(a: Any, b: Any) -> bool:
+    """Whether two stored values differ at most in their resourceVersion (and, for raw objects,
+    ``metadata.managedFields``): a dict's ``metadata.resourceVersion``, a dataclass's
+    ``resource_version`` field. The default ``same`` of :class:`WatchCache`."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        ma, mb = a.get("metadata"), b.get("metadata")
+        if not (isinstance(ma, dict) and isinstance(mb, dict)):
+            return bool(a == b)
+        if {k: v for k, v in a.items() if k != "metadata"} != {k: v for k, v in b.items() if k != "metadata"}:
+            return False
+        skip = ("resourceVersion", "managedFields")
+        return {k: v for k, v in ma.items() if k not in skip} == {k: v for k, v in mb.items() if k not in skip}
+    if (is_dataclass(a) and is_dataclass(b) and type(a) is type(b) and not isinstance(a, type)
+            and any(f.name == "resource_version" for f in fields(a))):
+        return bool(replace(a, resource_version="") == replace(b, resource_version=""))  # type: ignore[type-var]
+    return bool(a == b)
+
+
 class WatchCache:
     """Tracked nodes and pods, fed by watch events and by our own requests' answers.
 
     Args:
         convert: per kind, how a raw object is stored (e.g. nodes parsed to ``NodeInfo``; the
             default keeps the dict).
+        same: per kind, whether two stored values look the same to a reader (then an event from
+            one to the other is not reported as a change by :meth:`observe`); default
+            :func:`same_but_version`.
         max_entries: keys kept per kind (least recently used forgotten first).
 
     Thread-safe. Lookups return ``(True, value)`` for a cached object, ``(True, None)`` for one
     known deleted, ``(False, None)`` for a miss (ask the API server).
     """
 
-    def __init__(self, convert: dict[str, Callable[[Obj], Any]] | None = None, *, max_entries: int = 4096) -> None:
+    def __init__(
+        self,
+        convert: dict[str, Callable[[Obj], Any]] | None = None,
+        *,
+        same: dict[str, Callable[[Any, Any], bool]] | None = None,
+        max_entries: int = 4096,
+    ) -> None:
         self._convert = dict(convert or {})
+        self._same = dict(same or {})
         self.max_entries = max_entries
         self._entries: dict[str, OrderedDict[Hashable, _Entry]] = {NODES: OrderedDict(), PODS: OrderedDict()}
         self._synced: dict[str, bool] = {NODES: False, PODS: False}
@@ -92,16 +126,25 @@ class WatchCache:
             if not synced:
                 self._entries[kind].clear()
 
-    def observe(self, kind: str, event_type: str, obj: Obj) -> None:
-        """A watch event (``ADDED``/``MODIFIED``/``DELETED``) of ``kind``; ignored unless tracked."""
+    def observe(self, kind: str, event_type: str, obj: Obj) -> bool:
+        """A watch event (``ADDED``/``MODIFIED``/``DELETED``) of ``kind``; ignored unless tracked.
+        Returns True when it changed what a reader of the entry sees (newer than the entry, and
+        not ``same`` as what it held, or deleted/re-created); False for an untracked object, an
+        event no newer than the entry (e.g. the echo of our own write) or one that only moved the
+        resourceVersion."""
         key = key_of(kind, obj)
         if key is None:
-            return
+            return False
         with self._lock:
-            entry = self._entries[kind].get(key)
-            if entry is None:
-                return
-        self._merge(kind, key, obj, gone=event_type == "DELETED")
+            if key not in self._entries[kind]:
+                return False
+        return self._merge(kind, key, obj, gone=event_type == "DELETED")[1]
+
+    def tracks_any(self, kind: str, keys: Iterable[Hashable]) -> bool:
+        """Whether any of ``keys`` is tracked (a cheap test before decoding an event fully)."""
+        with self._lock:
+            entries = self._entries[kind]
+            return any(k in entries for k in keys)
 
     # ------------------------------------------------------------------ used by the adapter
     def track(self, kind: str, key: Hashable) -> None:
@@ -121,7 +164,7 @@ class WatchCache:
         Returns the converted object when it was kept (so the caller need not convert it again),
         else None."""
         key = key_of(kind, obj)
-        return None if key is None else self._merge(kind, key, obj, gone=gone)
+        return None if key is None else self._merge(kind, key, obj, gone=gone)[0]
 
     def lookup(self, kind: str, key: Hashable) -> tuple[bool, Any]:
         """``(True, value)`` when cached, ``(True, None)`` when known deleted, ``(False, None)``
@@ -145,22 +188,27 @@ class WatchCache:
             return sum(len(e) for e in self._entries.values())
 
     # ------------------------------------------------------------------ internals
-    def _merge(self, kind: str, key: Hashable, obj: Obj, *, gone: bool) -> Any:
+    def _merge(self, kind: str, key: Hashable, obj: Obj, *, gone: bool) -> tuple[Any, bool]:
+        """Keep ``obj`` in the entry of ``key`` if newer; (the converted value kept or None,
+        whether a reader sees a change)."""
         rv = parse_resource_version((obj.get("metadata") or {}).get("resourceVersion"))
-        value = None if gone or rv is None else self._convert.get(kind, _same)(obj)
+        value = None if gone or rv is None else self._convert.get(kind, _identity)(obj)
         with self._lock:
             entries = self._entries[kind]
             entry = entries.get(key)
             if entry is None:
-                return None  # not tracked (or forgotten after a stream error): not ours to keep
+                return None, False  # not tracked (or forgotten after a stream error): not ours to keep
             if rv is None:
                 del entries[key]  # not comparable: never served from the cache
-                return None
+                return None, True
             if rv <= entry.rv:
-                return None  # older than what we hold
+                return None, False  # no newer than what we hold
+            old_rv, old_value, old_gone = entry.rv, entry.value, entry.gone
             entry.rv, entry.value, entry.gone = rv, value, gone
-            return value
+        changed = (old_rv == 0 or gone != old_gone
+                   or (not gone and not self._same.get(kind, same_but_version)(old_value, value)))
+        return value, changed
 
 
-def _same(obj: Obj) -> Obj:
+def _identity(obj: Obj) -> Obj:
     return obj

@@ -13,23 +13,50 @@ client model objects; a 410 Gone restarts from a fresh LIST's resourceVersion, a
 reflector does. Given a :class:`~reconciler.adapters.kubecache.WatchCache`, every event also
 updates the nodes and stage pods the cluster adapter tracks there, so its reads of them need no
 request. Uses the ``kubernetes`` client, so it lives in ``adapters``.
+
+Watch economy (with a cache; issue 17). The run works on the nodes it tracks in the cache (every
+node run reads its node first) and their pods:
+
+* **What is watched.** Nodes: every node (the API has no selector that fits an arbitrary recipe's
+  node selector *and* the nodes in progress). Pods: every pod of every namespace, because a drain
+  waits for the workload pods of the node to go, whatever their namespace and labels. A field
+  selector ``spec.nodeName=<node>`` per draining node would be one more stream (connection, TLS,
+  thread) per node of a batch, up to 128; a label selector can select our stage pods but not the
+  workload pods. So two streams, filtered on our side, cheaply.
+* **Skipped without decoding.** Before decoding an ``ADDED``/``MODIFIED``/``DELETED`` line, a
+  byte scan collects every ``"name":"…"`` (nodes) or ``"nodeName":"…"`` and
+  ``"namespace":"…"``/``"name":"…"`` (pods) of the line. The object's own name, namespace and
+  ``spec.nodeName`` are among them (the API server writes compact JSON; names never need
+  escapes), so when none of them is a tracked node or stage pod the event cannot concern the run
+  and is dropped after a ``"resourceVersion"`` scan (the smallest one found, so the resume point
+  is never ahead of the stream). Any other line (``BOOKMARK``, ``ERROR``, another layout) is
+  decoded.
+* **Decoded once, with orjson** (about 2.3 times faster than ``json.loads`` on kwok's node
+  events, 24 against 55 µs), and converted only for tracked objects.
+* **Woken only by a change.** A tracked node or stage pod wakes the rollout only when the event
+  changed what a read of it returns (:meth:`WatchCache.observe`); the echo of our own write
+  (already stored from the write's answer) and heartbeats that only move timestamps do not. Any
+  event of a pod bound to a tracked node (a workload pod leaving a draining node) wakes it.
+
+Without a cache every event is decoded and every node reported, as before.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import logging
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from reconciler.adapters.kubecache import WatchCache
+from reconciler.adapters.kubecache import NODES, PODS, WatchCache, key_of, parse_resource_version
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +89,8 @@ class WatchClock:
         self._healthy = {"nodes": False, "pods": False}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.events_seen = 0
+        self.events_seen = 0  # events decoded
+        self.events_skipped = 0  # events dropped undecoded (they concern nothing tracked)
 
     @functools.cached_property
     def _core(self) -> client.CoreV1Api:
@@ -81,7 +109,9 @@ class WatchClock:
 
     def wait(self, seconds: float) -> set[str] | None:
         """Wait up to ``seconds`` (at most ``max_sleep``) for a change. Returns the names of nodes
-        that changed since the last call, or ``None`` when a watch is not (yet) healthy."""
+        that changed since the last call (with a cache: tracked nodes whose node, stage pods or
+        pods changed for a reader, see the module docstring), or ``None`` when a watch is not
+        (yet) healthy."""
         self._start()
         self._event.wait(max(0.0, min(seconds, self.max_sleep)))
         with self._lock:
@@ -104,11 +134,12 @@ class WatchClock:
             self._threads.append(t)
 
     def _mark(self, node: str | None) -> None:
+        """Count an event; ``node``: the node it changed for the rollout (None: nobody to wake)."""
         with self._lock:
+            self.events_seen += 1
             if node:
                 self._changed.add(node)
-            self.events_seen += 1
-            self._event.set()
+                self._event.set()
 
     def _set_health(self, kind: str, ok: bool) -> None:
         with self._lock:
@@ -118,6 +149,32 @@ class WatchClock:
         if not ok:
             self._event.set()
 
+    def _woken(self, kind: str, event_type: str, obj: dict[str, Any]) -> str | None:
+        """Feed a decoded event to the cache; the node whose rollout it should wake, or None.
+
+        Without a cache: the node itself (nodes) or the pod's ``spec.nodeName`` (pods). With one:
+        a tracked node or stage pod only when :meth:`WatchCache.observe` saw a change; any other
+        pod only when it is bound to a tracked node (its drain waits for it)."""
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        if kind == NODES:
+            name = meta.get("name")
+        else:
+            spec = obj.get("spec")
+            name = spec.get("nodeName") if isinstance(spec, dict) else None
+        cache = self.cache
+        if cache is None:
+            return name if isinstance(name, str) else None
+        changed = cache.observe(kind, event_type, obj)
+        if not isinstance(name, str) or not name:
+            return None
+        if kind == NODES:
+            return name if changed else None
+        pod_key = key_of(PODS, obj)
+        if pod_key is not None and cache.tracks_any(PODS, (pod_key,)):
+            return name if changed else None
+        return name if cache.tracks_any(NODES, (name,)) else None
+
     def _loop(self, kind: str, lister: Callable[..., Any]) -> None:
         rv = ""
         backoff = 1.0
@@ -125,7 +182,7 @@ class WatchClock:
             try:
                 if not rv:
                     listing = lister(limit=1, _preload_content=False, _request_timeout=(10, 30))
-                    rv = json.loads(listing.data).get("metadata", {}).get("resourceVersion", "")
+                    rv = str((orjson.loads(listing.data).get("metadata") or {}).get("resourceVersion") or "")
                     listing.release_conn()
                 resp = lister(
                     watch=True,
@@ -140,25 +197,34 @@ class WatchClock:
                     for line in _lines(resp):
                         if self._stop.is_set():
                             return
-                        ev = json.loads(line)
-                        obj = ev.get("object") or {}
+                        if self.cache is not None and not concerns_tracked(kind, line, self.cache):
+                            self.events_skipped += 1
+                            rv = resume_version(rv, line)
+                            continue
+                        ev = orjson.loads(line)
+                        ev = ev if isinstance(ev, dict) else {}
+                        obj = ev.get("object")
+                        obj = obj if isinstance(obj, dict) else {}
                         if ev.get("type") == "ERROR":
                             if obj.get("code") == 410:  # too old: list again (events were lost)
                                 rv = ""
                                 self._set_health(kind, False)
                             break
-                        rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                        meta = obj.get("metadata")
+                        rv = str((meta.get("resourceVersion") if isinstance(meta, dict) else None) or rv)
                         if ev.get("type") == "BOOKMARK":
                             continue
-                        if self.cache is not None:
-                            self.cache.observe(kind, str(ev.get("type")), obj)
-                        node = (obj.get("metadata") or {}).get("name") if kind == "nodes" else (
-                            (obj.get("spec") or {}).get("nodeName"))
-                        self._mark(node)
+                        self._mark(self._woken(kind, str(ev.get("type")), obj))
                 finally:
                     resp.release_conn()
                 backoff = 1.0
-            except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as e:
+            except Exception as e:  # a dead watch thread would leave the cache trusted
+                # ApiException, urllib3 and socket errors, a line that is not JSON, and an object
+                # the cache cannot convert (a hostile field): the stream is given up and re-opened
+                # after this event (rv already points past it); until then nothing is served from
+                # the cache and the rollout looks at every node
+                if not isinstance(e, (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError)):
+                    log.warning("watch %s: event not usable (%s: %s)", kind, type(e).__name__, str(e)[:200])
                 self._set_health(kind, False)
                 if isinstance(e, ApiException) and e.status == 410:
                     rv = ""
@@ -167,12 +233,58 @@ class WatchClock:
                 backoff = min(30.0, backoff * 2)
 
 
-def _lines(resp: Any) -> Any:
-    """Split a streaming HTTP body into JSON lines."""
+#: How the API server starts the line of an event that may be skipped (compact JSON, WatchEvent's
+#: field order: type, then object). Any other line is decoded.
+_OBJECT_EVENTS = (b'{"type":"ADDED",', b'{"type":"MODIFIED",', b'{"type":"DELETED",')
+_NAME = re.compile(rb'"name":"([^"\\]*)"')
+_NODE_NAME = re.compile(rb'"nodeName":"([^"\\]*)"')
+_NAMESPACE = re.compile(rb'"namespace":"([^"\\]*)"')
+_RESOURCE_VERSION = re.compile(rb'"resourceVersion":"([1-9][0-9]*)"')
+
+
+def _texts(pattern: re.Pattern[bytes], line: bytes) -> list[str]:
+    return [m.decode("utf-8", "replace") for m in pattern.findall(line)]
+
+
+def concerns_tracked(kind: str, line: bytes, cache: WatchCache) -> bool:
+    """Whether the raw watch event ``line`` of ``kind`` (``nodes``/``pods``) may concern a tracked
+    node or pod of ``cache``; False only when it certainly does not (then it need not be decoded).
+
+    The test is a superset: every ``"name":"…"`` string of a node's line (its ``metadata.name`` is
+    one of them), every ``"nodeName":"…"`` of a pod's line (``spec.nodeName``) and every
+    (``"namespace":"…"``, ``"name":"…"``) pair (its key) are looked up; keys of labels,
+    annotations or volume attributes that happen to be called so only add candidates. A line that
+    is not an ADDED/MODIFIED/DELETED event in the API server's compact layout is always decoded."""
+    if not line.startswith(_OBJECT_EVENTS):
+        return True
+    names = _texts(_NAME, line)
+    if kind == NODES:
+        return cache.tracks_any(NODES, names)
+    if cache.tracks_any(NODES, _texts(_NODE_NAME, line)):
+        return True
+    return cache.tracks_any(PODS, [(ns, n) for ns in _texts(_NAMESPACE, line) for n in names])
+
+
+def resume_version(current: str, line: bytes) -> str:
+    """The resourceVersion to resume the watch from after skipping the event ``line``: the smallest
+    ``"resourceVersion":"<integer>"`` of the line (its ``metadata.resourceVersion`` is one of them,
+    so the result is never ahead of the stream), but not below ``current``; ``current`` when the
+    line has none or ``current`` is not an integer (KEP-5504)."""
+    cur = parse_resource_version(current)
+    found = [int(m) for m in _RESOURCE_VERSION.findall(line)]
+    if cur is None or not found:
+        return current
+    return str(max(cur, min(found)))
+
+
+def _lines(resp: Any) -> Iterator[bytes]:
+    """Split a streaming HTTP body into JSON lines (the API server sends one event per chunk)."""
     buf = b""
-    for chunk in resp.stream(4096, decode_content=True):
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
+    for chunk in resp.stream(65536, decode_content=True):
+        if b"\n" not in chunk:
+            buf += chunk
+            continue
+        *lines, buf = (buf + chunk).split(b"\n")
+        for line in lines:
             if line.strip():
                 yield line

@@ -139,3 +139,28 @@ def test_concurrent_writers_leave_the_newest() -> None:
     for t in threads:
         t.join()
     assert c.lookup(NODES, "n")[1]["metadata"]["resourceVersion"] == "1999"
+
+
+def test_observe_reports_a_change_only_when_a_reader_would_see_one() -> None:
+    c = synced_cache()
+    c.track(PODS, ("ns", "s"))
+    assert c.observe(PODS, "ADDED", pod("s", "5", "Pending")) is True  # first knowledge of a tracked pod
+    assert c.observe(PODS, "MODIFIED", pod("s", "5", "Pending")) is False  # no newer
+    assert c.observe(PODS, "MODIFIED", pod("s", "6", "Pending")) is False  # only the resourceVersion moved
+    assert c.observe(PODS, "MODIFIED", pod("s", "7", "Running")) is True
+    assert c.observe(PODS, "DELETED", pod("s", "8", "Running")) is True
+    assert c.observe(PODS, "ADDED", pod("other", "9")) is False  # not tracked
+
+
+def test_same_but_version_ignores_only_the_version_and_managed_fields() -> None:
+    from reconciler.adapters.kubecache import same_but_version
+    from reconciler.model.observed import NodeInfo
+
+    a = {"metadata": {"name": "p", "resourceVersion": "1", "managedFields": [{"time": "t1"}]}, "status": {"x": 1}}
+    b = {"metadata": {"name": "p", "resourceVersion": "2", "managedFields": [{"time": "t2"}]}, "status": {"x": 1}}
+    assert same_but_version(a, b)
+    assert not same_but_version(a, {**b, "status": {"x": 2}})
+    assert not same_but_version(a, {**b, "metadata": {**b["metadata"], "labels": {"k": "v"}}})
+    assert same_but_version(NodeInfo("n", resource_version="1"), NodeInfo("n", resource_version="2"))
+    assert not same_but_version(NodeInfo("n", unschedulable=True), NodeInfo("n"))
+    assert not same_but_version("a", "b")
