@@ -79,3 +79,16 @@ def test_workflows_install_node_reconciler_by_version(path: str) -> None:
         assert re.search(r'if \[ "\$FROM_CHECKOUT" = "true" \]; then\s+python -m pip install \.\s', runs)
     else:
         assert f"@v{VERSION}'" in by_version[0]
+
+
+def test_the_image_lock_pins_every_runtime_dependency() -> None:
+    """Every dependency in pyproject's [project] dependencies has a hashed wheel in
+    image/requirements.lock (the image installs with --require-hashes: a dependency missing there
+    is an image whose entrypoint fails on its first import)."""
+    root = ROOT
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()  # noqa: E731
+    wanted = {norm(re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0]) for d in deps}
+    locked = {norm(line.split("==")[0]) for line in (root / "image" / "requirements.lock").read_text().splitlines()
+              if "==" in line and not line.startswith("#")}
+    assert wanted <= locked, sorted(wanted - locked)
