@@ -33,7 +33,7 @@ from reconciler.model.vocab import (
 
 
 class DrainPhases(StepCore):
-    """The lifecycle phases up to a drained node: start (read, scope, resume), cordon, wait for"""
+    """The lifecycle phases up to a drained node (module docstring)."""
 
     # ------------------------------------------------------------------ phases
     def _phase_start(self) -> float | None:

@@ -37,7 +37,7 @@ from reconciler.model.vocab import (
 
 
 class EndPhases(StepCore):
-    """How a node run ends: uncordon (complete), failed (recorded), blocked, left the scope"""
+    """How a node run ends (module docstring)."""
 
     # ------------------------------------------------------------------ endings
     def _phase_uncordon(self) -> float | None:

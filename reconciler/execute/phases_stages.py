@@ -43,7 +43,7 @@ from reconciler.ports import StageSpec
 
 
 class StagePhases(StepCore):
-    """The lifecycle phases that change the node: package stages in dependency order, the merged"""
+    """The lifecycle phases that change the node (module docstring)."""
 
     # ------------------------------------------------------------------ stages
     def _spec(self, run: StageRun, stage: str) -> StageSpec:

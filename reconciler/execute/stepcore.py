@@ -86,8 +86,9 @@ class StepCore:
         self._wrote = False
         self._again = False
         # the memory a write that fails leaves behind: as it was when the decision that made the write
-        # began (the step's input, then each phase handler's start: see _checkpoint)
-        self._cp = memory.copy()
+        # began (the step's input — never changed, so shared rather than copied — then each phase
+        # handler's start: see _checkpoint)
+        self._cp = memory
 
     # ------------------------------------------------------------------ reads
     def _fetch(self) -> NodeInfo:
