@@ -233,6 +233,19 @@ class PushResult:
     attempts: int
 
 
+#: Environment variable holding an HTTPS token for pushing status commits (the chart fills it
+#: from ``statusRepo.secretName``); given to git by :func:`token_helper`, never on a command line.
+STATUS_TOKEN_ENV = "RECONCILER_STATUS_TOKEN"
+
+
+def token_helper(var: str) -> str:
+    """A git credential helper (``-c credential.helper=…``) answering with the token in the
+    environment variable ``var`` as the password (user ``x-access-token``, as GitHub and GitLab
+    accept), and nothing when it is empty, so the next helper or an SSH key is used. The token
+    is read by the helper's shell from the environment: it never appears in an argument list."""
+    return (f'!f() {{ test -n "${var}" && echo username=x-access-token && echo "password=${var}"; }}; f')
+
+
 class StatusPusher:
     """Commit files onto ``branch`` of ``remote`` and push, retrying lost races.
 
@@ -282,7 +295,7 @@ class StatusPusher:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": os.environ.get("GIT_ASKPASS", "true")}
         try:
             return subprocess.run(
-                [self.git, f"--git-dir={gitdir}", *args],
+                [self.git, "-c", f"credential.helper={token_helper(STATUS_TOKEN_ENV)}", f"--git-dir={gitdir}", *args],
                 capture_output=True,
                 text=True,
                 env=env,
@@ -305,7 +318,8 @@ class StatusPusher:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": os.environ.get("GIT_ASKPASS", "true")}
         try:
             cp = subprocess.run(
-                [self.git, "ls-remote", "--heads", "--", self.remote, f"refs/heads/{self.branch}"],
+                [self.git, "-c", f"credential.helper={token_helper(STATUS_TOKEN_ENV)}", "ls-remote", "--heads", "--",
+                 self.remote, f"refs/heads/{self.branch}"],
                 capture_output=True, text=True, env=env, timeout=timeout, check=False, stdin=subprocess.DEVNULL,
             )
         except FileNotFoundError:

@@ -18,10 +18,9 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from reconciler.adapters.git import GitError, GitRepo, redact
+from reconciler.adapters.git import GitError, GitRepo, redact, token_helper
 
-_HELPER = ('!f() { test -n "$RECONCILER_GIT_TOKEN" && echo username=x-access-token && '
-           'echo "password=$RECONCILER_GIT_TOKEN"; }; f')
+_HELPER = token_helper("RECONCILER_GIT_TOKEN")
 
 
 class GitMirror:

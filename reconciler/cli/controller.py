@@ -6,7 +6,9 @@ DIR``). Watches nodes, NodeRecipe objects and the pause/disable controls (one LI
 and applies every recipe through the same service as ``reconciler apply`` whenever something that
 matters changes: a node joins (it gets its packages and loses the runtime-required taint), a
 recipe changes (planned and rolled out with batch gating), a recipe is paused or resumed. Status
-(kstatus: observedGeneration, Ready, Reconciling, Stalled) goes on each NodeRecipe object.
+(kstatus: observedGeneration, Ready, Reconciling, Stalled) goes on each NodeRecipe object, and
+with ``--status-repo`` (needs ``--cluster-name``) into git as ``apply`` writes it
+(:mod:`reconciler.cli.statusgit`): one commit per recipe run that changed the status file.
 
 ``--leader-elect``: two replicas, one active through the Lease ``reconciler-controller-leader-…``
 in the reconciler's namespace. SIGTERM stops the running pass between two steps (every node keeps
@@ -29,6 +31,7 @@ from typing import Any
 from reconciler.cli.common import add_cluster_args
 from reconciler.cli.globalflags import request_timeout
 from reconciler.cli.optcheck import count, seconds
+from reconciler.cli.statusgit import add_git_status_args
 from reconciler.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, InputError
 
 log = logging.getLogger(__name__)
@@ -65,8 +68,9 @@ def add_parser(sub: Any) -> None:
                    help="--source git: how often the ref is fetched (5m)")
     p.add_argument("--git-workdir", default=None, metavar="DIR",
                    help="--source git: where the repository is kept (default /source when writable, else a temp dir)")
-    p.add_argument("--status-repo", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--cluster-name", default="", help="cluster name for messages")
+    p.add_argument("--cluster-name", default="", help="cluster name for messages and git status paths")
+    add_git_status_args(p.add_argument_group("git status commits (optional; the status is on the NodeRecipe objects "
+                                             "too)"))
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--leader-elect", type=_bool, nargs="?", const=True, default=False, metavar="true|false",
                    help="leader election: one active replica through a Lease")
@@ -92,9 +96,6 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError("--source git needs --git-url URL")
     if args.source != "git" and args.git_url:
         raise InputError("--git-url is for --source git")
-    if args.status_repo:
-        raise InputError("--status-repo is not available for the controller in this release (the status is on "
-                         "the NodeRecipe objects)")
     if args.source == "directory" and not args.recipe_paths:
         raise InputError("--source directory needs --recipes PATH (files or directories of recipes)")
     if args.source == "crd" and args.recipe_paths:

@@ -139,8 +139,12 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
 
         status = (NodeRecipeStatus(api_client), source)
         events = (NodeRecipeEvents(api_client, instance=process_identity()), source)
+    reporters: list[Any] = []
+    git_status = _git_status(args)
+    if git_status is not None:
+        reporters.append(git_status(lambda: ctl.revision))  # type: ignore[has-type]  # ctl: bound below, before any pass
     ctl = Controller(source, opened.cluster, opened.clock, settings, status=status, leader=leader, metrics=metrics,
-                     events=events)
+                     events=events, reporters=reporters)
     wired = Wired(ctl, args, leader=leader, clock=opened.clock)
     if isinstance(source, GitSource):
         wired.git = (source, args.git_interval)
@@ -164,6 +168,26 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
         wired.informers.append(config_map_informer(api_client, namespace_for(opened.cluster), CONTROLS_CONFIGMAP,
                                                    on_controls))
     return wired
+
+
+def _git_status(args: argparse.Namespace) -> Any:
+    """``--status-repo``: a factory of the git status observer (given how to read the pass's
+    revision), checked now (exit 2 before anything runs); None without it. The watched paths are
+    the source's recipe and policy paths (the status prefix may not overlap them)."""
+    from reconciler.cli.statusgit import GitStatus, GitStatusObserver
+    from reconciler.errors import LeaseHeldError
+    from reconciler.execute.lock import LeaseLostError  # PassStopped (a preempted or stopped pass) is one
+
+    watched = [args.git_path, args.git_policy_path] if args.source == "git" else [*args.recipe_paths, *args.policy]
+    git = GitStatus.from_args(args, watched, log.info)
+    if git is None:
+        return None
+
+    def make(revision: Any) -> GitStatusObserver:
+        # a preempted or stopped pass, or a Lease another run holds, is retried: no error status for it
+        return GitStatusObserver(git, revision, log.warning, transient=(LeaseHeldError, LeaseLostError))
+
+    return make
 
 
 def _git_workdir(given: str | None) -> str:

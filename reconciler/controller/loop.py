@@ -101,13 +101,20 @@ class Controller:
         status: NodeRecipe status writer and the objects' view (None: no status, e.g. a directory source).
         leader: leader election (None: always active, a single replica).
         metrics: Prometheus metrics (None: a private registry).
+        events: the NodeRecipe event sink and the objects' UIDs (None: no events).
+        reporters: more observers of every pass (e.g. git status commits); they read
+            :attr:`revision` for the source revision of the pass.
     """
 
     def __init__(self, source: DesiredState, cluster: Cluster, clock: Clock, settings: ControllerSettings, *,
                  status: tuple[StatusWriter, ObjectView] | None = None, leader: Leadership | None = None,
                  metrics: ControllerMetrics | None = None,
-                 events: tuple[EventSink, ObjectUids] | None = None) -> None:
+                 events: tuple[EventSink, ObjectUids] | None = None,
+                 reporters: Sequence[Observer] = ()) -> None:
         self.source, self.cluster, self.clock, self.settings = source, cluster, clock, settings
+        self.reporters = tuple(reporters)
+        #: the source revision of the pass running (or last run): what reporters record
+        self.revision = ""
         self.status, self.leader, self.events = status, leader, events
         self.metrics = metrics or ControllerMetrics()
         self.queue = WorkQueue()
@@ -198,6 +205,7 @@ class Controller:
                                             on_write=lambda _: self.metrics.status_writes.inc()))
         if self.events is not None:
             out.append(RecipeEventsObserver(*self.events))
+        out.extend(self.reporters)
         return out
 
     def _write_status(self, name: str, build: Any) -> None:
@@ -259,6 +267,7 @@ class Controller:
         except ReconcilerError as e:  # a git fetch that failed: try again later
             log.error("the desired state cannot be fetched: %s; retrying in %.0f s", e, self.settings.retry_seconds)
             return "error"
+        self.revision = desired.revision
         invalid = dict(desired.invalid)
         kept = self._select(desired.inputs.recipes, invalid)
         for name, why in sorted(invalid.items()):

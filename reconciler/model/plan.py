@@ -68,6 +68,13 @@ class NodePlan(Frozen):
     imported: bool = False
     note: str = ""
 
+    @property
+    def has_work(self) -> bool:
+        """The run has something to do on this node: steps, an interrupt (owed ones included), a
+        batch, or the runtime-required taint to remove. False: up to date (a run leaves it
+        ``untouched`` and every report counts it complete)."""
+        return bool(self.steps or self.interrupt is not None or self.batch > 0 or self.untaint)
+
 
 class CompartmentPlan(Frozen):
     """Predicted batches of one compartment (node names in order; all nodes assumed to succeed)."""

@@ -421,13 +421,9 @@ def _package_deltas(base: Recipe | None, head: Recipe | None) -> list[PackageDel
     return out
 
 
-def _has_work(n: NodePlan) -> bool:
-    return bool(n.steps or n.interrupt is not None or n.batch > 0 or n.untaint)
-
-
 def _node_deltas(base: Plan | None, head: Plan) -> list[NodeDelta]:
-    bn = {n.name: n for n in (base.nodes if base else ()) if _has_work(n)}
-    hn = {n.name: n for n in head.nodes if _has_work(n)}
+    bn = {n.name: n for n in (base.nodes if base else ()) if n.has_work}
+    hn = {n.name: n for n in head.nodes if n.has_work}
     out: list[NodeDelta] = []
     for name in sorted(set(bn) | set(hn)):
         b, h = bn.get(name), hn.get(name)

@@ -93,8 +93,7 @@ def result_counts(result: RunResult, plan: Plan) -> dict[str, int]:
     counts = {"total": len(plan.nodes), "complete": 0, "failed": 0, "blocked": 0, "pending": 0, "removed": 0}
     for n in plan.nodes:
         state = outcome.get(n.name)
-        has_work = bool(n.steps or n.interrupt is not None or n.batch > 0 or n.untaint)
-        if state == "complete" or (state is None and not has_work):
+        if state == NodeResult.COMPLETE or (state in (None, NodeResult.UNTOUCHED) and not n.has_work):
             counts["complete"] += 1
         elif state in ("failed", "blocked", "removed"):
             counts[state] += 1

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from reconciler.model.plan import NodePlan, Plan
+from reconciler.model.plan import Plan
 from reconciler.model.run import Event, RunResult
 from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 from reconciler.report.gitstatus import summary_text
@@ -76,10 +76,6 @@ _END: dict[str, NodeProgress] = {
 }
 
 
-def _has_work(n: NodePlan) -> bool:
-    return bool(n.steps or n.interrupt is not None or n.batch > 0 or n.untaint)
-
-
 @dataclass
 class RolloutProgress:
     """Per-node progress of one run of ``plan``, fed by the rollout's timeline events
@@ -98,7 +94,7 @@ class RolloutProgress:
 
     def __post_init__(self) -> None:
         if not self.nodes:
-            self.nodes = {n.name: ("pending" if _has_work(n) else "complete") for n in self.plan.nodes}
+            self.nodes = {n.name: ("pending" if n.has_work else "complete") for n in self.plan.nodes}
 
     def on_event(self, ev: Event) -> bool:
         """Apply one timeline event; True when the counts or halted compartments changed."""

@@ -147,6 +147,22 @@ def test_the_controller_args_are_the_verbs_flags(values: list[str]) -> None:
         15.0, 10.0, 2.0)
 
 
+def test_controller_with_git_status_commits_gets_the_flags_and_only_the_push_token() -> None:
+    objs = render("--set", "clusterName=prod-a", "--set", "statusRepo.url=https://git.example/status.git",
+                  "--set", "statusRepo.secretName=status-push")
+    from reconciler.cli.controller import _check
+    from reconciler.cli.main import build_parser
+
+    (c,) = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(c["args"])
+    _check(args)
+    assert (args.status_repo, args.status_branch, args.cluster_name) == (
+        "https://git.example/status.git", "reconciler-status", "prod-a")
+    env = {e["name"]: e for e in c["env"]}
+    assert env["RECONCILER_STATUS_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "status-push", "key": "token"}
+    assert "RECONCILER_GIT_TOKEN" not in env  # the source is crd: no read token
+
+
 def test_controller_disabled_renders_no_deployment_and_no_service() -> None:
     objs = render("--set", "controller.enabled=false")
     assert "Deployment" not in kinds(objs) and "Service" not in kinds(objs)
@@ -155,7 +171,7 @@ def test_controller_disabled_renders_no_deployment_and_no_service() -> None:
 # ------------------------------------------------------------------ the pipeline variant
 def test_pipeline_job_clones_the_git_source_and_runs_apply() -> None:
     objs = render("--set", "controller.enabled=false", "--set", "pipeline.mode=job", *GIT,
-                  "--set", "clusterName=prod-a", "--set", "pipeline.statusRepo=https://git.example/status.git")
+                  "--set", "clusterName=prod-a", "--set", "statusRepo.url=https://git.example/status.git")
     job = one(objs, "Job")
     assert job["metadata"]["name"] == "node-reconciler-apply-1"
     assert job["spec"]["backoffLimit"] == 2 and job["spec"]["activeDeadlineSeconds"] == 21600
@@ -170,7 +186,8 @@ def test_pipeline_job_clones_the_git_source_and_runs_apply() -> None:
     script, argv0, *args = c["args"]
     assert script.startswith('exec reconciler apply "$@" --source-revision') and argv0 == "reconciler"
     assert args == ["/source/repo/recipes", "--policy", "/source/repo/policies", "--cluster-name", "prod-a",
-                    "--status-object", "--status-repo", "https://git.example/status.git"]
+                    "--status-object", "--status-repo=https://git.example/status.git",
+                    "--status-branch=reconciler-status"]
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     assert mounts == {"tmp": "/tmp", "source": "/source"}
 
@@ -199,7 +216,9 @@ def test_pipeline_cronjob_with_a_mounted_directory() -> None:
     (["--set", "recipeSource.type=s3"], NS, 'recipeSource.type must be crd, git or directory, got "s3"'),
     (["--set", "pipeline.mode=daily"], NS, 'pipeline.mode must be none, job or cronjob, got "daily"'),
     (["--set", "image.digest=sha256:abc"], NS, "image.digest must be sha256:<64 hex digits>"),
-], ids=["namespace", "pipeline-from-crd", "git-without-url", "bad-source", "bad-mode", "bad-digest"])
+    (["--set", "statusRepo.url=https://git.example/s.git"], NS, "statusRepo.url needs clusterName"),
+], ids=["namespace", "pipeline-from-crd", "git-without-url", "bad-source", "bad-mode", "bad-digest",
+        "status-without-cluster"])
 def test_bad_values_are_refused_with_the_reason(values: list[str], namespace: str, message: str) -> None:
     assert message in render_error(*values, namespace=namespace)
 

@@ -113,3 +113,25 @@ priorityClassName: {{ . }}
     secretKeyRef: {name: {{ .Values.recipeSource.git.secretName | quote }}, key: token}
 {{- end }}
 {{- end -}}
+
+{{/* RECONCILER_STATUS_TOKEN from statusRepo.secretName (key token): only in the container that
+pushes status commits (not in the clone init container). */}}
+{{- define "node-reconciler.statusTokenEnv" -}}
+{{- if and .Values.statusRepo.url .Values.statusRepo.secretName }}
+- name: RECONCILER_STATUS_TOKEN
+  valueFrom:
+    secretKeyRef: {name: {{ .Values.statusRepo.secretName | quote }}, key: token}
+{{- end }}
+{{- end -}}
+
+{{/* --status-repo/--status-branch (one argument each, "--flag=value") when statusRepo.url is set;
+clusterName is required then (status files are per cluster). */}}
+{{- define "node-reconciler.statusArgs" -}}
+{{- with .Values.statusRepo.url }}
+{{- if not $.Values.clusterName }}
+{{- fail "statusRepo.url needs clusterName (status files are per cluster)" }}
+{{- end }}
+- {{ printf "--status-repo=%s" . | quote }}
+- {{ printf "--status-branch=%s" $.Values.statusRepo.branch | quote }}
+{{- end }}
+{{- end -}}

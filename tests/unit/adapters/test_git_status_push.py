@@ -241,3 +241,21 @@ def test_apply_status_options_are_checked_before_anything_runs(bare: Path, capsy
     ]
     assert main(rel) == 2 and "overlaps the watched path 'recipes'" in capsys.readouterr().err
     assert git("--git-dir", str(bare), "branch", "--list").strip() == ""
+
+
+@pytest.mark.parametrize(("token", "password"), [("s3cr3t-t0ken", "s3cr3t-t0ken"), ("", None)])
+def test_the_status_token_reaches_git_through_a_credential_helper_only(token: str, password: str | None,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from reconciler.adapters.git import STATUS_TOKEN_ENV, token_helper
+
+    helper = token_helper(STATUS_TOKEN_ENV)
+    assert token == "" or token not in helper  # the helper reads the variable; the token is in no argv
+    env = {**os.environ, STATUS_TOKEN_ENV: token, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    cp = subprocess.run(["git", "-c", "credential.helper=", "-c", f"credential.helper={helper}", "credential", "fill"],
+                        input="protocol=https\nhost=git.example\n\n", capture_output=True, text=True, env=env,
+                        check=False)
+    lines = dict(line.split("=", 1) for line in cp.stdout.splitlines() if "=" in line)
+    if password is None:  # no token: the helper says nothing (git falls back, here to no password)
+        assert lines.get("password", "") == ""
+    else:
+        assert cp.returncode == 0 and lines["password"] == password and lines["username"] == "x-access-token"

@@ -29,7 +29,12 @@ OFF = ["--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
     (["--source", "directory", "--recipes", "recipes", "--leader-elect", "--leader-elect-renew-deadline", "20s"],
      "--leader-elect-retry-period < --leader-elect-renew-deadline"),
     (["--source", "directory", "--recipes", "recipes", "--metrics-bind-address", "8080"], "--metrics-bind-address"),
-    (["--source", "directory", "--recipes", "recipes", "--status-repo", "https://x"], "--status-repo"),
+    (["--source", "directory", "--recipes", "recipes", "--status-repo", "https://x"],
+     "--status-repo needs --cluster-name"),
+    (["--source", "directory", "--recipes", "recipes", "--cluster", f"sim:{FLEET}", "--cluster-name", "c1",
+      "--status-repo", "/nonexistent/status.git"], "--status-repo"),
+    (["--source", "directory", "--recipes", "recipes", "--cluster", f"sim:{FLEET}", "--cluster-name", "c1",
+      "--status-repo", "/nonexistent/status.git", "--status-author", "nobody"], "--status-author"),
 ])
 def test_bad_options_are_exit_2_naming_the_option(argv: list[str], message: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
