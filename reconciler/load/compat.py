@@ -35,6 +35,7 @@ from typing import Any
 
 from reconciler.errors import InputError, SourcePos
 from reconciler.load import policies
+from reconciler.load.recipes import VERSION_ANNOTATION as RECIPE_VERSION_ANNOTATION
 from reconciler.load.recipes import (
     LoadedRecipe,
     Origin,
@@ -63,8 +64,11 @@ AICR_API_VERSIONS = (
 )
 AICR_COMPONENT = "nodewright-customizations"
 
-#: Annotation carrying the recipe release on a NodeWright/Skyhook resource.
-VERSION_ANNOTATION = "reconciler.nodewright.dev/recipe-version"
+#: Annotation carrying the recipe release on a NodeWright/Skyhook resource: the same one a
+#: NodeRecipe object carries (one name everywhere).
+VERSION_ANNOTATION = RECIPE_VERSION_ANNOTATION
+#: The name used before 0.1.0; refused with the new name, so a release is never silently dropped.
+OLD_VERSION_ANNOTATION = "reconciler.nodewright.dev/recipe-version"
 
 #: NodeWright spec field → Recipe field (only the renamed one differs).
 _FIELD_FOR = {
@@ -110,6 +114,9 @@ def load_custom_resource(
     annotations = doc.get(("metadata", "annotations"))
     if annotations is not None and not isinstance(annotations, dict):
         errors.append(doc.error(("metadata", "annotations"), "annotations must be a mapping of strings"))
+    elif isinstance(annotations, dict) and OLD_VERSION_ANNOTATION in annotations:
+        errors.append(doc.error(("metadata", "annotations", OLD_VERSION_ANNOTATION),
+                                f"the annotation {OLD_VERSION_ANNOTATION} was renamed {VERSION_ANNOTATION}"))
     elif isinstance(annotations, dict) and VERSION_ANNOTATION in annotations:
         v = annotations[VERSION_ANNOTATION]
         if isinstance(v, str):

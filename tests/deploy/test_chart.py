@@ -479,7 +479,12 @@ def test_noderecipe_schema_rejects_what_the_loader_rejects(noderecipe_validator:
 
 
 def test_the_flux_example_values_render(tmp_path: Path) -> None:
-    """examples/flux/helmrelease.yaml installs this chart: its values are accepted."""
+    """examples/flux/helmrelease.yaml installs this chart: its values render the controller
+    reading NodeRecipe objects, with the policies mounted and git status commits, and every
+    argument passes the controller's own option checks."""
+    from reconciler.cli.controller import _check
+    from reconciler.cli.main import build_parser
+
     docs = [d for d in yaml.safe_load_all((ROOT / "examples" / "flux" / "helmrelease.yaml").read_text()) if d]
     (release,) = [d for d in docs if d["kind"] == "HelmRelease"]
     assert release["spec"]["chart"]["spec"]["chart"] == "./charts/node-reconciler"
@@ -487,6 +492,39 @@ def test_the_flux_example_values_render(tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(release["spec"]["values"]))
     objs = render("-f", str(values))
-    cron = one(objs, "CronJob")
-    (c,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert "CronJob" not in kinds(objs) and "Job" not in kinds(objs)
+    dep = one(objs, "Deployment")
+    assert dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
     assert c["image"] == IMAGE
+    args = build_parser().parse_args(c["args"])
+    _check(args)
+    assert args.source == "crd" and args.policy == ["/inputs/policies"] and args.leader_elect
+    assert args.status_repo == "https://github.com/example-org/fleet.git" and args.cluster_name == "prod-a"
+    assert {m["name"]: m["mountPath"] for m in c["volumeMounts"]}["policies"] == "/inputs/policies"
+    (vol,) = [v for v in pod["volumes"] if v["name"] == "policies"]
+    assert vol["configMap"] == {"name": "node-reconciler-policies"}
+    assert {e["name"] for e in c["env"]} >= {"RECONCILER_STATUS_TOKEN", "POD_NAME", "POD_NAMESPACE"}
+
+
+def test_the_argocd_controller_application_renders_the_controller(tmp_path: Path) -> None:
+    """examples/argocd/applications.yaml: the chart Application's values render the controller on
+    NodeRecipe objects (every argument accepted by the verb), and the recipes sync after it."""
+    from reconciler.cli.controller import _check
+    from reconciler.cli.main import build_parser
+
+    docs = [d for d in yaml.safe_load_all((ROOT / "examples" / "argocd" / "applications.yaml").read_text()) if d]
+    apps = {d["metadata"]["name"]: d for d in docs}
+    assert set(apps) == {"node-reconciler", "node-recipes"}
+    waves = {k: int(v["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]) for k, v in apps.items()}
+    assert waves["node-reconciler"] < waves["node-recipes"]
+    chart = apps["node-reconciler"]["spec"]
+    assert chart["source"]["path"] == "charts/node-reconciler" and chart["destination"]["namespace"] == NS
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(chart["source"]["helm"]["valuesObject"]))
+    objs = render("-f", str(values))
+    (c,) = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    args = build_parser().parse_args(c["args"])
+    _check(args)
+    assert args.source == "crd" and args.policy == ["/inputs/policies"]

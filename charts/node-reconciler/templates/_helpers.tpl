@@ -90,6 +90,9 @@ priorityClassName: {{ . }}
 {{- else if eq .Values.recipeSource.type "git" }}
 - name: source
   emptyDir: {}
+{{- else if and (eq .Values.recipeSource.type "crd") .Values.recipeSource.crd.policyVolume }}
+- name: policies
+  {{- toYaml .Values.recipeSource.crd.policyVolume | nindent 2 }}
 {{- end }}
 {{- end -}}
 
@@ -102,6 +105,8 @@ priorityClassName: {{ . }}
 {{- end }}
 {{- else if eq .Values.recipeSource.type "git" }}
 - {name: source, mountPath: /source}
+{{- else if and (eq .Values.recipeSource.type "crd") .Values.recipeSource.crd.policyVolume }}
+- {name: policies, mountPath: /inputs/policies, readOnly: true}
 {{- end }}
 {{- end -}}
 

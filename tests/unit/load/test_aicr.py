@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from reconciler.errors import InputError
 from reconciler.load import load_inputs
 
 NODEWRIGHT = """\
@@ -70,11 +71,26 @@ def test_annotation_version_wins_over_aicr_version(write):
     write(
         f"b/{MANIFEST}",
         NODEWRIGHT.replace(
-            "  name: tuning\n", "  name: tuning\n  annotations: {reconciler.nodewright.dev/recipe-version: '7'}\n"
+            "  name: tuning\n", "  name: tuning\n  annotations: {reconciler.nodewright.dev/version: '7'}\n"
         ),
     )
     (r,) = load_inputs([write("b/recipe.yaml", recipe_result([MANIFEST]))]).recipes
     assert r.version == "7"
+
+
+def test_the_old_release_annotation_is_refused_with_its_new_name(write):
+    """One release annotation everywhere (NodeRecipe objects and NodeWright/Skyhook resources):
+    the pre-0.1 name is an error naming the new one, never silently ignored."""
+    write(
+        f"b/{MANIFEST}",
+        NODEWRIGHT.replace(
+            "  name: tuning\n", "  name: tuning\n  annotations: {reconciler.nodewright.dev/recipe-version: '7'}\n"
+        ),
+    )
+    with pytest.raises(InputError) as e:
+        load_inputs([write("b/recipe.yaml", recipe_result([MANIFEST]))])
+    text = str(e.value)
+    assert "recipe-version was renamed reconciler.nodewright.dev/version" in text and MANIFEST in text
 
 
 def test_other_kinds_in_manifests_are_ignored_and_policies_loaded(write):

@@ -18,7 +18,7 @@ metadata:
   uid: 0b5c6a8e-0000-0000-0000-000000000000
   annotations:
     skyhook.nvidia.com/pause: "false"
-    reconciler.nodewright.dev/recipe-version: "2026.11.2"
+    reconciler.nodewright.dev/version: "2026.11.2"
 spec:
   nodeSelectors: {{matchLabels: {{pool: gpu}}}}
   podNonInterruptLabels: {{matchLabels: {{critical: "true"}}}}

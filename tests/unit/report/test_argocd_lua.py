@@ -142,3 +142,51 @@ def test_nodewright_and_skyhook_health(key: str, state: str, expected: str) -> N
 def test_nodewright_stale_or_missing_status_is_progressing(key: str) -> None:
     assert health(scripts()[key], nodewright("complete", generation=3, observed=2))[0] == "Progressing"
     assert health(scripts()[key], nodewright(None))[0] == "Progressing"
+
+
+RECIPE_CHECK = "resource.customizations.health.reconciler.nodewright.dev_NodeRecipe"
+
+
+def test_noderecipe_health_follows_the_controllers_status() -> None:
+    """The NodeRecipe check against objects as ``reconciler controller`` leaves them (the
+    controller's passes on the simulated fleet, tests/unit/controller/conftest.py)."""
+    from reconciler.adapters.simconfig import SimConfig, StageFailure
+    from reconciler.ops.controls import control_patch, store_for
+    from tests.unit.controller.conftest import make, recipe_object
+
+    script = scripts()[RECIPE_CHECK]
+    ctl, sim, writer = make([recipe_object("gpu-training-tuning.yaml")])
+    fresh = writer.object("gpu-training-tuning")
+    assert health(script, {**fresh, "status": {"observedGeneration": -1}})[0] == "Progressing"
+    assert ctl.reconcile(["startup"]) == "succeeded"
+    done = writer.object("gpu-training-tuning")
+    assert health(script, done)[0] == "Healthy"
+    newer = {**done, "metadata": {**done["metadata"], "generation": done["metadata"]["generation"] + 1}}
+    assert health(script, newer) == ("Progressing", f"node-reconciler has not observed generation "
+                                                    f"{newer['metadata']['generation']} yet")
+
+    ctl, _, writer = make([recipe_object("containerd-limits.yaml")],
+                          SimConfig(failures=(StageFailure(stage="apply", times=99),)))
+    assert ctl.reconcile(["startup"]) == "failed"
+    status, message = health(script, writer.object("containerd-limits"))
+    assert status == "Degraded" and message
+
+    ctl, sim, writer = make([recipe_object("gpu-training-tuning.yaml")])
+    store = store_for(sim)
+    assert store is not None
+    patch, _, _ = control_patch(sim, "gpu-training-tuning", "pause", reason="freeze", by="sre")
+    assert patch is not None
+    patch.write(store)
+    assert ctl.reconcile(["startup"]) == "succeeded"
+    assert health(script, writer.object("gpu-training-tuning"))[0] == "Suspended"
+
+
+def test_noderecipe_refused_spec_is_degraded_with_the_reason() -> None:
+    from tests.unit.controller.conftest import make, recipe_object
+
+    bad = recipe_object("containerd-limits.yaml")
+    bad["spec"]["packages"] = {"x": {"version": "not-a-version", "image": "a/b"}}
+    ctl, _, writer = make([bad])
+    assert ctl.reconcile(["startup"]) == "invalid"
+    status, message = health(scripts()[RECIPE_CHECK], writer.object("containerd-limits"))
+    assert status == "Degraded" and "NodeRecipe/containerd-limits" in message

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from reconciler.report.status import API_VERSION, KIND
+from reconciler.report.status import API_VERSION
 from tests.gitops.tools import flux_cel
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "flux" / "kustomizations.yaml"
@@ -74,8 +74,28 @@ def test_health_check_exprs_map_the_status_enum(api: str, kind: str) -> None:
     ]
 
 
-def test_status_object_health_checks_reference_our_crd() -> None:
-    spec = kustomizations()["node-recipes"]["spec"]
+def test_noderecipe_health_checks_reference_our_crd_after_the_controller() -> None:
+    ks = kustomizations()
+    spec = ks["node-recipes"]["spec"]
     assert spec["timeout"] == "6h" and "healthCheckExprs" not in spec  # kstatus suffices for our object
+    assert spec["dependsOn"] == [{"name": "node-reconciler"}] and ks["node-reconciler"]["spec"]["wait"] is True
     for hc in spec["healthChecks"]:
-        assert (hc["apiVersion"], hc["kind"]) == (API_VERSION, KIND) and "namespace" not in hc  # cluster-scoped
+        assert (hc["apiVersion"], hc["kind"]) == (API_VERSION, "NodeRecipe") and "namespace" not in hc  # cluster-scoped
+
+
+def test_the_controllers_noderecipe_status_is_what_flux_health_checks_read() -> None:
+    """kstatus (the library Flux's healthChecks use) on NodeRecipe objects as the controller
+    leaves them: Current after a rollout, Failed when a node failed, InProgress while held."""
+    from reconciler.adapters.simconfig import SimConfig, StageFailure
+    from tests.gitops.tools import kstatus
+    from tests.unit.controller.conftest import make, recipe_object
+
+    names = {hc["name"] for hc in kustomizations()["node-recipes"]["spec"]["healthChecks"]}
+    assert "gpu-training-tuning" in names
+    ctl, _, writer = make([recipe_object("gpu-training-tuning.yaml")])
+    assert ctl.reconcile(["startup"]) == "succeeded"
+    assert kstatus([writer.object("gpu-training-tuning")])[0]["status"] == "Current"
+    ctl, _, writer = make([recipe_object("containerd-limits.yaml")],
+                          SimConfig(failures=(StageFailure(stage="apply", times=99),)))
+    assert ctl.reconcile(["startup"]) == "failed"
+    assert kstatus([writer.object("containerd-limits")])[0]["status"] == "Failed"
