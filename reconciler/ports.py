@@ -200,10 +200,12 @@ class StageRunner(Protocol):
         labels), once the node is complete; failed nodes keep theirs for the logs."""
         ...
 
-    def end_run(self, run_id: str) -> None:
+    def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Release what the stage pods of lifecycle ``run_id`` shared (the kube adapter deletes the
         run's owner object; the garbage collector removes its shared ConfigMaps and any pod left).
-        Called only when none of that lifecycle's nodes failed, so failed pods keep their logs."""
+        Called only when none of that lifecycle's nodes in the caller's run failed, so failed pods
+        keep their logs. ``if_unused``: release only when no stage pod of the lifecycle is left (a
+        lifecycle an earlier run started may have failed nodes outside this run); one read."""
         ...
 
 

@@ -882,8 +882,15 @@ class KubeCluster:
                 label_selector=sel,
             )
 
-    def end_run(self, run_id: str) -> None:
-        """Port ``end_run``: :meth:`delete_run`."""
+    def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
+        """Port ``end_run``: :meth:`delete_run`; with ``if_unused`` only when no stage pod labelled
+        with the lifecycle is left in the namespace (one LIST with ``limit=1``)."""
+        if if_unused:
+            sel = f"{MANAGED_BY_LABEL}={COMPONENT},{RUN_ID_LABEL}={label_value(run_id)}"
+            left = self._json(self._core.list_namespaced_pod, f"list stage pods of run {run_id}", self.namespace,
+                              label_selector=sel, limit=1)
+            if left.get("items"):
+                return
         self.delete_run(run_id)
 
     def delete_run(self, run_id: str) -> None:

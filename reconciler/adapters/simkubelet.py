@@ -141,7 +141,7 @@ class SimKubelet(SimCore):
             return StageStatus("missing")
         return StageStatus(rec["phase"], rec["exit"], rec["reason"], rec["log"], self.epoch + rec["started"])
 
-    def end_run(self, run_id: str) -> None:
+    def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Nothing shared to release in the simulated fleet (stage pods go with ``delete_stages``)."""
 
     def delete_stages(self, recipe: str, node: str) -> None:

@@ -96,6 +96,8 @@ def _check(args: argparse.Namespace) -> None:
         raise InputError("--source git needs --git-url URL")
     if args.source != "git" and args.git_url:
         raise InputError("--git-url is for --source git")
+    if args.status_repo and not args.cluster_name:
+        raise InputError("--status-repo needs --cluster-name (status files are per cluster)")
     if args.source == "directory" and not args.recipe_paths:
         raise InputError("--source directory needs --recipes PATH (files or directories of recipes)")
     if args.source == "crd" and args.recipe_paths:
@@ -127,10 +129,11 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(args, "namespace", None) and os.environ.get("POD_NAMESPACE") and not getattr(args, "cluster", None):
         args.namespace = os.environ["POD_NAMESPACE"]
     from reconciler.cli.clusters import open_cluster
-    from reconciler.cli.wiring import build
+    from reconciler.cli.wiring import build, git_status
 
+    reporters = git_status(args)  # every option, and the status repository, checked before any work
     opened = open_cluster(args)
-    wired = build(args, opened, _identity())
+    wired = build(args, opened, _identity(), reporters)
     ctl = wired.controller
     if args.once:
         outcome = ctl.reconcile(["--once"])

@@ -101,8 +101,9 @@ class Wired:
             close()
 
 
-def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
-    """The controller for ``args`` on ``opened`` (see the module docstring)."""
+def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: Any = None) -> Wired:
+    """The controller for ``args`` on ``opened`` (see the module docstring); ``reporters``: what
+    :func:`git_status` returned (None: none)."""
     metrics = ControllerMetrics()
     sim = opened.sim is not None
     settings = ControllerSettings(
@@ -139,12 +140,11 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
 
         status = (NodeRecipeStatus(api_client), source)
         events = (NodeRecipeEvents(api_client, instance=process_identity()), source)
-    reporters: list[Any] = []
-    git_status = _git_status(args)
-    if git_status is not None:
-        reporters.append(git_status(lambda: ctl.revision))  # type: ignore[has-type]  # ctl: bound below, before any pass
+    observers: list[Any] = []
+    if reporters is not None:
+        observers.append(reporters(lambda: ctl.revision))  # type: ignore[has-type]  # ctl: bound below, before any pass
     ctl = Controller(source, opened.cluster, opened.clock, settings, status=status, leader=leader, metrics=metrics,
-                     events=events, reporters=reporters)
+                     events=events, reporters=observers)
     wired = Wired(ctl, args, leader=leader, clock=opened.clock)
     if isinstance(source, GitSource):
         wired.git = (source, args.git_interval)
@@ -170,7 +170,7 @@ def build(args: argparse.Namespace, opened: Opened, identity: str) -> Wired:
     return wired
 
 
-def _git_status(args: argparse.Namespace) -> Any:
+def git_status(args: argparse.Namespace) -> Any:
     """``--status-repo``: a factory of the git status observer (given how to read the pass's
     revision), checked now (exit 2 before anything runs); None without it. The watched paths are
     the source's recipe and policy paths (the status prefix may not overlap them)."""

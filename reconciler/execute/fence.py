@@ -125,10 +125,10 @@ class FencedCluster:
         self.fence.check()
         self.roles.stages.start_stage(spec)
 
-    def end_run(self, run_id: str) -> None:
+    def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Fenced :meth:`Cluster.end_run`."""
         self.fence.check()
-        self.roles.stages.end_run(run_id)
+        self.roles.stages.end_run(run_id, if_unused=if_unused)
 
     def delete_stages(self, recipe: str, node: str) -> None:
         """Fenced :meth:`Cluster.delete_stages`."""

@@ -313,18 +313,26 @@ class Rollout:
         self.timeline.add(self.clock.now(), "run", "stopped", message)
 
     def _end_lifecycles(self) -> None:
-        """Release the shared objects of the lifecycles this run started, unless one of their
-        nodes failed or is still running (their stage pods keep the logs and the resume point).
-        Lifecycles resumed from an earlier run may still have failed nodes outside this run: left."""
+        """Release the shared objects of every lifecycle this run worked on (started here or
+        resumed from an earlier run) when none of its nodes in this run failed or is still running
+        (their stage pods keep the logs and the resume point). A lifecycle an earlier run started
+        may have failed nodes outside this run: it is released only when no stage pod of it is
+        left (``end_run(if_unused=True)``), so a preempted or killed run leaves nothing behind
+        once the run that resumes it has finished."""
         if self.stopped:
             return  # a stopped run writes nothing more
-        mine = [r for r in self.runs.values() if r.lifecycle == self.run_id]
-        if not mine or any(r.outcome in (Outcome.FAILED, Outcome.RUNNING) for r in mine):
-            return
-        try:
-            self.ports.stages.end_run(self.run_id)
-        except ClusterError as e:  # leftovers only: report, do not fail the run
-            log.warning("run %s: could not release its stage objects: %s", self.run_id, e)
+        by_lifecycle: dict[str, list[NodeRun]] = {}
+        for r in self.runs.values():
+            if r.lifecycle:
+                by_lifecycle.setdefault(r.lifecycle, []).append(r)
+        for lifecycle, runs in sorted(by_lifecycle.items()):
+            if any(r.outcome in (Outcome.FAILED, Outcome.RUNNING) for r in runs):
+                continue
+            try:
+                self.ports.stages.end_run(lifecycle, if_unused=lifecycle != self.run_id)
+            except ClusterError as e:  # leftovers only: report, do not fail the run
+                log.warning("run %s: could not release the stage objects of lifecycle %s: %s", self.run_id,
+                            lifecycle, e)
 
     def _refresh_held(self, c: _Compartment) -> None:
         """Nodes of the compartment that are unavailable (unschedulable) when a batch starts:

@@ -375,9 +375,10 @@ class FaultyCluster:
         self._call("start_stage", _stage_target(spec), f"create stage pod {spec.pod_name}",
                    self.roles.stages.start_stage, spec)
 
-    def end_run(self, run_id: str) -> None:
+    def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Forwarded ``Cluster.end_run``."""
-        self._call("end_run", f"run/{run_id}", f"end run {run_id}", self.roles.stages.end_run, run_id)
+        self._call("end_run", f"run/{run_id}", f"end run {run_id}", self.roles.stages.end_run, run_id,
+                   if_unused=if_unused)
 
     def delete_stages(self, recipe: str, node: str) -> None:
         """Forwarded ``Cluster.delete_stages``."""

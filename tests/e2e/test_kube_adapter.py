@@ -621,6 +621,29 @@ def test_run_owner_garbage_collects_stage_objects(kube: KubeCluster, make_nodes:
     )
 
 
+def test_end_run_if_unused_keeps_a_lifecycle_whose_stage_pods_are_left(kube: KubeCluster, make_nodes: Any,
+                                                                       api: Any) -> None:
+    """A lifecycle an earlier run started is released by the run that resumed it only when no stage
+    pod of it is left (a failed node outside that run keeps its pods and their logs)."""
+    a, b = make_nodes(2)
+    failed = spec_for(a, "run-10", package="pkg-a", config_map={"k": "v"})
+    done = spec_for(b, "run-10", package="pkg-a", config_map={"k": "v"})
+    for s in (failed, done):
+        kube.start_stage(s)
+    core = client.CoreV1Api(api)
+    kube.delete_stages("gpu-stack", b)  # b completed: its pods go
+    wait_for(lambda: kube.stage_status(done).phase == "missing", "b's pods deleted")
+    kube.end_run("run-10", if_unused=True)
+    assert core.read_namespaced_config_map(run_owner_name("run-10"), kube.namespace)  # a's pod is left: kept
+    assert kube.stage_status(failed).phase != "missing"
+    kube.delete_stages("gpu-stack", a)
+    wait_for(lambda: kube.stage_status(failed).phase == "missing", "a's pods deleted")
+    kube.end_run("run-10", if_unused=True)
+    wait_for(lambda: not core.list_namespaced_config_map(kube.namespace,
+                                                        label_selector=f"{RUN_ID_LABEL}=run-10").items,
+             "the owner and its ConfigMaps deleted")
+
+
 def test_delete_stages_of_recipe_on_node(kube: KubeCluster, make_nodes: Any, api: Any) -> None:
     a, b = make_nodes(2)
     mine = [spec_for(a, "run-9", package=p, config_map={"k": p}) for p in ("pkg-a", "pkg-b")]

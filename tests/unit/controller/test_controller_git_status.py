@@ -61,7 +61,7 @@ def test_once_commits_the_status_file(bare: Path, capsys: pytest.CaptureFixture[
 def test_passes_of_a_running_controller_commit_only_what_changed(bare: Path) -> None:
     from reconciler.cli.clusters import open_cluster
     from reconciler.cli.main import build_parser
-    from reconciler.cli.wiring import build
+    from reconciler.cli.wiring import build, git_status
 
     args = build_parser().parse_args(
         ["controller", "--source", "directory", "--recipes", RECIPE, "--policy", str(ROOT / "policies"),
@@ -69,7 +69,7 @@ def test_passes_of_a_running_controller_commit_only_what_changed(bare: Path) -> 
     from reconciler.cli.controller import _check
 
     _check(args)
-    wired = build(args, open_cluster(args), "test/1")
+    wired = build(args, open_cluster(args), "test/1", git_status(args))
     try:
         assert wired.controller.reconcile(["startup"]) == "succeeded"
         doc = status_file(bare, "lab-1", "gpu-training-tuning")

@@ -1,0 +1,70 @@
+"""What a run releases at its end (``Rollout._end_lifecycles``): the shared objects of every
+lifecycle it worked on — the ones it started and the ones it resumed from a run that was killed or
+preempted — unless a node of that lifecycle failed or is still running in this run; a resumed
+lifecycle only if no stage pod of it is left (``end_run(if_unused=True)``)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.errors import CrashInjected
+from reconciler.model.nodestate import inflight_key
+from reconciler.testing.faults import FaultyCluster
+from reconciler.testing.fleetgen import make_node
+
+from .harness import apply, pkg, policy, recipe
+
+RECIPE = recipe(pkg("base", interrupt="reboot"))
+POLICY = policy(count=1, strategy="fixed", initialBatch=1)
+
+
+def fleet(n: int = 3) -> list[dict[str, Any]]:
+    return [make_node(f"n{i}", {"pool": "gpu"}, created=1795000000.0 + i) for i in range(1, n + 1)]
+
+
+def recorded(sim: SimFleet) -> tuple[FaultyCluster, list[tuple[str, bool]]]:
+    ends: list[tuple[str, bool]] = []
+    through = FaultyCluster(sim, after={"end_run": lambda run_id, if_unused=False: ends.append((run_id, if_unused))})
+    return through, ends
+
+
+def crashed_mid_lifecycle() -> SimFleet:
+    """A fleet whose first run (``r1``) was killed while n1 was in its lifecycle."""
+    probe = SimFleet(fleet())
+    apply(probe, RECIPE, POLICY, run_id="r1")
+    for k in range(1, probe.writes):
+        sim = SimFleet(fleet(), crash_after=k)
+        with contextlib.suppress(CrashInjected):
+            apply(sim, RECIPE, POLICY, check=False, run_id="r1")
+        if any(inflight_key(RECIPE.name) in n.annotations for n in sim.list_nodes()):
+            sim.crash_after = None
+            return sim
+    raise AssertionError("no crash point left a node in flight")
+
+
+def test_an_uninterrupted_run_releases_its_own_lifecycle() -> None:
+    sim = SimFleet(fleet())
+    through, ends = recorded(sim)
+    run = apply(sim, RECIPE, POLICY, through=through, run_id="r1")
+    assert run.result.result == "succeeded"
+    assert ends == [("r1", False)]
+
+
+def test_the_run_that_resumes_a_killed_run_releases_that_lifecycle_too() -> None:
+    sim = crashed_mid_lifecycle()
+    through, ends = recorded(sim)
+    run = apply(sim, RECIPE, POLICY, through=through, run_id="r2")
+    assert run.result.result == "succeeded"
+    assert ("r1", True) in ends  # resumed: released only if no stage pod of it is left
+    assert ("r2", False) in ends  # the nodes r2 started itself
+
+
+def test_a_failed_node_keeps_its_lifecycle() -> None:
+    sim = SimFleet(fleet(), SimConfig(failures=(StageFailure(node="n2", package="base", stage="apply", times=99),)))
+    through, ends = recorded(sim)
+    run = apply(sim, RECIPE, POLICY, through=through, run_id="r1")
+    assert run.node("n2").state == "failed"
+    assert ends == []  # n2's stage pods keep its logs and the resume point
