@@ -200,12 +200,18 @@ class StageRunner(Protocol):
         labels), once the node is complete; failed nodes keep theirs for the logs."""
         ...
 
+    def lifecycles(self) -> set[str]:
+        """Ids of the lifecycles whose shared objects exist now (the kube adapter's run-owner
+        ConfigMaps; one LIST by labels); what a finished run may release besides its own."""
+        ...
+
     def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Release what the stage pods of lifecycle ``run_id`` shared (the kube adapter deletes the
         run's owner object; the garbage collector removes its shared ConfigMaps and any pod left).
         Called only when none of that lifecycle's nodes in the caller's run failed, so failed pods
         keep their logs. ``if_unused``: release only when no stage pod of the lifecycle is left (a
-        lifecycle an earlier run started may have failed nodes outside this run); one read."""
+        lifecycle an earlier run started may have failed nodes outside this run; pods being deleted do
+        not count); one read."""
         ...
 
 

@@ -882,15 +882,28 @@ class KubeCluster:
                 label_selector=sel,
             )
 
+    def lifecycles(self) -> set[str]:
+        """Port ``lifecycles``: the run ids of the run-owner ConfigMaps in the namespace (one LIST
+        by the managed-by label; the owners carry ``data.runId``)."""
+        found = self._json(self._core.list_namespaced_config_map, "list run owners", self.namespace,
+                           label_selector=f"{MANAGED_BY_LABEL}={COMPONENT},{RUN_ID_LABEL}")
+        out = set()
+        for cm in found.get("items") or ():
+            meta, data = cm.get("metadata") or {}, cm.get("data") or {}
+            run_id = data.get("runId")
+            if isinstance(run_id, str) and meta.get("name") == run_owner_name(run_id):
+                out.add(run_id)
+        return out
+
     def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Port ``end_run``: :meth:`delete_run`; with ``if_unused`` only when no stage pod labelled
-        with the lifecycle is left in the namespace (one LIST with ``limit=1``)."""
+        with the lifecycle and not already being deleted is left in the namespace (one LIST by labels)."""
         if if_unused:
             sel = f"{MANAGED_BY_LABEL}={COMPONENT},{RUN_ID_LABEL}={label_value(run_id)}"
             left = self._json(self._core.list_namespaced_pod, f"list stage pods of run {run_id}", self.namespace,
-                              label_selector=sel, limit=1)
-            if left.get("items"):
-                return
+                              label_selector=sel)
+            if any(not (p.get("metadata") or {}).get("deletionTimestamp") for p in left.get("items") or ()):
+                return  # a pod not being deleted is left (a failed node's logs): keep the lifecycle
         self.delete_run(run_id)
 
     def delete_run(self, run_id: str) -> None:

@@ -141,6 +141,10 @@ class SimKubelet(SimCore):
             return StageStatus("missing")
         return StageStatus(rec["phase"], rec["exit"], rec["reason"], rec["log"], self.epoch + rec["started"])
 
+    def lifecycles(self) -> set[str]:
+        """None: the simulated fleet keeps no shared objects per lifecycle."""
+        return set()
+
     def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Nothing shared to release in the simulated fleet (stage pods go with ``delete_stages``)."""
 

@@ -125,6 +125,10 @@ class FencedCluster:
         self.fence.check()
         self.roles.stages.start_stage(spec)
 
+    def lifecycles(self) -> set[str]:
+        """See :meth:`Cluster.lifecycles` (a read: not fenced)."""
+        return self.roles.stages.lifecycles()
+
     def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Fenced :meth:`Cluster.end_run`."""
         self.fence.check()

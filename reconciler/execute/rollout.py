@@ -35,6 +35,7 @@ from reconciler.execute.retry import Fail, Retry, classify
 from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline
 from reconciler.model.nodestate import (
     FailureRecord,
+    InFlight,
     condition_type,
     digest,
     failure_key,
@@ -313,26 +314,55 @@ class Rollout:
         self.timeline.add(self.clock.now(), "run", "stopped", message)
 
     def _end_lifecycles(self) -> None:
-        """Release the shared objects of every lifecycle this run worked on (started here or
-        resumed from an earlier run) when none of its nodes in this run failed or is still running
-        (their stage pods keep the logs and the resume point). A lifecycle an earlier run started
-        may have failed nodes outside this run: it is released only when no stage pod of it is
-        left (``end_run(if_unused=True)``), so a preempted or killed run leaves nothing behind
-        once the run that resumes it has finished."""
+        """Release the shared objects of lifecycles nothing needs any more, so a run that was
+        stopped, preempted or killed leaves nothing behind once its nodes are finished.
+
+        * This run's own lifecycle and the ones it resumed: unless one of their nodes failed or is
+          still running in this run (their stage pods keep the logs and the resume point).
+        * Any other lifecycle whose shared objects exist (``stages.lifecycles()``: e.g. one a killed
+          run started and another run, itself stopped, finished): only when no node's in-flight
+          record, for any recipe, names it (one LIST of nodes, done only when there is such a
+          lifecycle).
+
+        Every lifecycle but this run's own is released with ``if_unused`` (no stage pod of it may
+        be left: a failed node outside this run keeps its pods and their logs)."""
         if self.stopped:
             return  # a stopped run writes nothing more
-        by_lifecycle: dict[str, list[NodeRun]] = {}
+        worked: dict[str, bool] = {}
         for r in self.runs.values():
             if r.lifecycle:
-                by_lifecycle.setdefault(r.lifecycle, []).append(r)
-        for lifecycle, runs in sorted(by_lifecycle.items()):
-            if any(r.outcome in (Outcome.FAILED, Outcome.RUNNING) for r in runs):
-                continue
+                busy = r.outcome in (Outcome.FAILED, Outcome.RUNNING)
+                worked[r.lifecycle] = worked.get(r.lifecycle, False) or busy
+        release = {lc for lc, busy in worked.items() if not busy}
+        try:
+            others = self.ports.stages.lifecycles() - set(worked)
+            if others or release - {self.run_id}:
+                referenced = self._referenced_lifecycles()
+                release = {lc for lc in release if lc == self.run_id or lc not in referenced}
+                release |= others - referenced
+        except ClusterError as e:
+            log.warning("run %s: could not look for lifecycles to release: %s", self.run_id, e)
+            release &= {self.run_id}
+        for lifecycle in sorted(release):
             try:
                 self.ports.stages.end_run(lifecycle, if_unused=lifecycle != self.run_id)
             except ClusterError as e:  # leftovers only: report, do not fail the run
                 log.warning("run %s: could not release the stage objects of lifecycle %s: %s", self.run_id,
                             lifecycle, e)
+
+    def _referenced_lifecycles(self) -> set[str]:
+        """Lifecycles named by an in-flight record of any recipe on any node (one LIST of nodes)."""
+        out: set[str] = set()
+        prefix = inflight_key("")
+        for info in self.ports.nodes.list_nodes():
+            for key, value in info.annotations.items():
+                if key.startswith(prefix):
+                    rec = parse_model(InFlight, value)
+                    # a record that cannot be read might name any lifecycle: keep them all
+                    out.add(rec.lifecycle or rec.runId if rec is not None else "*")
+        if "*" in out:
+            out |= self.ports.stages.lifecycles()
+        return out
 
     def _refresh_held(self, c: _Compartment) -> None:
         """Nodes of the compartment that are unavailable (unschedulable) when a batch starts:

@@ -375,6 +375,11 @@ class FaultyCluster:
         self._call("start_stage", _stage_target(spec), f"create stage pod {spec.pod_name}",
                    self.roles.stages.start_stage, spec)
 
+    def lifecycles(self) -> set[str]:
+        """Forwarded ``Cluster.lifecycles``."""
+        out: set[str] = self._call("lifecycles", "run/*", "list run owners", self.roles.stages.lifecycles)
+        return out
+
     def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Forwarded ``Cluster.end_run``."""
         self._call("end_run", f"run/{run_id}", f"end run {run_id}", self.roles.stages.end_run, run_id,

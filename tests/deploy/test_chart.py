@@ -236,6 +236,8 @@ API_NEEDS: dict[str, list[Grant] | str] = {
     "patch_node_status": [("cluster", "", "nodes/status", "patch")],
     "list_pod_for_all_namespaces": [("cluster", "", "pods", "list")],
     "read_namespaced_pod": [("cluster", "", "pods", "get")],
+    # end_run(if_unused=True): is a stage pod of a resumed lifecycle left? (covered by the cluster-wide list)
+    "list_namespaced_pod": [("cluster", "", "pods", "list")],
     "create_namespaced_pod_eviction": [("cluster", "", "pods/eviction", "create")],
     "list_pod_disruption_budget_for_all_namespaces": [("cluster", "policy", "poddisruptionbudgets", "list")],
     "read_namespaced_daemon_set": [("cluster", "apps", "daemonsets", "get")],
@@ -263,14 +265,14 @@ API_NEEDS: dict[str, list[Grant] | str] = {
                                             "patch")],
     # kubeinformer.py / noderecipes.py: `reconciler controller` only (CONTROLLER below)
     "list_cluster_custom_object": "controller only: NodeRecipe list+watch (CONTROLLER)",
-    "list_namespaced_config_map": "controller only: the controls ConfigMap, list+watch by name (CONTROLLER)",
+    # kube.py lifecycles(): the run owners; kubeinformer.py: the controls ConfigMap (its watch: CONTROLLER)
+    "list_namespaced_config_map": [("release", "", "configmaps", "list")],
 }
 #: lists that kubewatch.py streams (watch=True): they also need `watch`
 WATCHED = {"list_node": ("", "nodes"), "list_pod_for_all_namespaces": ("", "pods")}
 #: what the controller adds (the chart grants it with controller.enabled): kubeinformer.py watches
 #: nodes, PodDisruptionBudgets, NodeRecipes and the controls ConfigMap; noderecipes.py writes NodeRecipe status
 CONTROLLER: set[Grant] = {
-    ("release", "", "configmaps", "list"),
     ("release", "", "configmaps", "watch"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "list"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "watch"),
@@ -343,8 +345,8 @@ def test_rbac_grants_exactly_what_the_code_calls() -> None:
 def test_rbac_with_the_controller_adds_only_the_controllers_needs() -> None:
     got, names = granted(render())
     assert got == needed() | CONTROLLER
-    # list/watch of ConfigMaps only for the controls ConfigMap (the informer selects it by name)
-    assert names[("configmaps", "list")] == names[("configmaps", "watch")] == ["node-reconciler-controls"]
+    # watch of ConfigMaps only for the controls ConfigMap (the informer selects it by name)
+    assert names[("configmaps", "watch")] == ["node-reconciler-controls"]
 
 
 def test_nothing_dangerous_is_granted() -> None:

@@ -18,6 +18,7 @@ by the real kstatus library (sigs.k8s.io/cli-utils ``status.Compute``, tests/git
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -122,8 +123,8 @@ def replicas(sa_kubeconfig: Path, controlplane: Any) -> Iterator[Any]:
     """Factory: ``replicas(name) -> Replica`` (killed at the end)."""
     started: list[Replica] = []
 
-    def start(name: str) -> Replica:
-        r = Replica(name, sa_kubeconfig, controlplane.logs)
+    def start(name: str, *extra: str) -> Replica:
+        r = Replica(name, sa_kubeconfig, controlplane.logs, *extra)
         started.append(r)
         return r
 
@@ -214,12 +215,14 @@ class StagePods:
 
 
 def test_a_noderecipe_rolls_out_goes_ready_and_a_joining_tainted_node_is_untainted(
-        controlplane: Any, api: Any, make_nodes: Any, test_id: str, replicas: Any) -> None:
+        controlplane: Any, api: Any, make_nodes: Any, test_id: str, replicas: Any, tmp_path: Path) -> None:
     dyn = DynamicClient(api)
     core = client.CoreV1Api(api)
     nodes = make_nodes(4)
     name = f"ctl-{test_id[-4:]}"
-    a = replicas("solo")
+    bare = tmp_path / "status.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    a = replicas("solo", "--cluster-name", "e2e", "--status-repo", str(bare))
     _wait("the controller ready", lambda: a.get("/readyz")[0] == 200, timeout=60)
     assert a.get("/healthz") == (200, "ok\n")
     applied = apply(dyn, recipe_object(name, test_id, budget=2))
@@ -242,6 +245,14 @@ def test_a_noderecipe_rolls_out_goes_ready_and_a_joining_tainted_node_is_untaint
 
         _wait("a RolloutSucceeded Event on the NodeRecipe", lambda: "RolloutSucceeded" in reasons(), timeout=30)
         assert "RolloutStarted" in reasons(), reasons()
+        # --status-repo: the same status file `apply` commits, from the controller's pass
+        def status_file() -> str:
+            return subprocess.run(["git", "--git-dir", str(bare), "show", f"reconciler-status:status/e2e/{name}.json"],
+                                  capture_output=True, text=True).stdout
+
+        doc = json.loads(_wait("the git status commit", status_file, timeout=30))
+        assert doc["result"] == "succeeded" and doc["counts"]["complete"] == doc["counts"]["total"] >= len(nodes)
+        assert doc["sourceRevision"].startswith("NodeRecipe objects"), doc["sourceRevision"]
         lease = client.CoordinationV1Api(api).read_namespaced_lease(LEADER, NS)
         assert lease.spec.holder_identity.startswith("solo/")
         cpu0, t = _cpu_seconds(a.proc.pid), time.monotonic()
@@ -297,6 +308,13 @@ def test_the_standby_takes_over_after_sigterm_and_after_a_kill_and_finishes(
     dyn = DynamicClient(api)
     nodes = make_nodes(6)
     name = f"ha-{test_id[-4:]}"
+    core = client.CoreV1Api(api)
+
+    def run_owners() -> set[str]:
+        return {c.metadata.name for c in core.list_namespaced_config_map(NS).items
+                if c.metadata.name.startswith("run-")}
+
+    owners_before = run_owners()
     reps = {n: replicas(n) for n in ("r1", "r2")}
     first = _wait("a leader", lambda: _leader(api), timeout=60)
     standby = "r2" if first == "r1" else "r1"
@@ -321,7 +339,9 @@ def test_the_standby_takes_over_after_sigterm_and_after_a_kill_and_finishes(
         killed_over = time.monotonic() - t
         _wait("every node complete", lambda: len(_complete(api, nodes, name)) == len(nodes), timeout=240)
         _wait("the NodeRecipe Current by kstatus", lambda: _kstatus(api, name) == "Current", timeout=60)
-        core = client.CoreV1Api(api)
+        # the lifecycles the stopped and the killed leader started were released by the passes
+        # that resumed and finished them: no run-owner ConfigMap of this rollout is left
+        _wait("no run owner left", lambda: not (run_owners() - owners_before), timeout=60)
         for n in nodes:
             node = core.read_node(n)
             assert failure_key(name) not in (node.metadata.annotations or {}), n

@@ -68,3 +68,44 @@ def test_a_failed_node_keeps_its_lifecycle() -> None:
     run = apply(sim, RECIPE, POLICY, through=through, run_id="r1")
     assert run.node("n2").state == "failed"
     assert ends == []  # n2's stage pods keep its logs and the resume point
+
+
+class _Owners:
+    """A stage runner that also holds run owners of earlier lifecycles (as the kube adapter's
+    run-owner ConfigMaps are): forwards everything, records ``end_run``."""
+
+    def __init__(self, inner: Any, owners: set[str]) -> None:
+        self.inner, self.owners = inner, set(owners)
+        self.ended: list[tuple[str, bool]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def lifecycles(self) -> set[str]:
+        return set(self.owners)
+
+    def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
+        self.ended.append((run_id, if_unused))
+        self.owners.discard(run_id)
+
+
+def test_lifecycles_left_by_other_runs_are_released_unless_a_record_names_them() -> None:
+    """A killed run's lifecycle whose nodes another (also stopped) run finished is released by the
+    next run to finish; one still named by an in-flight record — another recipe's node, here — is
+    kept."""
+    from dataclasses import replace
+
+    from reconciler.model.nodestate import InFlight
+    from reconciler.model.vocab import Phase
+    from reconciler.ports import ClusterPorts
+
+    sim = SimFleet(fleet())
+    other = InFlight(runId="r0", planHash="h", phase=Phase.WAIT, lifecycle="r0").model_dump_json()
+    sim.patch_node("n3", annotations={inflight_key("other-recipe"): other})
+    stages = _Owners(sim, {"r0", "r-old"})
+    ports = replace(ClusterPorts.of(sim), stages=stages)
+    run = apply(sim, RECIPE, POLICY, through=ports, run_id="r2")
+    assert run.result.result == "succeeded"
+    assert ("r-old", True) in stages.ended  # nothing names it: released (if no stage pod is left)
+    assert all(lc != "r0" for lc, _ in stages.ended)  # n3's record of other-recipe names it: kept
+    assert ("r2", False) in stages.ended
