@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -57,16 +57,36 @@ def test_once_with_a_bad_recipe_is_exit_2(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_sigterm_stops_a_serving_controller_with_exit_0(tmp_path: Path) -> None:
+    """SIGTERM once the controller serves (its first pass logged: the handlers are installed by
+    then, however slow the machine) stops it with exit 0."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    p = subprocess.Popen([sys.executable, "-m", "reconciler", "controller", "--source", "directory", "--recipes",
+    p = subprocess.Popen([sys.executable, "-m", "reconciler", "-v", "controller", "--source", "directory", "--recipes",
                           str(ROOT / "recipes" / "gpu-training-tuning.yaml"), "--policy", str(ROOT / "policies"),
                           "--cluster", f"sim:{FLEET}", *OFF], env=env, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    serving = threading.Event()
+
+    def read() -> None:
+        assert p.stderr is not None
+        for line in p.stderr:
+            lines.append(line)
+            if "pass 1:" in line:
+                serving.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        time.sleep(3)
+        assert serving.wait(120), "".join(lines)
         p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=60)
+        p.wait(timeout=60)
+        reader.join(10)
     finally:
         if p.poll() is None:
             p.kill()
+            p.wait(10)
+        reader.join(10)
+        if p.stderr is not None:
+            p.stderr.close()
+    err = "".join(lines)
     assert p.returncode == 0, err
     assert "received SIGTERM" in err and "controller stopped after" in err
