@@ -29,8 +29,8 @@ from reconciler.model.nodestate import (
     inflight_key,
     parse_model,
     parse_state,
+    recorded_status,
     state_key,
-    status_key,
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.ops.nodeops import is_ignored, owed_interrupt
@@ -42,8 +42,7 @@ def node_view(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
     """The ``status`` document of a node plus ``ignored``, ``statuses``, ``inflight``, ``taints``."""
     doc = node_status(node, recipe)
     doc["ignored"] = is_ignored(node)
-    doc["statuses"] = {r: node.annotations.get(status_key(r)) or node.labels.get(status_key(r), "")
-                       for r in doc["recipes"]}
+    doc["statuses"] = {r: recorded_status(node.labels, node.annotations, r) for r in doc["recipes"]}
     flying: dict[str, Any] = {}
     for r in doc["recipes"]:
         rec = parse_model(InFlight, node.annotations.get(inflight_key(r)))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, status_key
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, recorded_status
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import ReadinessGate
 from reconciler.model.selector import Taint
@@ -190,7 +190,7 @@ def _selector_keys(gate: ReadinessGate) -> list[str]:
 
 
 def _status(node: NodeInfo, recipe: str) -> str:
-    return node.labels.get(status_key(recipe)) or node.annotations.get(status_key(recipe)) or ""
+    return recorded_status(node.labels, node.annotations, recipe)
 
 
 __all__ = ["CordonAction", "CordonDecision", "GateVerdict", "ReleaseDecision", "StageJudgement", "StageVerdict",

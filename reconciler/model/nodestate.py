@@ -60,6 +60,14 @@ def status_key(recipe: str) -> str:
     return f"{PREFIX}/status_{recipe}"
 
 
+def recorded_status(labels: Mapping[str, str], annotations: Mapping[str, str], recipe: str) -> str:
+    """The node's status for ``recipe`` (a :class:`~reconciler.model.vocab.NodeStatus` value, ``""``
+    when none): the annotation (our record) first, else the label (its projection for ``kubectl
+    -l``, which a person may have edited). The one precedence every reader uses."""
+    key = status_key(recipe)
+    return annotations.get(key) or labels.get(key) or ""
+
+
 def condition_type(recipe: str, kind: Literal["Erroring", "NotReady"]) -> str:
     """Node condition type, NodeWright's ``<prefix>/<name>/<kind>`` shape."""
     return f"{PREFIX}/{recipe}/{kind}"

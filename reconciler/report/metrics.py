@@ -52,8 +52,8 @@ from reconciler.model.nodestate import (
     failure_key,
     inflight_key,
     parse_state,
+    recorded_status,
     state_key,
-    status_key,
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import Plan
@@ -222,13 +222,14 @@ def rollout_metrics(
             broken = failure_key(recipe) in ann
             in_progress += flying
             failed += broken
-            blocked += ann.get(status_key(recipe)) == NodeStatus.BLOCKED
+            recorded = recorded_status(node.labels, ann, recipe) if node is not None else ""
+            blocked += recorded == NodeStatus.BLOCKED
             if flying or broken or node is None:
                 continue
             if result is not None:
                 out = outcome.get(name)
                 completed += out == NodeResult.COMPLETE or (out == NodeResult.UNTOUCHED and name not in untouched
-                                                   and ann.get(status_key(recipe)) != NodeStatus.BLOCKED)
+                                                   and recorded != NodeStatus.BLOCKED)
             else:
                 completed += not has_work.get(name, True)
         ms.set("rollout_matched_nodes", labels, matched)
@@ -253,7 +254,7 @@ def rollout_metrics(
         node = by_name.get(name)
         if node is None:
             continue
-        st = node.annotations.get(status_key(recipe)) or node.labels.get(status_key(recipe)) or "none"
+        st = recorded_status(node.labels, node.annotations, recipe) or "none"
         statuses[st] = statuses.get(st, 0) + 1
         for e in _state(node, recipe).values():
             states[(e.name, e.version, e.state)] = states.get((e.name, e.version, e.state), 0) + 1
