@@ -19,7 +19,7 @@ The :class:`~reconciler.report.estimate.Assumptions` of every estimate say which
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from reconciler.errors import InputError
@@ -114,11 +114,18 @@ def assumptions(recipe: Recipe, inputs: Any, args: argparse.Namespace, config: A
     return cfg, Assumptions(stage, float(cfg.rebootSeconds), "; ".join(sources))
 
 
-def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, config: Any,
-                  only: Any = None) -> RunResult:
-    """Apply ``recipe`` to a simulated copy of ``fleet`` (nothing else is touched) and return
-    the run, as ``reconciler simulate`` does (the plan is recomputed against the copy; ``only``:
-    the ``-l/--selector`` of ``plan``)."""
+def simulate_recipes(steps: Sequence[tuple[Recipe, DeploymentPolicy]], fleet: ObservedFleet, config: Any = None,
+                     only: Any = None) -> list[tuple[Plan, RunResult]]:
+    """Apply each ``(recipe, policy)`` of ``steps``, in order, to one simulated copy of ``fleet``
+    (nothing else is touched; a later recipe sees what the earlier ones did), as ``reconciler
+    simulate`` does: each plan is computed against the copy as it is then, with the simulated
+    durations of ``config`` (default :class:`~reconciler.adapters.simconfig.SimConfig`) adjusted
+    for the recipe (:meth:`~reconciler.adapters.simconfig.SimConfig.for_estimate`: a readiness gate
+    passes at once). ``only``: the ``-l/--selector``. Returns each recipe's plan and run.
+
+    Raises:
+        ReconcilerError: the simulated rollout could not run.
+    """
     from reconciler.adapters.sim import SimFleet
     from reconciler.adapters.simconfig import SimConfig
     from reconciler.adapters.simfromobserved import objects_from_observed
@@ -126,9 +133,20 @@ def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet
     from reconciler.observe.snapshot import observe
     from reconciler.plan.planner import compute_plan
 
-    sim = SimFleet(objects_from_observed(fleet), (config or SimConfig()).for_estimate(recipe))
-    plan = compute_plan(recipe, policy, observe(sim), only=only)
-    return Rollout(recipe, policy, plan, sim, sim).run()
+    base = config or SimConfig()
+    sim = SimFleet(objects_from_observed(fleet), base)
+    out = []
+    for recipe, policy in steps:
+        sim.config = base.for_estimate(recipe)
+        plan = compute_plan(recipe, policy, observe(sim), only=only)
+        out.append((plan, Rollout(recipe, policy, plan, sim, sim).run()))
+    return out
+
+
+def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, config: Any,
+                  only: Any = None) -> RunResult:
+    """Apply ``recipe`` alone to a simulated copy of ``fleet`` (:func:`simulate_recipes` of one)."""
+    return simulate_recipes([(recipe, policy)], fleet, config, only)[0][1]
 
 
 def simulator(

@@ -125,28 +125,18 @@ def predict(inputs: Any, cluster: Any, only: Any = None) -> dict[str, dict[str, 
     simulated copy of ``cluster`` (what ``reconciler simulate`` does, default durations; ``only``: the
     ``-l`` selector of ``apply``). Empty when
     the fleet is larger than :data:`PREDICT_MAX_NODES` or the simulation cannot run."""
-    from reconciler.adapters.sim import SimFleet
-    from reconciler.adapters.simfromobserved import objects_from_observed
+    from reconciler.cli.estimate import simulate_recipes
     from reconciler.errors import ReconcilerError
-    from reconciler.execute.rollout import Rollout
     from reconciler.load import policy_for
     from reconciler.observe.snapshot import observe
-    from reconciler.plan.planner import compute_plan
     from reconciler.report.progress import predicted_schedule
 
     try:
         fleet = observe(cluster)
         if len(fleet.nodes) > PREDICT_MAX_NODES:
             return {}
-        sim = SimFleet(objects_from_observed(fleet))
-        out: dict[str, dict[str, list[float]]] = {}
-        base = sim.config
-        for recipe in inputs.recipes:
-            policy = policy_for(recipe, inputs)
-            sim.config = base.for_estimate(recipe)  # a readiness gate is assumed to pass at once
-            plan = compute_plan(recipe, policy, observe(sim), only=only)
-            result = Rollout(recipe, policy, plan, sim, sim).run()
-            out[recipe.name] = predicted_schedule(result.timeline, [c.name for c in plan.compartments])
-        return out
+        runs = simulate_recipes([(r, policy_for(r, inputs)) for r in inputs.recipes], fleet, only=only)
+        return {plan.recipe.name: predicted_schedule(result.timeline, [c.name for c in plan.compartments])
+                for plan, result in runs}
     except ReconcilerError:
         return {}
