@@ -47,7 +47,13 @@ from reconciler.controller.recipestatus import (
 )
 from reconciler.controller.source import DesiredState
 from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StopSignal
-from reconciler.controller.triggers import controls_trigger, node_trigger, pdb_trigger, recipe_trigger
+from reconciler.controller.triggers import (
+    controls_trigger,
+    node_trigger,
+    pdb_trigger,
+    recipe_trigger,
+    reconcile_requested,
+)
 from reconciler.controller.workqueue import WorkQueue
 from reconciler.errors import ClusterError, InputError, LeaseHeldError, ReconcilerError
 from reconciler.execute.lock import LeaseLostError
@@ -138,6 +144,8 @@ class Controller:
     def on_node(self, event: str, old: NodeInfo | None, new: NodeInfo | None) -> None:
         """A node watch event; queues a pass when :func:`~.triggers.node_trigger` says it matters."""
         reason = node_trigger(event, old, new, self.source.selectors())
+        if old is not None and new is not None and reconcile_requested(old, new):
+            self.stalled.clear()  # an operator reset or re-ran nodes: a halted rollout may go on
         if reason:
             self.metrics.triggers.labels("node").inc()
             self.queue.add(reason)

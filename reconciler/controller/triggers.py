@@ -9,7 +9,9 @@ would decide:
 * the set of recipes **selecting** the node changed (labels), or its **ignore** label changed
   (``reconciler node ignore|unignore``);
 * the **runtime-required taint** appeared (a node provisioned with it, or tainted by hand);
-* the node became **Ready** (a node that joined NotReady can be worked on now).
+* the node became **Ready** (a node that joined NotReady can be worked on now);
+* an operations verb asked for a pass (``reset``, ``package rerun``, ``reset --package`` change
+  node records and :data:`~reconciler.model.nodestate.RECONCILE_REQUEST_KEY` in the same write).
 
 A node deleted needs no pass (its records go with it). A PodDisruptionBudget counts when it is
 added or deleted, its spec changed (``metadata.generation``), or its ``status.disruptionsAllowed``
@@ -25,11 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, is_ignored
+from reconciler.load.recipes import VERSION_ANNOTATION as _VERSION_ANNOTATION
+from reconciler.model.nodestate import RECONCILE_REQUEST_KEY, RUNTIME_REQUIRED_TAINT_KEY, is_ignored
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import LabelSelector
-
-_VERSION_ANNOTATION = "reconciler.nodewright.dev/version"
 
 
 def _selecting(labels: Mapping[str, str], selectors: Sequence[LabelSelector]) -> tuple[int, ...]:
@@ -52,6 +53,8 @@ def node_trigger(event: str, old: NodeInfo | None, new: NodeInfo | None,
         return ""
     if old is None:
         return f"node {new.name} joined" if event == "ADDED" else f"node {new.name} seen"
+    if reconcile_requested(old, new):
+        return f"node {new.name}: a pass was requested (reconciler reset / package rerun)"
     if _selecting(old.labels, selectors) != _selecting(new.labels, selectors):
         return f"node {new.name}: the recipes selecting it changed"
     if is_ignored(old.labels) != is_ignored(new.labels):
@@ -61,6 +64,12 @@ def node_trigger(event: str, old: NodeInfo | None, new: NodeInfo | None,
     if new.ready is True and old.ready is not True:
         return f"node {new.name} became Ready"
     return ""
+
+
+def reconcile_requested(old: NodeInfo, new: NodeInfo) -> bool:
+    """An operations verb changed the node's records and asked for a pass
+    (:data:`~reconciler.model.nodestate.RECONCILE_REQUEST_KEY` changed)."""
+    return old.annotations.get(RECONCILE_REQUEST_KEY) != new.annotations.get(RECONCILE_REQUEST_KEY)
 
 
 def _meta(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -60,6 +60,22 @@ def status_key(recipe: str) -> str:
     return f"{PREFIX}/status_{recipe}"
 
 
+#: Annotation the operations verbs that change node records (``reset``, ``package rerun``,
+#: ``reset --package``) set in the same write: a running ``reconciler controller`` takes a change
+#: of it as a request for a pass, as Flux's ``reconcile.fluxcd.io/requestedAt`` (its value only
+#: needs to differ from the last one: :func:`next_request`).
+RECONCILE_REQUEST_KEY = f"{PREFIX}/reconcileRequest"
+
+
+def next_request(annotations: Mapping[str, str], resource_version: str) -> str:
+    """A value of :data:`RECONCILE_REQUEST_KEY` different from the current one: the node's
+    ``resourceVersion`` (every write changes it), else the current value plus one."""
+    current = annotations.get(RECONCILE_REQUEST_KEY, "")
+    if resource_version and resource_version != current:
+        return resource_version
+    return str(int(current) + 1) if current.isdigit() else "1"
+
+
 def recorded_status(labels: Mapping[str, str], annotations: Mapping[str, str], recipe: str) -> str:
     """The node's status for ``recipe`` (a :class:`~reconciler.model.vocab.NodeStatus` value, ``""``
     when none): the annotation (our record) first, else the label (its projection for ``kubectl

@@ -23,6 +23,7 @@ from reconciler.model.nodestate import (
     IGNORE_LABEL,
     LEGACY_PREFIXES,
     PREFIX,
+    RECONCILE_REQUEST_KEY,
     FailureRecord,
     InFlight,
     NodeStateError,
@@ -32,6 +33,7 @@ from reconciler.model.nodestate import (
     dump_state,
     failure_key,
     inflight_key,
+    next_request,
     parse_model,
     parse_state,
     state_key,
@@ -131,6 +133,7 @@ def reset_patch(node: NodeInfo, recipe: str, *, force: bool = False) -> NodePatc
         parts.append("uncordon (the cordon is ours)")
     elif node.unschedulable:
         parts.append("stays cordoned (cordoned by someone else)")
+    ann[RECONCILE_REQUEST_KEY] = next_request(node.annotations, node.resource_version)
     return NodePatch(
         node.name,
         annotations=ann,
@@ -195,6 +198,7 @@ def rerun_patch(
         ann[failure_key(recipe)] = None
         f = parse_model(FailureRecord, node.annotations[failure_key(recipe)])
         what += f"; failure record ({f.reason if f else 'unreadable'}) removed so the next apply retries"
+    ann[RECONCILE_REQUEST_KEY] = next_request(node.annotations, node.resource_version)
     return NodePatch(node.name, annotations=ann, resource_version=node.resource_version, summary=what,
                      warnings=_inflight_warning(node, recipe))
 
@@ -230,5 +234,6 @@ def reset_package_patch(node: NodeInfo, recipe: str, package: str, *, force: boo
     if f is not None and f.package == package:
         ann[failure_key(recipe)] = None
         what += f"; failure record ({f.reason}) removed"
+    ann[RECONCILE_REQUEST_KEY] = next_request(node.annotations, node.resource_version)
     return NodePatch(node.name, annotations=ann, resource_version=node.resource_version, summary=what,
                      warnings=_inflight_warning(node, recipe))

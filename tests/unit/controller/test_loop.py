@@ -180,3 +180,28 @@ def test_pause_during_a_rollout_stops_it_and_resume_finishes_it() -> None:
     ctl.on_controls(old, store.get_config_map("node-reconciler", "node-reconciler-controls"))
     assert ctl.reconcile(ctl.queue.take(ctl.signal.shutdown, 0.1)) == "succeeded"
     assert writer.last(TUNING)["phase"] == "Complete"
+
+
+def test_a_reset_on_a_running_controller_queues_a_pass_and_unstalls_a_halted_rollout() -> None:
+    """`reconciler reset`/`package rerun` change node records and the request annotation in one
+    write; the node watch sees the request: a pass is queued and a halted recipe is tried again."""
+    from reconciler.model.nodestate import RECONCILE_REQUEST_KEY
+    from reconciler.ops.nodeops import reset_patch
+
+    obj = recipe_object("containerd-limits.yaml")
+    ctl, sim, _ = make([obj], SimConfig(failures=(StageFailure(stage="apply", times=99),)))
+    assert ctl.reconcile(["startup"]) == "failed"
+    assert "containerd-limits" in ctl.stalled
+    assert ctl.reconcile(["an unrelated node event"]) == "idle"  # halted: not started again
+    sim.config = SimConfig()  # the operator fixed the cause
+    failed = [n for n in sim.list_nodes() if any(k.endswith("failure_containerd-limits") for k in n.annotations)]
+    assert failed
+    old = failed[0]
+    patch = reset_patch(old, "containerd-limits", force=True)  # it owes a restart: --force
+    assert patch is not None and RECONCILE_REQUEST_KEY in patch.annotations
+    sim.patch_node(old.name, annotations=patch.annotations, labels=patch.labels, unschedulable=patch.unschedulable)
+    new = sim.get_node(old.name)
+    ctl.on_node("MODIFIED", old, new)
+    assert ctl.queue.pending() and not ctl.stalled
+    assert ctl.reconcile(ctl.queue.take(ctl.signal.shutdown, 0.1)) in ("succeeded", "failed")
+    assert not any(k.endswith("failure_containerd-limits") for k in sim.get_node(old.name).annotations)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reconciler.controller.triggers import controls_trigger, node_trigger, pdb_trigger, recipe_trigger
-from reconciler.model.nodestate import IGNORE_LABEL, RUNTIME_REQUIRED_TAINT_KEY
+from reconciler.model.nodestate import IGNORE_LABEL, RECONCILE_REQUEST_KEY, RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import Taint
 from reconciler.testing import as_selector
@@ -35,6 +35,13 @@ def n(labels: dict[str, str] | None = None, *, taints: tuple[Taint, ...] = (), r
     ("MODIFIED", n(), n(ready=False), ""),
     ("MODIFIED", n(), n(annotations={"reconciler.nodewright.dev/x": "y"}), ""),  # our node records
     ("MODIFIED", n(), n(unschedulable=True), ""),  # our cordon
+    # `reconciler reset` / `package rerun` on a running controller: a pass
+    ("MODIFIED", n(), n(annotations={RECONCILE_REQUEST_KEY: "7"}), "node n1: a pass was requested (reconciler "
+                                                                   "reset / package rerun)"),
+    ("MODIFIED", n(annotations={RECONCILE_REQUEST_KEY: "7"}), n(annotations={RECONCILE_REQUEST_KEY: "9"}),
+     "node n1: a pass was requested (reconciler reset / package rerun)"),
+    ("MODIFIED", n(annotations={RECONCILE_REQUEST_KEY: "7"}),
+     n(annotations={RECONCILE_REQUEST_KEY: "7", "reconciler.nodewright.dev/x": "y"}), ""),  # unchanged request
     ("DELETED", n(), None, ""),
 ])
 def test_node_trigger(event: str, old: NodeInfo | None, new: NodeInfo | None, expected: str) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from reconciler.errors import ConflictError, InputError
 from reconciler.model.nodestate import (
+    RECONCILE_REQUEST_KEY,
     CordonRecord,
     FailureRecord,
     InFlight,
@@ -23,7 +24,7 @@ from reconciler.model.nodestate import (
     status_key,
 )
 from reconciler.model.observed import NodeInfo
-from reconciler.ops.nodeops import IGNORE_LABEL, ignore_patch, recipes_on, rerun_patch, reset_patch
+from reconciler.ops.nodeops import IGNORE_LABEL, ignore_patch, recipes_on, rerun_patch, reset_package_patch, reset_patch
 from reconciler.ops.patches import NodePatch, plan_node_patches, select_nodes, write_node_patches
 
 R = "gpu-setup"
@@ -60,8 +61,8 @@ def test_reset_releases_our_cordon_only() -> None:
     mine = node(unschedulable=True, labels={status_key(R): "erroring"}, **ours(**{cordon_key(R): CORDON}))
     p = reset_patch(mine, R)
     assert p is not None and p.unschedulable is False and "uncordon" in p.summary
-    assert p.annotations == {k: None for k in (state_key(R), config_key(R), failure_key(R), status_key(R),
-                                               cordon_key(R))}
+    assert p.annotations == {**{k: None for k in (state_key(R), config_key(R), failure_key(R), status_key(R),
+                                                  cordon_key(R))}, RECONCILE_REQUEST_KEY: "7"}
     assert p.labels == {status_key(R): None}
     assert p.body()["spec"] == {"unschedulable": False}
     theirs = reset_patch(node(unschedulable=True, **ours()), R)
@@ -76,7 +77,7 @@ def test_reset_blocks_reimport_of_old_state_and_warns_about_inflight() -> None:
     assert p is not None and p.annotations[state_key(R)] == "{}" and "not imported again" in p.summary
     assert p.warnings and "run run-9, phase stages" in p.warnings[0]
     only_old = reset_patch(node(**old), R)
-    assert only_old is not None and only_old.annotations == {state_key(R): "{}"}
+    assert only_old is not None and only_old.annotations == {state_key(R): "{}", RECONCILE_REQUEST_KEY: "7"}
     assert reset_patch(node(**old, **{state_key(R): "{}"}), R) is None  # idempotent
 
 
@@ -177,3 +178,15 @@ def test_conflict_rereads_and_recomputes() -> None:
     assert [p.node for p in res.written] == ["n1"]
     assert json.loads(json.dumps(NodePatch("n", unschedulable=False).to_dict()))["patch"] == {
         "spec": {"unschedulable": False}}
+
+
+def test_every_record_changing_verb_asks_a_running_controller_for_a_pass() -> None:
+    """reset, package rerun and reset --package write RECONCILE_REQUEST_KEY in the same patch, with
+    a value that differs from the node's current one (the controller's node trigger compares them)."""
+    n = node(unschedulable=True, **ours(**{cordon_key(R): CORDON}))
+    for patch in (reset_patch(n, R), rerun_patch(n, R, "tune"), reset_package_patch(n, R, "tune")):
+        assert patch is not None
+        assert patch.annotations[RECONCILE_REQUEST_KEY] == n.resource_version
+    again = node(**ours(**{RECONCILE_REQUEST_KEY: n.resource_version}))
+    p = reset_patch(again, R)
+    assert p is not None and p.annotations[RECONCILE_REQUEST_KEY] not in ("", n.resource_version)
