@@ -1,14 +1,16 @@
 """``reconciler controller``: run as a long-lived controller (a Deployment; charts/node-reconciler).
 
 Desired state from NodeRecipe objects in the cluster (``--source crd``, the default; applied by
-Argo CD or Flux from git) or from files mounted into the pod (``--source directory --recipes
-DIR``). Watches nodes, NodeRecipe objects and the pause/disable controls (one LIST, then watch)
-and applies every recipe through the same service as ``reconciler apply`` whenever something that
-matters changes: a node joins (it gets its packages and loses the runtime-required taint), a
-recipe changes (planned and rolled out with batch gating), a recipe is paused or resumed. Status
-(kstatus: observedGeneration, Ready, Reconciling, Stalled) goes on each NodeRecipe object, and
-with ``--status-repo`` (needs ``--cluster-name``) into git as ``apply`` writes it
-(:mod:`reconciler.cli.statusgit`): one commit per recipe run that changed the status file.
+Argo CD or Flux from git), from a git branch or tag it fetches itself every ``--git-interval``
+(``--source git --git-url URL``), or from files mounted into the pod (``--source directory
+--recipes DIR``; checked for changes every ``--files-interval``). Watches nodes, NodeRecipe objects
+and the pause/disable controls (one LIST, then watch) and applies every recipe through the same
+service as ``reconciler apply`` whenever something that matters changes: a node joins (it gets its
+packages and loses the runtime-required taint), a recipe changes (planned and rolled out with batch
+gating), a recipe is paused or resumed. Status (kstatus: observedGeneration, Ready, Reconciling,
+Stalled) goes on each NodeRecipe object, and with ``--status-repo`` (needs ``--cluster-name``) into
+git as ``apply`` writes it (:mod:`reconciler.cli.statusgit`): one commit per recipe run that
+changed the status file.
 
 ``--leader-elect``: two replicas, one active through the Lease ``reconciler-controller-leader-…``
 in the reconciler's namespace. SIGTERM stops the running pass between two steps (every node keeps
@@ -26,6 +28,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args
@@ -85,6 +88,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=count(1, 1024), default=None, metavar="N", help="nodes advanced at once")
     p.add_argument("--poll-seconds", type=seconds(0, 3600, low_inclusive=False), default=None,
                    help="fallback seconds between looks at a node in progress (watches wake it first)")
+    p.add_argument("--files-interval", type=request_timeout, default=15.0, metavar="DURATION",
+                   help="how often mounted recipe (--source directory) and --policy files are checked for changes; "
+                        "a change starts a pass (15s; 0: never)")
+    p.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info",
+                   help="log level of the controller (info: every pass, its reason and its result; -v/-vv before "
+                        "the verb also work)")
     p.add_argument("--retry-seconds", type=seconds(1, 3600), default=30.0, help="retry a failed pass after this long")
     p.add_argument("--once", action="store_true", help="run one pass and exit with its result (tests, debugging)")
     add_cluster_args(p)
@@ -115,6 +124,18 @@ def _check(args: argparse.Namespace) -> None:
     args.probe_addr = parse_bind_address(args.health_probe_bind_address, "--health-probe-bind-address")
 
 
+def _log_level(args: argparse.Namespace) -> None:
+    """``--log-level`` (default info: a controller's log is how it is watched), unless ``-v`` asks
+    for more; log lines carry a UTC time stamp."""
+    level = min(getattr(logging, args.log_level.upper()), logging.WARNING - 10 * min(args.verbose, 2))
+    root = logging.getLogger()
+    root.setLevel(level)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s", "%Y-%m-%dT%H:%M:%SZ")
+    fmt.converter = time.gmtime
+    for h in root.handlers:
+        h.setFormatter(fmt)
+
+
 def _identity() -> str:
     """``<pod name>/<pid>`` in a pod (``POD_NAME`` from the downward API), else ``<host>/<pid>``."""
     from reconciler.adapters.host import process_identity
@@ -131,13 +152,20 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
     from reconciler.cli.wiring import build, git_status
 
+    _log_level(args)
     reporters = git_status(args)  # every option, and the status repository, checked before any work
     opened = open_cluster(args)
+    probe = getattr(opened.cluster, "server_version", None)
+    if probe is not None:
+        probe()  # a cluster that does not answer: exit 4 now, not a pass that finds nothing
     wired = build(args, opened, _identity(), reporters)
     ctl = wired.controller
     if args.once:
-        outcome = ctl.reconcile(["--once"])
-        wired.close()
+        try:
+            wired.start_watches(required=True)  # NodeRecipe objects and the controls, as a serving pass sees them
+            outcome = ctl.reconcile(["--once"])
+        finally:
+            wired.close()
         return {"succeeded": EXIT_OK, "idle": EXIT_OK, "invalid": EXIT_BAD_INPUT}.get(outcome, EXIT_FAILED)
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
 

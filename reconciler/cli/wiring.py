@@ -12,6 +12,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from reconciler.cli.clusters import Opened
 from reconciler.controller.leader import Leadership
 from reconciler.controller.loop import Controller, ControllerSettings
 from reconciler.controller.metrics import ControllerMetrics
-from reconciler.controller.source import DirectorySource, GitSource, ObjectSource
+from reconciler.controller.source import DirectorySource, GitSource, ObjectSource, files_fingerprint
 from reconciler.errors import ReconcilerError
 from reconciler.ops.controls import CONTROLS_CONFIGMAP, namespace_for
 
@@ -38,6 +39,7 @@ class Wired:
     clock: Any = None
     ports: list[int] = field(default_factory=list)
     git: tuple[GitSource, float] | None = None
+    files: tuple[list[str], float] | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def healthy(self) -> str:
@@ -57,21 +59,59 @@ class Wired:
         return ""
 
     def start(self, sync_timeout: float = 120.0) -> None:
-        """Serve the endpoints, start the watches (waiting for their first LIST) and the election."""
+        """Serve the endpoints, start the watches (waiting for their first LIST), the election and
+        the git and file checks."""
         from reconciler.adapters.probes import Endpoints
 
         self.endpoints = Endpoints(self.controller.metrics.registry, self.healthy, self.ready)
         self.ports = self.endpoints.serve(self.args.metrics_addr, self.args.probe_addr)
-        for i in self.informers:
-            i.start()
-        for i in self.informers:
-            if not i.synced.wait(sync_timeout):
-                log.warning("informer %s: no initial LIST after %.0f s (%s); going on", i.name, sync_timeout,
-                            i.last_error)
+        self.start_watches(sync_timeout)
+        if self.controller.signal.shutdown.is_set():
+            return
         if self.leader is not None:
             self.leader.start()
         if self.git is not None:
             threading.Thread(target=self._fetch_loop, name="git-fetch", daemon=True).start()
+        if self.files is not None:
+            threading.Thread(target=self._files_loop, name="files", daemon=True).start()
+
+    def start_watches(self, sync_timeout: float = 120.0, *, required: bool = False) -> None:
+        """Start the watches and wait for the first LIST of each (at most ``sync_timeout`` seconds
+        in all; a stop request — SIGTERM — ends the wait at once). ``required`` (``--once``):
+        a watch without its first LIST is an error.
+
+        Raises:
+            ClusterError: ``required`` and a watch has no first LIST.
+        """
+        from reconciler.errors import ClusterError
+
+        for i in self.informers:
+            i.start()
+        shutdown = self.controller.signal.shutdown
+        deadline = time.monotonic() + sync_timeout
+        for i in self.informers:
+            while not i.synced.wait(0.2):
+                if shutdown.is_set():
+                    return
+                if time.monotonic() >= deadline:
+                    if required:
+                        raise ClusterError(f"no initial LIST of {i.name} after {sync_timeout:.0f} s: {i.last_error}")
+                    log.warning("informer %s: no initial LIST after %.0f s (%s); going on", i.name, sync_timeout,
+                                i.last_error)
+                    break
+
+    def _files_loop(self) -> None:
+        """Every interval, compare the mounted recipe and policy files with what the last check
+        saw; a change queues a pass (a ConfigMap volume is updated in place by the kubelet)."""
+        assert self.files is not None
+        paths, interval = self.files
+        seen = files_fingerprint(paths)
+        while not self._stop.wait(interval):
+            now = files_fingerprint(paths)
+            if now != seen:
+                seen = now
+                self.controller.metrics.triggers.labels("files").inc()
+                self.controller.queue.add("mounted recipe or policy files changed")
 
     def _fetch_loop(self) -> None:
         """Fetch the git ref every interval; a new commit queues a pass (the first pass fetches itself)."""
@@ -148,6 +188,9 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
     wired = Wired(ctl, args, leader=leader, clock=opened.clock)
     if isinstance(source, GitSource):
         wired.git = (source, args.git_interval)
+    mounted = [*args.recipe_paths, *args.policy] if args.source == "directory" else list(args.policy)
+    if mounted and args.files_interval > 0:
+        wired.files = (mounted, args.files_interval)
     if api_client is not None and not sim:
         from reconciler.adapters.kubeinformer import config_map_informer, node_informer, pdb_informer, recipe_informer
 

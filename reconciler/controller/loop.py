@@ -61,6 +61,7 @@ from reconciler.load import Inputs
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import Recipe
 from reconciler.model.utctime import to_rfc3339
+from reconciler.model.vocab import NodeResult
 from reconciler.ops.controls import held_reason
 from reconciler.plan.planner import locked_refusals
 from reconciler.ports import Clock, Cluster
@@ -95,6 +96,24 @@ class ControllerSettings:
 def content_digest(recipe: Recipe) -> str:
     """sha256 of the recipe model (what a halted rollout is remembered by)."""
     return hashlib.sha256(recipe.model_dump_json().encode()).hexdigest()
+
+
+def _log_results(result: ApplyResult) -> None:
+    """One INFO line per recipe run of a pass, and a WARNING per node that failed or is blocked
+    (at most 10 per recipe; the NodeRecipe status and events carry the rest)."""
+    for r in result.results:
+        bad = [n for n in r.nodes if n.state in (NodeResult.FAILED, NodeResult.BLOCKED)]
+        done = sum(n.state == NodeResult.COMPLETE for n in r.nodes)
+        waiting = sum(n.state == NodeResult.WAITING for n in r.nodes)
+        log.info("recipe %s: %s (%d node(s) completed, %d failed or blocked, %d waiting on earlier recipes, %.1f s)",
+                 r.recipe, r.result, done, len(bad), waiting, r.duration)
+        for n in bad[:10]:
+            where = f" at {n.failed_stage}" if n.failed_stage else ""
+            log.warning("recipe %s: node %s %s%s: %s", r.recipe, n.name, n.state, where, n.message or n.reason)
+        if len(bad) > 10:
+            log.warning("recipe %s: %d more node(s) failed or blocked", r.recipe, len(bad) - 10)
+    for name, why in sorted(result.skipped.items()):
+        log.info("recipe %s: skipped (%s)", name, why)
 
 
 class Controller:
@@ -316,6 +335,7 @@ class Controller:
         except ReconcilerError as e:
             return self._failed(e)
         self.last_result = result
+        _log_results(result)
         for name, why in result.skipped.items():
             self._write_status(name, lambda g, now, prev, w=why, n=name: held_status(n, w, generation=g, now=now,
                                                                                     previous=prev))
