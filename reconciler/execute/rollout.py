@@ -428,7 +428,10 @@ class Rollout:
         for name in picked:
             c.queue.remove(name)
             c.in_flight.discard(name)
-        new = 0
+        # ... and they are part of the batch they resume in: the strategy's batch size bounds the
+        # nodes in progress together, so a run that resumes a stopped one (a preempted controller
+        # pass, a killed apply) never has more nodes in flight than one batch of the strategy
+        new = len(picked)
         for name in list(c.queue):
             if new >= size:
                 break

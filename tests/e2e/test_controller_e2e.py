@@ -38,7 +38,7 @@ from kubernetes.dynamic import DynamicClient
 
 from reconciler.controller.leader import LEADER_LEASE
 from reconciler.execute.lock import lease_name
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, failure_key, status_key
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, failure_key, inflight_key, status_key
 from tests.e2e.test_chart_e2e import NS, apply
 from tests.e2e.test_chart_e2e import chart_applied as chart_applied  # the fixture, requested by name
 from tests.gitops.tools import kstatus
@@ -372,3 +372,77 @@ def test_a_new_noderecipe_is_in_progress_until_a_controller_observed_it(
         assert _kstatus(api, name) == "InProgress"
     finally:
         client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+
+
+def _in_flight(api: Any, nodes: list[str], recipe: str) -> list[str]:
+    core = client.CoreV1Api(api)
+    return [n for n in nodes if inflight_key(recipe) in (core.read_node(n).metadata.annotations or {})]
+
+
+def test_batch_gating_and_a_readiness_gate_under_the_controller_then_once_on_a_new_recipe(
+        controlplane: Any, api: Any, make_nodes: Any, test_id: str, replicas: Any, sa_kubeconfig: Path) -> None:
+    """With the chart's ServiceAccount: a NodeRecipe with budget 1 and a readiness gate is rolled out
+    by the serving controller one node at a time (never two in flight); each node is held at the gate
+    until the validator's condition appears; then, the controller stopped, ``controller --once``
+    reads a new NodeRecipe object and rolls it out."""
+    from tests.e2e.test_readiness_gate_e2e import VALIDATED, _validate
+
+    dyn = DynamicClient(api)
+    core = client.CoreV1Api(api)
+    nodes = make_nodes(2)
+    name = f"gate-{test_id[-4:]}"
+    obj = recipe_object(name, test_id, budget=1, runtime_required=False)
+    obj["spec"]["readinessGate"] = {"conditionType": VALIDATED, "timeout": "10m"}
+    a = replicas("gate")
+    _wait("the controller ready", lambda: a.get("/readyz")[0] == 200, timeout=60)
+    most: list[int] = [0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(Exception):
+                most[0] = max(most[0], len(_in_flight(api, nodes, name)))
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    apply(dyn, obj)
+    once_name = f"once-{test_id[-4:]}"
+    try:
+        first = _wait("a node held at the readiness gate", lambda: [
+            n for n in _in_flight(api, nodes, name)
+            if '"readiness-gate"' in (core.read_node(n).metadata.annotations or {}).get(inflight_key(name), "")],
+            timeout=120)[0]
+        time.sleep(3)  # held: the gate is not passed without the condition, and the budget keeps the other back
+        assert _complete(api, nodes, name) == [] and _in_flight(api, nodes, name) == [first]
+        _validate(core, first)
+        _wait("the validated node complete", lambda: first in _complete(api, nodes, name), timeout=60)
+        second = next(n for n in nodes if n != first)
+        _wait("the second node held at the gate", lambda: '"readiness-gate"' in (
+            core.read_node(second).metadata.annotations or {}).get(inflight_key(name), ""), timeout=120)
+        _validate(core, second)
+        _wait("the NodeRecipe Current by kstatus", lambda: _kstatus(api, name) == "Current", timeout=120)
+        stop.set()
+        sampler.join(5)
+        assert most[0] == 1, f"{most[0]} nodes in flight at once with a budget of 1"
+        a.proc.send_signal(signal.SIGTERM)
+        assert a.proc.wait(30) == 0, a.tail()
+
+        # --once: the first LIST of NodeRecipe objects, one pass, its result as the exit code
+        apply(dyn, recipe_object(once_name, test_id, budget=2, runtime_required=False))
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "POD_NAMESPACE": NS}
+        cp = subprocess.run([sys.executable, "-m", "reconciler", "controller", "--once", "--kubeconfig",
+                             str(sa_kubeconfig), "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
+                            env=env, capture_output=True, text=True, timeout=300)
+        assert cp.returncode == 0, cp.stderr[-3000:]
+        assert sorted(_complete(api, nodes, once_name)) == sorted(nodes), cp.stderr[-3000:]
+        assert f"recipe {once_name}: succeeded" in cp.stderr
+        assert _kstatus(api, once_name) == "Current"
+    except BaseException:
+        print(a.tail())
+        raise
+    finally:
+        stop.set()
+        for n in (name, once_name):
+            with contextlib.suppress(Exception):
+                client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, n)

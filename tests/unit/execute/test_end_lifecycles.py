@@ -109,3 +109,27 @@ def test_lifecycles_left_by_other_runs_are_released_unless_a_record_names_them()
     assert ("r-old", True) in stages.ended  # nothing names it: released (if no stage pod is left)
     assert all(lc != "r0" for lc, _ in stages.ended)  # n3's record of other-recipe names it: kept
     assert ("r2", False) in stages.ended
+
+
+def test_a_resumed_lifecycle_fills_its_batch_no_extra_node_starts_beside_it() -> None:
+    """A run resuming a stopped one (preempted controller pass, killed apply) puts the node in
+    flight in its first batch and counts it against the strategy's batch size: with batches of 1
+    and a change that cordons nothing (no budget cost) the second node still waits for the first."""
+    plain = recipe(pkg("base"))
+    probe = SimFleet(fleet(2))
+    apply(probe, plain, POLICY, run_id="r1")
+    for k in range(1, probe.writes):
+        sim = SimFleet(fleet(2), crash_after=k)
+        with contextlib.suppress(CrashInjected):
+            apply(sim, plain, POLICY, check=False, run_id="r1")
+        flying = [n.name for n in sim.list_nodes() if inflight_key(plain.name) in n.annotations]
+        if len(flying) == 1:
+            break
+    else:
+        raise AssertionError("no crash point left exactly one node in flight")
+    sim.crash_after = None
+    run = apply(sim, plain, POLICY, run_id="r2")
+    assert run.result.result == "succeeded"
+    starts = [e.detail for e in run.result.timeline if e.event == "batch-start"]
+    assert starts[0] == f"batch 1: {flying[0]}", starts
+    assert all(len(s.split(": ", 1)[1].split(", ")) == 1 for s in starts), starts
