@@ -23,6 +23,14 @@ from reconciler.adapters.git import GitError, GitRepo, redact, token_helper
 _HELPER = token_helper("RECONCILER_GIT_TOKEN")
 
 
+def _verb(args: Sequence[str]) -> str:
+    """The git subcommand of ``args`` (after ``-C DIR``): what a message names."""
+    rest = list(args)
+    while len(rest) >= 2 and rest[0] == "-C":
+        rest = rest[2:]
+    return rest[0] if rest else "?"
+
+
 class GitMirror:
     """One branch or tag of ``url`` fetched into ``workdir`` (module docstring).
 
@@ -44,10 +52,10 @@ class GitMirror:
         try:
             cp = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout, env=env, check=False)
         except (OSError, subprocess.TimeoutExpired) as e:
-            raise GitError(redact(f"git {args[0]} {self.url}: {e}")) from None
+            raise GitError(redact(f"git {_verb(args)} of {self.url} ({self.ref}): {e}")) from None
         if cp.returncode != 0:
             last = (cp.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise GitError(redact(f"git {args[0]} {self.url} {self.ref}: {last}"))
+            raise GitError(redact(f"git {_verb(args)} of {self.url} ({self.ref}): {last}"))
         return cp.stdout.strip()
 
     def fetch(self) -> str:

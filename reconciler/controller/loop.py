@@ -55,7 +55,7 @@ from reconciler.controller.triggers import (
     reconcile_requested,
 )
 from reconciler.controller.workqueue import WorkQueue
-from reconciler.errors import ClusterError, InputError, LeaseHeldError, ReconcilerError
+from reconciler.errors import ClusterError, InputError, InputErrors, LeaseHeldError, ReconcilerError
 from reconciler.execute.lock import LeaseLostError
 from reconciler.load import Inputs
 from reconciler.model.observed import NodeInfo
@@ -289,7 +289,10 @@ class Controller:
         try:
             desired = self.source.current()
         except InputError as e:
-            log.error("the desired state cannot be loaded: %s", e)
+            each = e.errors if isinstance(e, InputErrors) else [e]
+            log.error("the desired state cannot be loaded (%d error(s)):", len(each))
+            for err in each[:50]:
+                log.error("  %s", err)
             return "invalid"
         except ReconcilerError as e:  # a git fetch that failed: try again later
             log.error("the desired state cannot be fetched: %s; retrying in %.0f s", e, self.settings.retry_seconds)

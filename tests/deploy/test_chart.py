@@ -217,10 +217,15 @@ def test_pipeline_cronjob_with_a_mounted_directory() -> None:
     (["--set", "pipeline.mode=daily"], NS, 'pipeline.mode must be none, job or cronjob, got "daily"'),
     (["--set", "image.digest=sha256:abc"], NS, "image.digest must be sha256:<64 hex digits>"),
     (["--set", "statusRepo.url=https://git.example/s.git"], NS, "statusRepo.url needs clusterName"),
+    (["--set", "clusterName=c", "--set", "statusRepo.url=https://bot:ghp_x@git.example/s.git"], NS,
+     "statusRepo.url carries a password or token in the URL"),
+    (["--set", "recipeSource.type=git", "--set", "recipeSource.git.url=https://ghp_x@git.example/f.git"], NS,
+     "recipeSource.git.url carries credentials in the URL"),
 ], ids=["namespace", "pipeline-from-crd", "git-without-url", "bad-source", "bad-mode", "bad-digest",
-        "status-without-cluster"])
+        "status-without-cluster", "status-url-password", "git-url-token"])
 def test_bad_values_are_refused_with_the_reason(values: list[str], namespace: str, message: str) -> None:
-    assert message in render_error(*values, namespace=namespace)
+    err = render_error(*values, namespace=namespace)
+    assert message in err and "ghp_x" not in err
 
 
 # ------------------------------------------------------------------ RBAC: least privilege
@@ -372,6 +377,9 @@ def test_examples_rbac_is_the_chart_rendered(tmp_path: Path) -> None:
     docs = [d for d in yaml.safe_load_all(out.read_text()) if d]
     roles = [d for d in docs if d["kind"] in ("Role", "ClusterRole")]
     assert len(roles) == 3  # ClusterRole, Role (release namespace), Role (events in default)
+    for d in docs:  # applied without Helm: no Helm ownership a later `helm install` would trip on
+        labels = (d.get("metadata") or {}).get("labels") or {}
+        assert labels.get("app.kubernetes.io/managed-by") != "Helm" and "helm.sh/chart" not in labels, d["kind"]
 
 
 # ------------------------------------------------------------------ CRDs

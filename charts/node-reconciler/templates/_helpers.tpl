@@ -48,6 +48,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and (ne .Values.pipeline.mode "none") (eq $t "crd") -}}
 {{- fail "the pipeline Job/CronJob runs `reconciler apply` on files: set recipeSource.type to git or directory" -}}
 {{- end -}}
+{{- range $key, $url := dict "recipeSource.git.url" .Values.recipeSource.git.url "statusRepo.url" .Values.statusRepo.url -}}
+{{- if regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://[^/@]*:[^/@]*@" ($url | toString) -}}
+{{- fail (printf "%s carries a password or token in the URL: it would be in the pod spec and its logs; put the token in a Secret (key token) and name it in secretName" $key) -}}
+{{- end -}}
+{{- if regexMatch "^https?://[^/@]+@" ($url | toString) -}}
+{{- fail (printf "%s carries credentials in the URL: it would be in the pod spec and its logs; put the token in a Secret (key token) and name it in secretName" $key) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Pod-level settings shared by the controller and the pipeline pods. */}}
