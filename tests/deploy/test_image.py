@@ -127,6 +127,16 @@ def test_recorded_digest_is_the_manifest_digest(image: Image) -> None:
     assert build["digest"] == recorded
 
 
+def test_the_image_is_built_from_this_commit(image: Image) -> None:
+    """The archive under test holds this checkout's code (scripts/test rebuilds it every run), not
+    an image left in the cache by an older commit."""
+    build = json.loads((image.archive.parent / f"node-reconciler-{VERSION}.build.json").read_text())
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert build["revision"] == head.stdout.strip(), "the image is stale: rebuild it with scripts/build-image"
+
+
 def test_layers_match_their_diff_ids_and_descriptors(image: Image) -> None:
     blobs = image.rootfs.parent / "blobs" / "blobs" / "sha256"
     assert image.manifest["mediaType"] == "application/vnd.oci.image.manifest.v1+json"
