@@ -29,11 +29,12 @@ EXIT_CRASHED = 137
 
 class _Parser(argparse.ArgumentParser):
     """argparse with usage errors redacted and made visible (a token given in an option value is
-    never echoed); exit code 2 as argparse's own."""
+    never echoed); exit code 2 as argparse's own. The error is one line naming the option, plus
+    where the options are listed (not the whole usage, which hides it for a verb with many)."""
 
     def error(self, message: str) -> Any:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message) + "\n")
+        self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message) + f"\n(`{self.prog} --help` lists the "
+                  "options)\n")
 
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
