@@ -36,6 +36,7 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
+from reconciler.adapters.stagepod import NODE_LABEL, PACKAGE_LABEL, RECIPE_LABEL, STAGE_LABEL
 from reconciler.controller.leader import LEADER_LEASE
 from reconciler.execute.lock import lease_name
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, failure_key, inflight_key, status_key
@@ -315,6 +316,21 @@ def test_the_standby_takes_over_after_sigterm_and_after_a_kill_and_finishes(
                 if c.metadata.name.startswith("run-")}
 
     owners_before = run_owners()
+    # every stage pod of this recipe created during the test, by (node, package, stage): a stage
+    # redone after a takeover would show as a second pod
+    created: dict[tuple[str, str, str], set[str]] = {}
+    w = watch.Watch()
+
+    def record() -> None:
+        with contextlib.suppress(Exception):
+            for ev in w.stream(core.list_namespaced_pod, NS, label_selector=f"{RECIPE_LABEL}={name}",
+                               timeout_seconds=600):
+                pod = ev["object"]
+                labels = pod.metadata.labels or {}
+                key = (labels.get(NODE_LABEL, ""), labels.get(PACKAGE_LABEL, ""), labels.get(STAGE_LABEL, ""))
+                created.setdefault(key, set()).add(pod.metadata.uid)
+
+    threading.Thread(target=record, daemon=True).start()
     reps = {n: replicas(n) for n in ("r1", "r2")}
     first = _wait("a leader", lambda: _leader(api), timeout=60)
     standby = "r2" if first == "r1" else "r1"
@@ -342,6 +358,9 @@ def test_the_standby_takes_over_after_sigterm_and_after_a_kill_and_finishes(
         # the lifecycles the stopped and the killed leader started were released by the passes
         # that resumed and finished them: no run-owner ConfigMap of this rollout is left
         _wait("no run owner left", lambda: not (run_owners() - owners_before), timeout=60)
+        w.stop()
+        redone = {k: len(v) for k, v in created.items() if len(v) > 1}
+        assert created and not redone, f"stages run more than once across the takeovers: {redone}"
         for n in nodes:
             node = core.read_node(n)
             assert failure_key(name) not in (node.metadata.annotations or {}), n
