@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
+from urllib.parse import quote
 
 import orjson
 import urllib3
@@ -460,6 +461,47 @@ class KubeCluster:
     def _json(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Obj:
         return _decode(self._raw(fn, what, *args, **kwargs), what)
 
+    @functools.cached_property
+    def _thin(self) -> bool:
+        """Whether :meth:`_send` can use the ApiClient's ``param_serialize``/``call_api`` (client
+        v31+); with an older client every request goes through the generated methods."""
+        return hasattr(self.api_client, "param_serialize") and hasattr(self.api_client, "call_api")
+
+    def _send(self, method: str, path: str, what: str, *, query: list[tuple[str, Any]] | None = None,
+              body: Obj | None = None, content_type: str | None = None,
+              timeout: tuple[float, float] | None = None) -> bytes:
+        """One request on the thin path (issue 17): ``path`` already quoted, ``query`` as
+        (name, value) pairs, ``body`` a JSON-ready dict (serialised once by the client's REST
+        layer). The URL, the default headers (User-Agent), the authentication (bearer token, its
+        refresh hook included) and the connection pool are the ApiClient's own, as in the generated
+        methods; what is left out is their per-call argument validation (pydantic) and the model
+        round trip of the body (``sanitize_for_serialization``), which cost more than the request
+        itself for a node PATCH, an eviction or a stage pod. Returns the body bytes of a 2xx
+        answer; raises ClusterError (see :func:`translate_api_error`, :func:`unreachable`)."""
+        api = self.api_client
+        headers: dict[str, str] = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        try:
+            req = api.param_serialize(method=method, resource_path=path, query_params=query or None,
+                                      header_params=headers, auth_settings=["BearerToken"])
+            resp = api.call_api(req[0], req[1], header_params=req[2], body=body,
+                                _request_timeout=timeout or (10, self.request_timeout))
+            raw = resp.response
+            try:
+                data = bytes(raw.data or b"")
+                status = int(raw.status)
+                answer_headers = raw.headers
+            finally:
+                raw.release_conn()
+        except ApiException as e:  # the REST layer's own (an SSL error is status 0)
+            raise translate_api_error(int(e.status or 0), e.body, _headers(e), what) from None
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise unreachable(e, what, str(api.configuration.host or "")) from None
+        if not 200 <= status <= 299:
+            raise translate_api_error(status, data, _plain_headers(answer_headers), what)
+        return data
+
     def _list(
         self, fn: Callable[..., Any], what: str, convert: Callable[[Obj], _T], *args: Any, **kwargs: Any
     ) -> list[_T]:
@@ -519,7 +561,17 @@ class KubeCluster:
             if info is None:
                 raise NotFoundError(f"get node {name}: node {name} not found (deleted)", 404, "NotFound")
             return cast(NodeInfo, info)
-        return self._node_answer(self._json(self._core.read_node, f"get node {name}", name))
+        what = f"get node {name}"
+        if self._thin:
+            return self._node_answer(_decode(self._send("GET", f"/api/v1/nodes/{_q(name)}", what), what))
+        return self._node_answer(self._json(self._core.read_node, what, name))
+
+    def forget_node(self, name: str) -> None:
+        """Port ``NodeInterest.forget_node``: the cache stops tracking the node and its stage pods
+        (:meth:`~reconciler.adapters.kubecache.WatchCache.forget_node`), so their watch events and
+        those of the pods on the node are skipped undecoded; no request."""
+        if self.cache is not None:
+            self.cache.forget_node(name)
 
     def _cached(self, kind: str, key: Any) -> tuple[bool, Any]:
         """``(True, value)`` when the cache answers (value None: known deleted); otherwise
@@ -554,9 +606,16 @@ class KubeCluster:
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """One pod, or None when it does not exist."""
         try:
-            return pod_from(self._json(self._core.read_namespaced_pod, f"get pod {namespace}/{name}", name, namespace))
+            return pod_from(self._read_pod(namespace, name))
         except NotFoundError:
             return None
+
+    def _read_pod(self, namespace: str, name: str) -> Obj:
+        """GET one pod as JSON (NotFoundError when absent)."""
+        what = f"get pod {namespace}/{name}"
+        if self._thin:
+            return _decode(self._send("GET", f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}", what), what)
+        return self._json(self._core.read_namespaced_pod, what, name, namespace)
 
     def list_pdbs(self) -> list[PdbInfo]:
         """All policy/v1 PodDisruptionBudgets (paginated LIST)."""
@@ -619,8 +678,15 @@ class KubeCluster:
         if spec:
             body["spec"] = spec
         self._track(NODES, name)
+        what = f"patch node {name}"
+        if self._thin:
+            query: list[tuple[str, Any]] = [("fieldManager", COMPONENT)]
+            if self.server_dry_run:
+                query.append(("dryRun", "All"))
+            return self._node_answer(_decode(self._send("PATCH", f"/api/v1/nodes/{_q(name)}", what, query=query,
+                                                        body=body, content_type=_MERGE_PATCH), what))
         obj = self._json(
-            self._core.patch_node, f"patch node {name}", name, body, field_manager=COMPONENT,
+            self._core.patch_node, what, name, body, field_manager=COMPONENT,
             _content_type=_MERGE_PATCH, **({"dry_run": "All"} if self.server_dry_run else {}),
         )
         return self._node_answer(obj)
@@ -663,6 +729,16 @@ class KubeCluster:
         ``retry_after``), ServerError (500: more than one PDB selects the pod), ForbiddenError
         (``reason`` NamespaceTerminating, or RBAC), TransientError.
         """
+        what = f"evict pod {namespace}/{name}"
+        if self._thin:
+            delete_options: Obj = {"preconditions": {"uid": uid}}
+            if grace_seconds is not None:
+                delete_options["gracePeriodSeconds"] = grace_seconds
+            self._send("POST", f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}/eviction", what,
+                       body={"apiVersion": "policy/v1", "kind": "Eviction",
+                             "metadata": {"name": name, "namespace": namespace}, "deleteOptions": delete_options},
+                       content_type="application/json")
+            return
         body = client.V1Eviction(
             api_version="policy/v1",
             kind="Eviction",
@@ -671,7 +747,7 @@ class KubeCluster:
                 grace_period_seconds=grace_seconds, preconditions=client.V1Preconditions(uid=uid)
             ),
         )
-        self._raw(self._core.create_namespaced_pod_eviction, f"evict pod {namespace}/{name}", name, namespace, body)
+        self._raw(self._core.create_namespaced_pod_eviction, what, name, namespace, body)
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """Create a core/v1 Event about the node in namespace ``default``: involvedObject
@@ -783,19 +859,19 @@ class KubeCluster:
             image_pull_secret=self.image_pull_secret,
         )
         self._track(PODS, (ns, spec.pod_name))
+        what = f"create stage pod {ns}/{spec.pod_name}"
         try:
-            self._pod_answer(self._json(
-                self._core.create_namespaced_pod,
-                f"create stage pod {ns}/{spec.pod_name}",
-                ns,
-                client.V1Pod.model_validate(pod),
-                field_manager=COMPONENT,
-            ))
+            if self._thin:
+                self._pod_answer(_decode(self._send("POST", f"/api/v1/namespaces/{_q(ns)}/pods", what,
+                                                    query=[("fieldManager", COMPONENT)], body=pod,
+                                                    content_type="application/json"), what))
+            else:
+                self._pod_answer(self._json(self._core.create_namespaced_pod, what, ns,
+                                            client.V1Pod.model_validate(pod), field_manager=COMPONENT))
         except ConflictError as e:
             if e.reason != "AlreadyExists":
                 raise
-            existing = self._pod_answer(
-                self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns))
+            existing = self._pod_answer(self._read_pod(ns, spec.pod_name))
             if (existing.get("metadata") or {}).get("deletionTimestamp"):
                 raise ConflictError(
                     f"stage pod {ns}/{spec.pod_name} is still terminating; start it again when it is gone",
@@ -815,8 +891,7 @@ class KubeCluster:
             return StageStatus("missing")
         if not hit:
             try:
-                pod = self._pod_answer(
-                    self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns))
+                pod = self._pod_answer(self._read_pod(ns, spec.pod_name))
             except NotFoundError:
                 return StageStatus("missing")
         st, container = stage_status_from_pod(pod)
@@ -837,17 +912,15 @@ class KubeCluster:
         return st
 
     def _log_tail(self, pod: str, container: str) -> str:
+        what = f"log of {pod}/{container}"
         try:
-            data = self._raw(
-                self._core.read_namespaced_pod_log,
-                f"log of {pod}/{container}",
-                pod,
-                self.namespace,
-                container=container,
-                tail_lines=LOG_TAIL_LINES,
-                limit_bytes=16384,
-                _request_timeout=(5, 10),
-            )
+            if self._thin:
+                data = self._send("GET", f"/api/v1/namespaces/{_q(self.namespace)}/pods/{_q(pod)}/log", what,
+                                  query=[("container", container), ("limitBytes", 16384),
+                                         ("tailLines", LOG_TAIL_LINES)], timeout=(5, 10))
+            else:
+                data = self._raw(self._core.read_namespaced_pod_log, what, pod, self.namespace, container=container,
+                                 tail_lines=LOG_TAIL_LINES, limit_bytes=16384, _request_timeout=(5, 10))
         except ClusterError:
             return ""
         lines = data.decode("utf-8", "replace").splitlines()[-LOG_TAIL_LINES:]
@@ -858,9 +931,13 @@ class KubeCluster:
         objects are fine. The pod may take its grace period to disappear: :meth:`start_stage` with
         the same spec raises ConflictError until it is gone."""
         ns = self.namespace
+        what = f"delete pod {ns}/{spec.pod_name}"
         with contextlib.suppress(NotFoundError):
-            self._pod_answer(
-                self._json(self._core.delete_namespaced_pod, f"delete pod {ns}/{spec.pod_name}", spec.pod_name, ns))
+            if self._thin:
+                self._pod_answer(_decode(self._send("DELETE", f"/api/v1/namespaces/{_q(ns)}/pods/{_q(spec.pod_name)}",
+                                                    what), what))
+            else:
+                self._pod_answer(self._json(self._core.delete_namespaced_pod, what, spec.pod_name, ns))
 
     def _pod_answer(self, obj: Obj) -> Obj:
         """A pod the API server returned: kept in the cache (when tracked)."""
@@ -874,13 +951,12 @@ class KubeCluster:
         (other nodes use them); the run owner's deletion collects them. Nothing to delete is fine."""
         ns = self.namespace
         sel = f"{MANAGED_BY_LABEL}={COMPONENT},{RECIPE_LABEL}={label_value(recipe)},{NODE_LABEL}={label_value(node)}"
+        what = f"delete stage pods of {recipe} on {node}"
         with contextlib.suppress(NotFoundError):
-            self._raw(
-                self._core.delete_collection_namespaced_pod,
-                f"delete stage pods of {recipe} on {node}",
-                ns,
-                label_selector=sel,
-            )
+            if self._thin:
+                self._send("DELETE", f"/api/v1/namespaces/{_q(ns)}/pods", what, query=[("labelSelector", sel)])
+            else:
+                self._raw(self._core.delete_collection_namespaced_pod, what, ns, label_selector=sel)
 
     def end_run(self, run_id: str) -> None:
         """Port ``end_run``: :meth:`delete_run`."""
@@ -944,6 +1020,22 @@ class KubeCluster:
         preconditions = client.V1Preconditions(resource_version=resource_version)
         self._raw(self._coordination.delete_namespaced_lease, f"delete lease {name}", name, self.namespace,
                   body=client.V1DeleteOptions(preconditions=preconditions))
+
+
+def _plain_headers(h: Any) -> Mapping[str, str] | None:
+    """An answer's headers (urllib3's HTTPHeaderDict) as a plain mapping."""
+    if h is None:
+        return None
+    try:
+        return {str(k): str(v) for k, v in h.items()}
+    except AttributeError:
+        return None
+
+
+def _q(part: str) -> str:
+    """One path segment, percent-encoded as the generated methods do (nothing left unescaped but
+    the unreserved characters)."""
+    return quote(part, safe="")
 
 
 def _headers(e: ApiException) -> Mapping[str, str] | None:

@@ -183,6 +183,17 @@ class WatchCache:
         with self._lock:
             self._entries[kind].pop(key, None)
 
+    def forget_node(self, name: str) -> None:
+        """Stop tracking the node ``name`` and every tracked pod known to be bound to it
+        (``spec.nodeName``, for the raw pods this cache holds): when a node's lifecycle has ended,
+        the watch events of the node, of its stage pods and of the pods that run on it are
+        skipped undecoded from then on (issue 17), and a later read of them is a request again."""
+        with self._lock:
+            self._entries[NODES].pop(name, None)
+            pods = self._entries[PODS]
+            for key in [k for k, e in pods.items() if _bound_to(e.value) == name]:
+                del pods[key]
+
     def __len__(self) -> int:
         with self._lock:
             return sum(len(e) for e in self._entries.values())
@@ -212,3 +223,10 @@ class WatchCache:
 
 def _identity(obj: Obj) -> Obj:
     return obj
+
+
+def _bound_to(value: Any) -> str | None:
+    """``spec.nodeName`` of a raw pod held by the cache (None for anything else)."""
+    spec = value.get("spec") if isinstance(value, dict) else None
+    node = spec.get("nodeName") if isinstance(spec, dict) else None
+    return node if isinstance(node, str) else None

@@ -46,7 +46,7 @@ from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strat
 from reconciler.model.recipe import Recipe
 from reconciler.model.vocab import NodeResult, Phase, RunVerdict
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
-from reconciler.ports import Clock, Cluster, ClusterPorts
+from reconciler.ports import Clock, Cluster, ClusterPorts, NodeInterest
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +229,7 @@ class Rollout:
         start = self.clock.now()
         tick_at: float | None = None
         changed: Collection[str] | None = None
+        tells = False  # whether the clock's last wait said what changed (a simulated clock never does)
         while True:
             if self.on_tick is not None:
                 try:
@@ -281,6 +282,7 @@ class Rollout:
             for c in comps:
                 self._collect(c)
                 self._record_budget(c)
+            self._release([r for r in extra if r.outcome is not Outcome.RUNNING])
             extra = [r for r in extra if r.outcome is Outcome.RUNNING]
             wakes = [self._wake[r.name] for r in [*extra, *(r for c in comps for r in c.active)]]
             if all(c.done for c in comps) and not extra:
@@ -291,15 +293,22 @@ class Rollout:
                 break
             pending_start = any(not c.active and c.queue and not c.halted and not c.state.should_stop for c in comps)
             if pending_start and not api_down:
+                changed = set() if tells else None  # this pass's changes were looked at already
                 continue
             target = min(wakes) if wakes else now + self.ctx.poll_seconds
             if api_down:
                 target = max(target, now + retry_after)
             if tick_at is not None:
                 target = min(target, tick_at)
-            changed = None
             if target > now:
                 changed = self.clock.wait(target - now)
+                tells = changed is not None
+            elif tells:
+                # no time to wait: the clock still says which nodes changed (a watch clock answers at
+                # once), so only those and the nodes whose timer is due are looked at, not every node
+                changed = self.clock.wait(0.0)
+            else:
+                changed = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -418,10 +427,20 @@ class Rollout:
         self._collect(c)
         self._record_budget(c)
 
+    def _release(self, runs: list[NodeRun]) -> None:
+        """Tell the node role the run is done with these nodes (ended lifecycles), when it wants
+        to know (:class:`~reconciler.ports.NodeInterest`: the real cluster's watch cache stops
+        keeping them current)."""
+        nodes = self.ports.nodes
+        if isinstance(nodes, NodeInterest):
+            for r in runs:
+                nodes.forget_node(r.name)
+
     def _collect(self, c: _Compartment) -> None:
         still = [r for r in c.active if r.outcome is Outcome.RUNNING]
         if len(still) == len(c.active):
             return
+        self._release([r for r in c.active if r.outcome is not Outcome.RUNNING])
         c.failed.extend(r for r in c.active if r.outcome is Outcome.FAILED)
         c.active = still
         if still or c.batch is None:

@@ -108,14 +108,17 @@ def build_runs(recipe: Recipe, state: Mapping[str, PackageState],
     return runs
 
 
+#: The tolerations every stage pod carries first (frozen models, made once).
+_BASE_TOLERATIONS = (
+    Toleration(key=UNSCHEDULABLE_TAINT_KEY, operator="Exists"),
+    Toleration(key=RUNTIME_REQUIRED_TAINT_KEY, operator="Exists"),
+)
+
+
 def tolerations(recipe: Recipe) -> tuple[Toleration, ...]:
     """Tolerations of every stage pod: the cordon's and the runtime-required taints, then the
     recipe's ``additionalTolerations``."""
-    base = (
-        Toleration(key=UNSCHEDULABLE_TAINT_KEY, operator="Exists"),
-        Toleration(key=RUNTIME_REQUIRED_TAINT_KEY, operator="Exists"),
-    )
-    return base + tuple(recipe.additionalTolerations)
+    return _BASE_TOLERATIONS + tuple(recipe.additionalTolerations)
 
 
 def stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecycle: str,
