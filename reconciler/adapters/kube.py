@@ -264,6 +264,21 @@ def _configuration(pool_size: int) -> client.Configuration:
     return cfg
 
 
+def _proxy_settled(cfg: client.Configuration) -> client.Configuration:
+    """``cfg`` with its proxy, taken from the environment, no longer looked up again on every
+    request. Why (issue 17): the kubeconfig and in-cluster loaders of the ``kubernetes`` client
+    install a token refresh hook that runs before *every* request and sets ``host`` again, and the
+    ``host`` setter of a Configuration whose proxy came from the environment re-reads every
+    environment variable (``urllib.request.getproxies``): about a third of the client-side CPU of
+    a node PATCH (0.5 of 1.5 ms). The environment does not change while we run and the proxy was
+    resolved for this host when the loader set it; a proxy given in the kubeconfig
+    (``proxy-url``) is still set by the hook as before. Clients without that mechanism are left
+    as they are."""
+    if getattr(cfg, "_proxy_from_env", False):
+        object.__setattr__(cfg, "_proxy_from_env", False)
+    return cfg
+
+
 # ------------------------------------------------------------------------------------------------
 # the adapter
 
@@ -414,6 +429,7 @@ class KubeCluster:
                                           client_configuration=_configuration(pool_size))
         except (ConfigException, OSError, ValueError, TypeError) as e:
             raise ClusterError(f"kubeconfig {path or '(default)'}: {e}") from None
+        _proxy_settled(api.configuration)
         return cls(api, **kwargs)
 
     @classmethod
@@ -429,7 +445,7 @@ class KubeCluster:
             _load_incluster_config(client_configuration=cfg)
         except (ConfigException, OSError) as e:
             raise ClusterError(f"in-cluster config: {e}") from None
-        return cls(client.ApiClient(cfg), **kwargs)
+        return cls(client.ApiClient(_proxy_settled(cfg)), **kwargs)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""

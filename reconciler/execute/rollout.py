@@ -172,6 +172,7 @@ class Rollout:
         self.stopped = ""
         self._api_errors = 0
         self._api_errors_since = 0.0
+        self._interest: bool | None = None  # whether the node role is a NodeInterest (known on first use)
 
     # ------------------------------------------------------------------ setup
     def _strategy_of(self, name: str) -> Strategy | None:
@@ -282,8 +283,9 @@ class Rollout:
             for c in comps:
                 self._collect(c)
                 self._record_budget(c)
-            self._release([r for r in extra if r.outcome is not Outcome.RUNNING])
-            extra = [r for r in extra if r.outcome is Outcome.RUNNING]
+            if extra:
+                self._release([r for r in extra if r.outcome is not Outcome.RUNNING])
+                extra = [r for r in extra if r.outcome is Outcome.RUNNING]
             wakes = [self._wake[r.name] for r in [*extra, *(r for c in comps for r in c.active)]]
             if all(c.done for c in comps) and not extra:
                 break
@@ -431,8 +433,12 @@ class Rollout:
         """Tell the node role the run is done with these nodes (ended lifecycles), when it wants
         to know (:class:`~reconciler.ports.NodeInterest`: the real cluster's watch cache stops
         keeping them current)."""
+        if not runs:
+            return
+        if self._interest is None:
+            self._interest = isinstance(self.ports.nodes, NodeInterest)  # a Protocol check is slow: once
         nodes = self.ports.nodes
-        if isinstance(nodes, NodeInterest):
+        if self._interest and isinstance(nodes, NodeInterest):
             for r in runs:
                 nodes.forget_node(r.name)
 

@@ -61,7 +61,8 @@ class StageRun:
 
     def copy(self) -> StageRun:
         """An independent copy (the step's memory is copied, never shared)."""
-        return StageRun(**{f: getattr(self, f) for f in self.__dataclass_fields__})
+        return StageRun(self.step, self.stages, self.new_version, self.new_pull, self.old_version, self.old_pull,
+                        self.index, self.attempt, self.started, self.retry_at, self.done, self.running, self.launched)
 
 
 def pull_of(recipe: Recipe, state: Mapping[str, PackageState], package: str, version: str) -> str:

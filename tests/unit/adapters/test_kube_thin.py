@@ -170,3 +170,37 @@ def test_thin_path_unreachable() -> None:
             kc.patch_node("n", unschedulable=True)
     finally:
         kc.close()
+
+
+def test_the_token_refresh_hook_no_longer_reads_the_environment_per_request(
+        server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """The kubeconfig loader's refresh hook sets ``host`` before every request; with the proxy
+    taken from the environment that re-read every environment variable each time. After
+    ``from_kubeconfig`` the environment is read while loading only, and the proxy it gave stays."""
+    from kubernetes.client import configuration as conf_mod
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": "tok"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}))
+    reads: list[int] = []
+    real = conf_mod.getproxies
+
+    def counting() -> dict[str, str]:
+        reads.append(1)
+        return real()
+
+    monkeypatch.setattr(conf_mod, "getproxies", counting)
+    kc = KubeCluster.from_kubeconfig(str(kubeconfig))
+    try:
+        loaded = len(reads)
+        proxy = kc.api_client.configuration.proxy
+        for _ in range(5):
+            kc.get_node("n/1")
+        assert len(reads) == loaded, "the environment was read again per request"
+        assert kc.api_client.configuration.proxy == proxy
+        assert _Api.seen[-1]["auth"] == "Bearer tok"  # the hook still sets the token
+    finally:
+        kc.close()
