@@ -15,9 +15,10 @@ node is terminal for the run and never freezes its compartment.
 from __future__ import annotations
 
 import logging
+import queue
 import uuid
 from collections.abc import Callable, Collection
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -360,18 +361,26 @@ class Rollout:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="node")
         pool = self._pool
         inflight: dict[Future[Any], NodeRun] = {}
+        # finished jobs arrive on a queue (O(1) per answer; ``wait(FIRST_COMPLETED)`` re-arms a
+        # waiter on every job in flight for each answer: O(n²) per pass with a batch's n nodes)
+        finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+
+        def hand_out(r: NodeRun, job: Any) -> None:
+            f = pool.submit(r.perform, job)
+            inflight[f] = r
+            f.add_done_callback(finished.put)
+
         for r in runs:
             job = r.begin()
             if job is not None:
-                inflight[pool.submit(r.perform, job)] = r
+                hand_out(r, job)
         try:
             while inflight:
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for f in done:
-                    r = inflight.pop(f)
-                    job = r.resume(f.result())
-                    if job is not None:
-                        inflight[pool.submit(r.perform, job)] = r
+                f = finished.get()
+                r = inflight.pop(f)
+                job = r.resume(f.result())
+                if job is not None:
+                    hand_out(r, job)
         except BaseException:
             # the run stops (a lost Lease, a refused failure record, a crash): nothing new is started,
             # and the I/O already handed out is waited for before the error goes up (no write after)
