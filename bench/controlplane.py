@@ -10,7 +10,9 @@ Environment: ``BENCH_WORKERS=N`` passes ``--workers N`` to apply (default: apply
 Needs the binaries of tests/controlplane/build.sh. Counts the reconciler's own requests on the
 client side (every HTTP request the ``kubernetes`` client sends, by verb and resource; the watch
 streams count as one request each), and reads kube-apiserver's ``apiserver_request_total`` for
-the whole cluster (kwok, the controllers and the scheduler included) for comparison. Prints a table.
+the whole cluster (kwok, the controllers and the scheduler included) for comparison, and the
+reconciler's CPU by thread (rollout loop, node workers, each watch stream; sampled from
+``/proc/self/task``). Prints a table.
 """
 
 from __future__ import annotations
