@@ -10,7 +10,9 @@ Environment: ``BENCH_WORKERS=N`` passes ``--workers N`` to apply (default: apply
 Needs the binaries of tests/controlplane/build.sh. Counts the reconciler's own requests on the
 client side (every HTTP request the ``kubernetes`` client sends, by verb and resource; the watch
 streams count as one request each), and reads kube-apiserver's ``apiserver_request_total`` for
-the whole cluster (kwok, the controllers and the scheduler included) for comparison. Prints a table.
+the whole cluster (kwok, the controllers and the scheduler included) for comparison, and the
+reconciler's CPU by thread (rollout loop, node workers, each watch stream; sampled from
+``/proc/self/task``). Prints a table.
 """
 
 from __future__ import annotations
@@ -184,6 +186,56 @@ def thread_cpu_seconds(native_id: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class ThreadCpu:
+    """CPU seconds by kind of thread of this process during a run (the rollout loop, the node
+    workers, the watch streams, the harness), sampled from ``/proc/self/task`` every 0.5 s (a
+    worker pool's threads end with the run, so their last reading is kept)."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[str, float, float]] = {}  # tid → (kind, first, last reading)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="bench-sampler", daemon=True)
+
+    @staticmethod
+    def kind(name: str) -> str:
+        if name.startswith("node"):
+            return "node workers"
+        if name.startswith("watch"):
+            return name
+        if name == "MainThread":
+            return "rollout loop"
+        return "other"
+
+    def _sample(self) -> None:
+        for t in threading.enumerate():
+            tid = t.native_id
+            if tid is None or t is self._thread:
+                continue
+            cpu = thread_cpu_seconds(tid)
+            first = self.seen.get(tid, (None, cpu, cpu))[1]
+            self.seen[tid] = (self.kind(t.name), first, cpu)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.5):
+            self._sample()
+
+    def __enter__(self) -> ThreadCpu:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def by_kind(self) -> dict[str, float]:
+        out: dict[str, float] = collections.defaultdict(float)
+        for kind, first, last in self.seen.values():
+            out[kind] += last - first
+        return dict(out)
+
+
 def _apply(args: list[str], harness_thread: int | None = None) -> tuple[dict[str, Any], float, float]:
     """Run the CLI in this process; its JSON document, CPU seconds and wall seconds. The CPU is the
     process's minus the harness thread's (``harness_thread``: native id of the reboot emulator,
@@ -250,11 +302,13 @@ def main() -> None:
                     threading.Thread(target=_pprof, args=(cp, f"{os.environ['BENCH_PPROF']}-{len(rows) + 1}"),
                                      daemon=True).start()
                 workers = ["--workers", os.environ["BENCH_WORKERS"]] if os.environ.get("BENCH_WORKERS") else []
-                doc, cpu, wall = _apply(["apply", str(recipe), "--policy", str(work / "policy.yaml"),
-                                         "--kubeconfig", str(cp.kubeconfig), "--no-status-object", "-o", "json",
-                                         *workers], emu._thread.native_id)
+                with ThreadCpu() as threads:
+                    doc, cpu, wall = _apply(["apply", str(recipe), "--policy", str(work / "policy.yaml"),
+                                             "--kubeconfig", str(cp.kubeconfig), "--no-status-object", "-o", "json",
+                                             *workers], emu._thread.native_id)
                 watch = {"decoded": sum(c.events_seen for c in CLOCKS),
-                         "skipped": sum(getattr(c, "events_skipped", 0) for c in CLOCKS), **ADVANCES}
+                         "skipped": sum(getattr(c, "events_skipped", 0) for c in CLOCKS), **ADVANCES,
+                         "threads": threads.by_kind()}
                 for c in CLOCKS:
                     c.close()
                 CLOCKS.clear()
@@ -298,6 +352,8 @@ def main() -> None:
         total = sum(srv.values())
         print(f"  cluster total (apiserver_request_total, all clients: kwok, controllers, scheduler, us): {total}: "
               + ", ".join(f"{v} {verb} {r}" for (verb, r), v in sorted(srv.items(), key=lambda kv: -kv[1])[:12]))
+        print("  reconciler CPU seconds by thread: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in sorted(watch["threads"].items(), key=lambda kv: -kv[1]) if k != "other"))
         print("  CPU seconds during the run: reconciler " + f"{cpu:.1f}, " + ", ".join(
             f"{k} {v:.1f}" for k, v in sorted(comp_cpu.items(), key=lambda kv: -kv[1])))
 

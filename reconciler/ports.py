@@ -14,6 +14,7 @@ count writes and crash a run after the N-th (``--sim-crash-after``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Collection, Mapping
@@ -61,12 +62,18 @@ class StageSpec:
     def pod_name(self) -> str:
         """Deterministic DNS-1123 name (≤ 63 chars): readable prefix + 8 hex of a digest of the
         identifying fields (NodeWright names stage pods the same way, semantics §3.1)."""
-        ident = "|".join(
-            (self.recipe, self.package, self.version, self.stage, self.node, str(self.attempt), self.run_id)
-        )
-        h = hashlib.sha256(ident.encode()).hexdigest()[:8]
-        base = re.sub(r"[^a-z0-9-]+", "-", f"{self.recipe}-{self.package}-{self.stage}-{self.node}".lower())
-        return f"{base[:53].strip('-')}-{h}"
+        return _stage_pod_name(self.recipe, self.package, self.version, self.stage, self.node, self.attempt,
+                               self.run_id)
+
+
+@functools.lru_cache(maxsize=8192)
+def _stage_pod_name(recipe: str, package: str, version: str, stage: str, node: str, attempt: int, run_id: str) -> str:
+    """:attr:`StageSpec.pod_name` (memoised: a node's lifecycle asks for the same few names at
+    every step)."""
+    ident = "|".join((recipe, package, version, stage, node, str(attempt), run_id))
+    h = hashlib.sha256(ident.encode()).hexdigest()[:8]
+    base = re.sub(r"[^a-z0-9-]+", "-", f"{recipe}-{package}-{stage}-{node}".lower())
+    return f"{base[:53].strip('-')}-{h}"
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,17 @@ class NodePort(Protocol):
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
         """One write: set (add or replace by type) a node status condition."""
+        ...
+
+
+@runtime_checkable
+class NodeInterest(Protocol):
+    """Optional on a :class:`NodePort`: told when the run is done with a node (its lifecycle
+    ended), so an adapter that keeps the nodes it works on current (the real cluster's watch
+    cache) can stop doing so: later reads of the node are requests again. Not a write."""
+
+    def forget_node(self, name: str) -> None:
+        """The run no longer works on ``name`` (nothing to do when the adapter keeps nothing)."""
         ...
 
 

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
+from urllib.parse import quote
 
 import orjson
 import urllib3
@@ -218,6 +219,47 @@ def _decode(data: bytes, what: str) -> Obj:
     return obj if isinstance(obj, dict) else {}
 
 
+def thin_requests(api_client: client.ApiClient) -> bool:
+    """Whether :func:`send_request` can be used with ``api_client`` (its ``param_serialize`` and
+    ``call_api``: client v31+); with an older client requests go through the generated methods."""
+    return hasattr(api_client, "param_serialize") and hasattr(api_client, "call_api")
+
+
+def send_request(api_client: client.ApiClient, method: str, path: str, what: str, *,
+                 query: list[tuple[str, Any]] | None = None, body: Obj | None = None,
+                 content_type: str | None = None, timeout: tuple[float, float] = (10, 30)) -> bytes:
+    """One request on the thin path (issue 17): ``path`` already quoted, ``query`` as (name, value)
+    pairs, ``body`` a JSON-ready dict (serialised once by the client's REST layer), ``timeout``
+    (connect, read) seconds. The URL, the default headers (User-Agent), the authentication
+    (bearer token, its refresh hook included) and the connection pool are the ApiClient's own, as
+    in the generated methods; what is left out is their per-call argument validation (pydantic),
+    the model round trip of the body (``sanitize_for_serialization``), which cost more than the
+    request itself for a node PATCH, an eviction or a stage pod, and the import of the generated
+    API module (about 1.3 s of CPU for ``CoreV1Api``). Returns the body bytes of a 2xx answer;
+    raises ClusterError (see :func:`translate_api_error`, :func:`unreachable`)."""
+    headers: dict[str, str] = {"Accept": "application/json"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    try:
+        req = api_client.param_serialize(method=method, resource_path=path, query_params=query or None,
+                                         header_params=headers, auth_settings=["BearerToken"])
+        resp = api_client.call_api(req[0], req[1], header_params=req[2], body=body, _request_timeout=timeout)
+        raw = resp.response
+        try:
+            data = bytes(raw.data or b"")
+            status = int(raw.status)
+            answer_headers = raw.headers
+        finally:
+            raw.release_conn()
+    except ApiException as e:  # the REST layer's own (an SSL error is status 0)
+        raise translate_api_error(int(e.status or 0), e.body, _headers(e), what) from None
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise unreachable(e, what, str(api_client.configuration.host or "")) from None
+    if not 200 <= status <= 299:
+        raise translate_api_error(status, data, _plain_headers(answer_headers), what)
+    return data
+
+
 class _GcPause:
     """Process-wide pause of the cyclic garbage collector, nestable and shared between threads.
 
@@ -260,6 +302,21 @@ def _configuration(pool_size: int) -> client.Configuration:
     """A client Configuration whose urllib3 pool keeps ``pool_size`` connections (>= 1)."""
     cfg = client.Configuration()
     cfg.connection_pool_maxsize = max(1, pool_size)
+    return cfg
+
+
+def _proxy_settled(cfg: client.Configuration) -> client.Configuration:
+    """``cfg`` with its proxy, taken from the environment, no longer looked up again on every
+    request. Why (issue 17): the kubeconfig and in-cluster loaders of the ``kubernetes`` client
+    install a token refresh hook that runs before *every* request and sets ``host`` again, and the
+    ``host`` setter of a Configuration whose proxy came from the environment re-reads every
+    environment variable (``urllib.request.getproxies``): about a third of the client-side CPU of
+    a node PATCH (0.5 of 1.5 ms). The environment does not change while we run and the proxy was
+    resolved for this host when the loader set it; a proxy given in the kubeconfig
+    (``proxy-url``) is still set by the hook as before. Clients without that mechanism are left
+    as they are."""
+    if getattr(cfg, "_proxy_from_env", False):
+        object.__setattr__(cfg, "_proxy_from_env", False)
     return cfg
 
 
@@ -365,8 +422,12 @@ class KubeCluster:
 
         def call(*, _preload_content: bool = False, _request_timeout: Any = None, **params: Any) -> Any:
             query = [(_LIST_PARAMS[k], v) for k, v in params.items() if v is not None]
+            # gzip (kube-apiserver compresses answers over 128 KB): a page of 500 pods is a tenth of
+            # the bytes, so a tenth of the chunks http.client parses in Python (issue 17: reading
+            # the chunked body cost more CPU than decoding it); urllib3 inflates it in C
             req = api.param_serialize(method="GET", resource_path=resource_path, query_params=query,
-                                      header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+                                      header_params={"Accept": "application/json", "Accept-Encoding": "gzip"},
+                                      auth_settings=["BearerToken"])
             resp = api.call_api(*req, _request_timeout=_request_timeout)
             if not 200 <= resp.status <= 299:
                 read: Callable[[], Any] = resp.read
@@ -413,6 +474,7 @@ class KubeCluster:
                                           client_configuration=_configuration(pool_size))
         except (ConfigException, OSError, ValueError, TypeError) as e:
             raise ClusterError(f"kubeconfig {path or '(default)'}: {e}") from None
+        _proxy_settled(api.configuration)
         return cls(api, **kwargs)
 
     @classmethod
@@ -428,7 +490,7 @@ class KubeCluster:
             _load_incluster_config(client_configuration=cfg)
         except (ConfigException, OSError) as e:
             raise ClusterError(f"in-cluster config: {e}") from None
-        return cls(client.ApiClient(cfg), **kwargs)
+        return cls(client.ApiClient(_proxy_settled(cfg)), **kwargs)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -459,6 +521,20 @@ class KubeCluster:
 
     def _json(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Obj:
         return _decode(self._raw(fn, what, *args, **kwargs), what)
+
+    @functools.cached_property
+    def _thin(self) -> bool:
+        """Whether :meth:`_send` can use the ApiClient's ``param_serialize``/``call_api`` (client
+        v31+); with an older client every request goes through the generated methods."""
+        return thin_requests(self.api_client)
+
+    def _send(self, method: str, path: str, what: str, *, query: list[tuple[str, Any]] | None = None,
+              body: Obj | None = None, content_type: str | None = None,
+              timeout: tuple[float, float] | None = None) -> bytes:
+        """:func:`send_request` on this cluster's ApiClient (default timeout: connect 10 s, read
+        ``request_timeout``)."""
+        return send_request(self.api_client, method, path, what, query=query, body=body, content_type=content_type,
+                            timeout=timeout or (10, self.request_timeout))
 
     def _list(
         self, fn: Callable[..., Any], what: str, convert: Callable[[Obj], _T], *args: Any, **kwargs: Any
@@ -519,7 +595,17 @@ class KubeCluster:
             if info is None:
                 raise NotFoundError(f"get node {name}: node {name} not found (deleted)", 404, "NotFound")
             return cast(NodeInfo, info)
-        return self._node_answer(self._json(self._core.read_node, f"get node {name}", name))
+        what = f"get node {name}"
+        if self._thin:
+            return self._node_answer(_decode(self._send("GET", f"/api/v1/nodes/{_q(name)}", what), what))
+        return self._node_answer(self._json(self._core.read_node, what, name))
+
+    def forget_node(self, name: str) -> None:
+        """Port ``NodeInterest.forget_node``: the cache stops tracking the node and its stage pods
+        (:meth:`~reconciler.adapters.kubecache.WatchCache.forget_node`), so their watch events and
+        those of the pods on the node are skipped undecoded; no request."""
+        if self.cache is not None:
+            self.cache.forget_node(name)
 
     def _cached(self, kind: str, key: Any) -> tuple[bool, Any]:
         """``(True, value)`` when the cache answers (value None: known deleted); otherwise
@@ -554,9 +640,16 @@ class KubeCluster:
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """One pod, or None when it does not exist."""
         try:
-            return pod_from(self._json(self._core.read_namespaced_pod, f"get pod {namespace}/{name}", name, namespace))
+            return pod_from(self._read_pod(namespace, name))
         except NotFoundError:
             return None
+
+    def _read_pod(self, namespace: str, name: str) -> Obj:
+        """GET one pod as JSON (NotFoundError when absent)."""
+        what = f"get pod {namespace}/{name}"
+        if self._thin:
+            return _decode(self._send("GET", f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}", what), what)
+        return self._json(self._core.read_namespaced_pod, what, name, namespace)
 
     def list_pdbs(self) -> list[PdbInfo]:
         """All policy/v1 PodDisruptionBudgets (paginated LIST)."""
@@ -619,8 +712,15 @@ class KubeCluster:
         if spec:
             body["spec"] = spec
         self._track(NODES, name)
+        what = f"patch node {name}"
+        if self._thin:
+            query: list[tuple[str, Any]] = [("fieldManager", COMPONENT)]
+            if self.server_dry_run:
+                query.append(("dryRun", "All"))
+            return self._node_answer(_decode(self._send("PATCH", f"/api/v1/nodes/{_q(name)}", what, query=query,
+                                                        body=body, content_type=_MERGE_PATCH), what))
         obj = self._json(
-            self._core.patch_node, f"patch node {name}", name, body, field_manager=COMPONENT,
+            self._core.patch_node, what, name, body, field_manager=COMPONENT,
             _content_type=_MERGE_PATCH, **({"dry_run": "All"} if self.server_dry_run else {}),
         )
         return self._node_answer(obj)
@@ -663,6 +763,16 @@ class KubeCluster:
         ``retry_after``), ServerError (500: more than one PDB selects the pod), ForbiddenError
         (``reason`` NamespaceTerminating, or RBAC), TransientError.
         """
+        what = f"evict pod {namespace}/{name}"
+        if self._thin:
+            delete_options: Obj = {"preconditions": {"uid": uid}}
+            if grace_seconds is not None:
+                delete_options["gracePeriodSeconds"] = grace_seconds
+            self._send("POST", f"/api/v1/namespaces/{_q(namespace)}/pods/{_q(name)}/eviction", what,
+                       body={"apiVersion": "policy/v1", "kind": "Eviction",
+                             "metadata": {"name": name, "namespace": namespace}, "deleteOptions": delete_options},
+                       content_type="application/json")
+            return
         body = client.V1Eviction(
             api_version="policy/v1",
             kind="Eviction",
@@ -671,7 +781,7 @@ class KubeCluster:
                 grace_period_seconds=grace_seconds, preconditions=client.V1Preconditions(uid=uid)
             ),
         )
-        self._raw(self._core.create_namespaced_pod_eviction, f"evict pod {namespace}/{name}", name, namespace, body)
+        self._raw(self._core.create_namespaced_pod_eviction, what, name, namespace, body)
 
     def emit_event(self, node: str, reason: str, message: str, type_: str = "Normal") -> None:
         """Create a core/v1 Event about the node in namespace ``default``: involvedObject
@@ -783,19 +893,19 @@ class KubeCluster:
             image_pull_secret=self.image_pull_secret,
         )
         self._track(PODS, (ns, spec.pod_name))
+        what = f"create stage pod {ns}/{spec.pod_name}"
         try:
-            self._pod_answer(self._json(
-                self._core.create_namespaced_pod,
-                f"create stage pod {ns}/{spec.pod_name}",
-                ns,
-                client.V1Pod.model_validate(pod),
-                field_manager=COMPONENT,
-            ))
+            if self._thin:
+                self._pod_answer(_decode(self._send("POST", f"/api/v1/namespaces/{_q(ns)}/pods", what,
+                                                    query=[("fieldManager", COMPONENT)], body=pod,
+                                                    content_type="application/json"), what))
+            else:
+                self._pod_answer(self._json(self._core.create_namespaced_pod, what, ns,
+                                            client.V1Pod.model_validate(pod), field_manager=COMPONENT))
         except ConflictError as e:
             if e.reason != "AlreadyExists":
                 raise
-            existing = self._pod_answer(
-                self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns))
+            existing = self._pod_answer(self._read_pod(ns, spec.pod_name))
             if (existing.get("metadata") or {}).get("deletionTimestamp"):
                 raise ConflictError(
                     f"stage pod {ns}/{spec.pod_name} is still terminating; start it again when it is gone",
@@ -815,8 +925,7 @@ class KubeCluster:
             return StageStatus("missing")
         if not hit:
             try:
-                pod = self._pod_answer(
-                    self._json(self._core.read_namespaced_pod, f"get pod {ns}/{spec.pod_name}", spec.pod_name, ns))
+                pod = self._pod_answer(self._read_pod(ns, spec.pod_name))
             except NotFoundError:
                 return StageStatus("missing")
         st, container = stage_status_from_pod(pod)
@@ -837,17 +946,15 @@ class KubeCluster:
         return st
 
     def _log_tail(self, pod: str, container: str) -> str:
+        what = f"log of {pod}/{container}"
         try:
-            data = self._raw(
-                self._core.read_namespaced_pod_log,
-                f"log of {pod}/{container}",
-                pod,
-                self.namespace,
-                container=container,
-                tail_lines=LOG_TAIL_LINES,
-                limit_bytes=16384,
-                _request_timeout=(5, 10),
-            )
+            if self._thin:
+                data = self._send("GET", f"/api/v1/namespaces/{_q(self.namespace)}/pods/{_q(pod)}/log", what,
+                                  query=[("container", container), ("limitBytes", 16384),
+                                         ("tailLines", LOG_TAIL_LINES)], timeout=(5, 10))
+            else:
+                data = self._raw(self._core.read_namespaced_pod_log, what, pod, self.namespace, container=container,
+                                 tail_lines=LOG_TAIL_LINES, limit_bytes=16384, _request_timeout=(5, 10))
         except ClusterError:
             return ""
         lines = data.decode("utf-8", "replace").splitlines()[-LOG_TAIL_LINES:]
@@ -858,9 +965,13 @@ class KubeCluster:
         objects are fine. The pod may take its grace period to disappear: :meth:`start_stage` with
         the same spec raises ConflictError until it is gone."""
         ns = self.namespace
+        what = f"delete pod {ns}/{spec.pod_name}"
         with contextlib.suppress(NotFoundError):
-            self._pod_answer(
-                self._json(self._core.delete_namespaced_pod, f"delete pod {ns}/{spec.pod_name}", spec.pod_name, ns))
+            if self._thin:
+                self._pod_answer(_decode(self._send("DELETE", f"/api/v1/namespaces/{_q(ns)}/pods/{_q(spec.pod_name)}",
+                                                    what), what))
+            else:
+                self._pod_answer(self._json(self._core.delete_namespaced_pod, what, spec.pod_name, ns))
 
     def _pod_answer(self, obj: Obj) -> Obj:
         """A pod the API server returned: kept in the cache (when tracked)."""
@@ -874,13 +985,12 @@ class KubeCluster:
         (other nodes use them); the run owner's deletion collects them. Nothing to delete is fine."""
         ns = self.namespace
         sel = f"{MANAGED_BY_LABEL}={COMPONENT},{RECIPE_LABEL}={label_value(recipe)},{NODE_LABEL}={label_value(node)}"
+        what = f"delete stage pods of {recipe} on {node}"
         with contextlib.suppress(NotFoundError):
-            self._raw(
-                self._core.delete_collection_namespaced_pod,
-                f"delete stage pods of {recipe} on {node}",
-                ns,
-                label_selector=sel,
-            )
+            if self._thin:
+                self._send("DELETE", f"/api/v1/namespaces/{_q(ns)}/pods", what, query=[("labelSelector", sel)])
+            else:
+                self._raw(self._core.delete_collection_namespaced_pod, what, ns, label_selector=sel)
 
     def lifecycles(self) -> set[str]:
         """Port ``lifecycles``: the run ids of the run-owner ConfigMaps in the namespace (one LIST
@@ -964,6 +1074,22 @@ class KubeCluster:
         preconditions = client.V1Preconditions(resource_version=resource_version)
         self._raw(self._coordination.delete_namespaced_lease, f"delete lease {name}", name, self.namespace,
                   body=client.V1DeleteOptions(preconditions=preconditions))
+
+
+def _plain_headers(h: Any) -> Mapping[str, str] | None:
+    """An answer's headers (urllib3's HTTPHeaderDict) as a plain mapping."""
+    if h is None:
+        return None
+    try:
+        return {str(k): str(v) for k, v in h.items()}
+    except AttributeError:
+        return None
+
+
+def _q(part: str) -> str:
+    """One path segment, percent-encoded as the generated methods do (nothing left unescaped but
+    the unreserved characters)."""
+    return quote(part, safe="")
 
 
 def _headers(e: ApiException) -> Mapping[str, str] | None:

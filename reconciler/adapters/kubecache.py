@@ -113,6 +113,9 @@ class WatchCache:
         self.max_entries = max_entries
         self._entries: dict[str, OrderedDict[Hashable, _Entry]] = {NODES: OrderedDict(), PODS: OrderedDict()}
         self._synced: dict[str, bool] = {NODES: False, PODS: False}
+        #: node name → keys of the pods held bound to it (a superset: an entry forgotten since may
+        #: still be listed), so :meth:`forget_node` need not scan every pod entry
+        self._pods_of: dict[str, set[Hashable]] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -125,6 +128,8 @@ class WatchCache:
             self._synced[kind] = synced
             if not synced:
                 self._entries[kind].clear()
+                if kind == PODS:
+                    self._pods_of.clear()
 
     def observe(self, kind: str, event_type: str, obj: Obj) -> bool:
         """A watch event (``ADDED``/``MODIFIED``/``DELETED``) of ``kind``; ignored unless tracked.
@@ -183,6 +188,19 @@ class WatchCache:
         with self._lock:
             self._entries[kind].pop(key, None)
 
+    def forget_node(self, name: str) -> None:
+        """Stop tracking the node ``name`` and every tracked pod known to be bound to it
+        (``spec.nodeName``, for the raw pods this cache holds): when a node's lifecycle has ended,
+        the watch events of the node, of its stage pods and of the pods that run on it are
+        skipped undecoded from then on (issue 17), and a later read of them is a request again."""
+        with self._lock:
+            self._entries[NODES].pop(name, None)
+            pods = self._entries[PODS]
+            for key in self._pods_of.pop(name, ()):
+                entry = pods.get(key)
+                if entry is not None and _bound_to(entry.value) == name:
+                    del pods[key]
+
     def __len__(self) -> int:
         with self._lock:
             return sum(len(e) for e in self._entries.values())
@@ -192,6 +210,12 @@ class WatchCache:
         """Keep ``obj`` in the entry of ``key`` if newer; (the converted value kept or None,
         whether a reader sees a change)."""
         rv = parse_resource_version((obj.get("metadata") or {}).get("resourceVersion"))
+        if rv is not None:
+            with self._lock:  # a first look: an object no newer than the entry (the echo of our own
+                # write, whose answer is stored already) is dropped without being converted
+                entry = self._entries[kind].get(key)
+                if entry is None or rv <= entry.rv:
+                    return None, False
         value = None if gone or rv is None else self._convert.get(kind, _identity)(obj)
         with self._lock:
             entries = self._entries[kind]
@@ -205,6 +229,8 @@ class WatchCache:
                 return None, False  # no newer than what we hold
             old_rv, old_value, old_gone = entry.rv, entry.value, entry.gone
             entry.rv, entry.value, entry.gone = rv, value, gone
+            if kind == PODS and (bound := _bound_to(value)) is not None:
+                self._pods_of.setdefault(bound, set()).add(key)
         changed = (old_rv == 0 or gone != old_gone
                    or (not gone and not self._same.get(kind, same_but_version)(old_value, value)))
         return value, changed
@@ -212,3 +238,10 @@ class WatchCache:
 
 def _identity(obj: Obj) -> Obj:
     return obj
+
+
+def _bound_to(value: Any) -> str | None:
+    """``spec.nodeName`` of a raw pod held by the cache (None for anything else)."""
+    spec = value.get("spec") if isinstance(value, dict) else None
+    node = spec.get("nodeName") if isinstance(spec, dict) else None
+    return node if isinstance(node, str) else None

@@ -19,7 +19,16 @@ from typing import Protocol
 
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
-from reconciler.ports import Cluster, ClusterPorts, ConfigMapStore, LeaseInfo, LeaseSpec, StageSpec, StageStatus
+from reconciler.ports import (
+    Cluster,
+    ClusterPorts,
+    ConfigMapStore,
+    LeaseInfo,
+    LeaseSpec,
+    NodeInterest,
+    StageSpec,
+    StageStatus,
+)
 
 
 class WriteFence(Protocol):
@@ -109,6 +118,13 @@ class FencedCluster:
         self.fence.check()
         return self.roles.nodes.patch_node(name, annotations=annotations, labels=labels, unschedulable=unschedulable,
                                      taints=taints, resource_version=resource_version)
+
+    def forget_node(self, name: str) -> None:
+        """:meth:`~reconciler.ports.NodeInterest.forget_node` of the wrapped node role, when it has
+        one (not a write: unfenced)."""
+        inner = self.roles.nodes
+        if isinstance(inner, NodeInterest):
+            inner.forget_node(name)
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
         """Fenced :meth:`Cluster.set_node_condition`."""

@@ -4,7 +4,7 @@ Plain data; no I/O."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -72,7 +72,8 @@ class EvictTrack:
 
     def copy(self) -> EvictTrack:
         """An independent copy."""
-        return replace(self)
+        return EvictTrack(self.pod, self.evicted, self.gone, self.next_try, self.last_error, self.attempts,
+                          self.asked)
 
 
 @dataclass
@@ -103,13 +104,23 @@ class Memory:
     give_up_recording: bool = False
 
     def copy(self) -> Memory:
-        """An independent copy (containers copied; the records in them are immutable)."""
-        return replace(
-            self,
-            state=dict(self.state),
-            evictions={k: t.copy() for k, t in self.evictions.items()},
-            runs=[r.copy() for r in self.runs],
-            pending=dict(self.pending),
-            pending_labels=dict(self.pending_labels),
-            local_start=dict(self.local_start),
-        )
+        """A copy whose containers are copied; the records in them are immutable, except the
+        :class:`EvictTrack` objects, which are *shared* with this memory (copy on write: a step
+        calls :meth:`own_evictions` on its working copy before it changes a track, so a memory
+        once handed to or returned by :func:`~reconciler.execute.machine.step` never changes).
+        Issue 17: the drain's tracks (one per pod of the node) were copied on every copy, two
+        to four times per step in every phase."""
+        new = object.__new__(Memory)
+        new.__dict__.update(self.__dict__)
+        new.state = dict(self.state)
+        new.evictions = dict(self.evictions)
+        new.runs = [r.copy() for r in self.runs]
+        new.pending = dict(self.pending)
+        new.pending_labels = dict(self.pending_labels)
+        new.local_start = dict(self.local_start)
+        return new
+
+    def own_evictions(self) -> None:
+        """Replace every eviction track by its own copy, so this memory's tracks can be changed
+        without changing a memory it was copied from (see :meth:`copy`)."""
+        self.evictions = {k: t.copy() for k, t in self.evictions.items()}

@@ -120,6 +120,7 @@ class DrainPhases(StepCore):
         the wait phase just listed them (saves a second LIST)."""
         self._checkpoint()
         m = self.m
+        m.own_evictions()  # the tracks are changed below (copy on write: Memory.copy shares them)
         now = self._now
         opts = self.recipe.drain
         answered = {ref for ref, t in m.evictions.items() if t.asked}

@@ -74,10 +74,10 @@ class StagePhases(StepCore):
             why = self._out_of_scope(self._refresh())
             if why is not None and not any(r.running for r in runs):
                 return self._leave(why)
-        looks = [ReadStage(self._spec(r, r.stages[r.index])) for r in runs
-                 if r.running and not r.done and r.launched != now
-                 and (r.retry_at is None or r.retry_at <= now)
-                 and self._spec(r, r.stages[r.index]).pod_name not in self.v.stages]
+        looks = [ReadStage(spec) for spec in (self._spec(r, r.stages[r.index]) for r in runs
+                                              if r.running and not r.done and r.launched != now
+                                              and (r.retry_at is None or r.retry_at <= now))
+                 if spec.pod_name not in self.v.stages]
         if looks and not self._wrote:
             raise _Need(*looks)
         done_pkgs = {r.step.package for r in runs if r.done}

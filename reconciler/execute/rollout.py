@@ -15,9 +15,10 @@ node is terminal for the run and never freezes its compartment.
 from __future__ import annotations
 
 import logging
+import queue
 import uuid
 from collections.abc import Callable, Collection
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +48,7 @@ from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strat
 from reconciler.model.recipe import Recipe
 from reconciler.model.vocab import NodeResult, Phase, RunVerdict
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
-from reconciler.ports import Clock, Cluster, ClusterPorts
+from reconciler.ports import Clock, Cluster, ClusterPorts, NodeInterest
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,7 @@ class Rollout:
         self.stopped = ""
         self._api_errors = 0
         self._api_errors_since = 0.0
+        self._interest: bool | None = None  # whether the node role is a NodeInterest (known on first use)
 
     # ------------------------------------------------------------------ setup
     def _strategy_of(self, name: str) -> Strategy | None:
@@ -230,6 +232,7 @@ class Rollout:
         start = self.clock.now()
         tick_at: float | None = None
         changed: Collection[str] | None = None
+        tells = False  # whether the clock's last wait said what changed (a simulated clock never does)
         while True:
             if self.on_tick is not None:
                 try:
@@ -282,7 +285,9 @@ class Rollout:
             for c in comps:
                 self._collect(c)
                 self._record_budget(c)
-            extra = [r for r in extra if r.outcome is Outcome.RUNNING]
+            if extra:
+                self._release([r for r in extra if r.outcome is not Outcome.RUNNING])
+                extra = [r for r in extra if r.outcome is Outcome.RUNNING]
             wakes = [self._wake[r.name] for r in [*extra, *(r for c in comps for r in c.active)]]
             if all(c.done for c in comps) and not extra:
                 break
@@ -292,15 +297,22 @@ class Rollout:
                 break
             pending_start = any(not c.active and c.queue and not c.halted and not c.state.should_stop for c in comps)
             if pending_start and not api_down:
+                changed = set() if tells else None  # this pass's changes were looked at already
                 continue
             target = min(wakes) if wakes else now + self.ctx.poll_seconds
             if api_down:
                 target = max(target, now + retry_after)
             if tick_at is not None:
                 target = min(target, tick_at)
-            changed = None
             if target > now:
                 changed = self.clock.wait(target - now)
+                tells = changed is not None
+            elif tells:
+                # no time to wait: the clock still says which nodes changed (a watch clock answers at
+                # once), so only those and the nodes whose timer is due are looked at, not every node
+                changed = self.clock.wait(0.0)
+            else:
+                changed = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -387,18 +399,26 @@ class Rollout:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="node")
         pool = self._pool
         inflight: dict[Future[Any], NodeRun] = {}
+        # finished jobs arrive on a queue (O(1) per answer; ``wait(FIRST_COMPLETED)`` re-arms a
+        # waiter on every job in flight for each answer: O(n²) per pass with a batch's n nodes)
+        finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+
+        def hand_out(r: NodeRun, job: Any) -> None:
+            f = pool.submit(r.perform, job)
+            inflight[f] = r
+            f.add_done_callback(finished.put)
+
         for r in runs:
             job = r.begin()
             if job is not None:
-                inflight[pool.submit(r.perform, job)] = r
+                hand_out(r, job)
         try:
             while inflight:
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for f in done:
-                    r = inflight.pop(f)
-                    job = r.resume(f.result())
-                    if job is not None:
-                        inflight[pool.submit(r.perform, job)] = r
+                f = finished.get()
+                r = inflight.pop(f)
+                job = r.resume(f.result())
+                if job is not None:
+                    hand_out(r, job)
         except BaseException:
             # the run stops (a lost Lease, a refused failure record, a crash): nothing new is started,
             # and the I/O already handed out is waited for before the error goes up (no write after)
@@ -459,10 +479,24 @@ class Rollout:
         self._collect(c)
         self._record_budget(c)
 
+    def _release(self, runs: list[NodeRun]) -> None:
+        """Tell the node role the run is done with these nodes (ended lifecycles), when it wants
+        to know (:class:`~reconciler.ports.NodeInterest`: the real cluster's watch cache stops
+        keeping them current)."""
+        if not runs:
+            return
+        if self._interest is None:
+            self._interest = isinstance(self.ports.nodes, NodeInterest)  # a Protocol check is slow: once
+        nodes = self.ports.nodes
+        if self._interest and isinstance(nodes, NodeInterest):
+            for r in runs:
+                nodes.forget_node(r.name)
+
     def _collect(self, c: _Compartment) -> None:
         still = [r for r in c.active if r.outcome is Outcome.RUNNING]
         if len(still) == len(c.active):
             return
+        self._release([r for r in c.active if r.outcome is not Outcome.RUNNING])
         c.failed.extend(r for r in c.active if r.outcome is Outcome.FAILED)
         c.active = still
         if still or c.batch is None:

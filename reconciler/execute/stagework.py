@@ -61,7 +61,8 @@ class StageRun:
 
     def copy(self) -> StageRun:
         """An independent copy (the step's memory is copied, never shared)."""
-        return StageRun(**{f: getattr(self, f) for f in self.__dataclass_fields__})
+        return StageRun(self.step, self.stages, self.new_version, self.new_pull, self.old_version, self.old_pull,
+                        self.index, self.attempt, self.started, self.retry_at, self.done, self.running, self.launched)
 
 
 def pull_of(recipe: Recipe, state: Mapping[str, PackageState], package: str, version: str) -> str:
@@ -108,14 +109,17 @@ def build_runs(recipe: Recipe, state: Mapping[str, PackageState],
     return runs
 
 
+#: The tolerations every stage pod carries first (frozen models, made once).
+_BASE_TOLERATIONS = (
+    Toleration(key=UNSCHEDULABLE_TAINT_KEY, operator="Exists"),
+    Toleration(key=RUNTIME_REQUIRED_TAINT_KEY, operator="Exists"),
+)
+
+
 def tolerations(recipe: Recipe) -> tuple[Toleration, ...]:
     """Tolerations of every stage pod: the cordon's and the runtime-required taints, then the
     recipe's ``additionalTolerations``."""
-    base = (
-        Toleration(key=UNSCHEDULABLE_TAINT_KEY, operator="Exists"),
-        Toleration(key=RUNTIME_REQUIRED_TAINT_KEY, operator="Exists"),
-    )
-    return base + tuple(recipe.additionalTolerations)
+    return _BASE_TOLERATIONS + tuple(recipe.additionalTolerations)
 
 
 def stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecycle: str,

@@ -503,14 +503,14 @@ def test_stage_failure_exit_code_from_package_env(kube: KubeCluster, make_nodes:
     assert st.log_tail == ""  # kwok nodes have no container logs
     # a terminated container's log does not change: asking again does not read it again
     log_reads: list[str] = []
-    orig_log = kube._core.read_namespaced_pod_log
-    kube._core.read_namespaced_pod_log = (  # type: ignore[method-assign]
+    orig_log = kube._log_tail  # every log read, on the thin path or the generated one
+    kube._log_tail = (  # type: ignore[method-assign]
         lambda *a, **k: (log_reads.append(a[0]), orig_log(*a, **k))[1])
     try:
         assert kube.stage_status(spec).phase == "failed"
         assert kube.stage_status(spec).phase == "failed"
     finally:
-        kube._core.read_namespaced_pod_log = orig_log  # type: ignore[method-assign]
+        del kube._log_tail  # the instance attribute: the method again
     assert log_reads == []
 
     # the same env restricted to another stage: this one succeeds

@@ -43,10 +43,20 @@ def test_cache_answers_tracked_node_and_stage_pod_reads_from_watch_events(kube: 
     core = CoreV1Api(kube.api_client)
     reads: list[str] = []
     orig_read_node, orig_read_pod = core.read_node, core.read_namespaced_pod
+    orig_send = cached._send
+
+    def send(method: str, path: str, what: str, **kw: Any) -> bytes:  # the thin request path (issue 17)
+        if method == "GET" and path.startswith("/api/v1/nodes/"):
+            reads.append("node")
+        elif method == "GET" and "/pods/" in path and not path.endswith("/log"):
+            reads.append("pod")
+        return orig_send(method, path, what, **kw)
+
     try:
         deadline = time.monotonic() + 20
         while clock.wait(1.0) is None and time.monotonic() < deadline:
             pass  # watches starting
+        cached._send = send  # type: ignore[method-assign]
         cached._core.read_node = lambda *a, **k: (reads.append("node"), orig_read_node(*a, **k))[1]  # type: ignore[method-assign]
         cached._core.read_namespaced_pod = (  # type: ignore[method-assign]
             lambda *a, **k: (reads.append("pod"), orig_read_pod(*a, **k))[1])

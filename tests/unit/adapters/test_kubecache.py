@@ -164,3 +164,44 @@ def test_same_but_version_ignores_only_the_version_and_managed_fields() -> None:
     assert same_but_version(NodeInfo("n", resource_version="1"), NodeInfo("n", resource_version="2"))
     assert not same_but_version(NodeInfo("n", unschedulable=True), NodeInfo("n"))
     assert not same_but_version("a", "b")
+
+
+def test_an_event_no_newer_than_the_entry_is_not_converted() -> None:
+    """The echo of our own write (its answer stored first) is dropped before conversion."""
+    converted: list[str] = []
+
+    def convert(obj: dict[str, Any]) -> str:
+        converted.append(obj["metadata"]["resourceVersion"])
+        return str(obj["metadata"]["resourceVersion"])
+
+    c = synced_cache(convert={NODES: convert})
+    c.track(NODES, "n1")
+    assert c.store(NODES, node("n1", "10")) == "10"
+    assert c.observe(NODES, "MODIFIED", node("n1", "10")) is False  # the echo
+    assert c.observe(NODES, "MODIFIED", node("n1", "9")) is False  # older
+    assert converted == ["10"]
+    assert c.observe(NODES, "MODIFIED", node("n1", "11", a="x")) is True
+    assert converted == ["10", "11"]
+
+
+def test_forget_node_drops_the_node_and_the_pods_bound_to_it() -> None:
+    c = synced_cache()
+    bound = {**pod("stage-a", "5"), "spec": {"nodeName": "n1"}}
+    other = {**pod("stage-b", "6"), "spec": {"nodeName": "n2"}}
+    for k in ("n1", "n2"):
+        c.track(NODES, k)
+        c.store(NODES, node(k, "3"))
+    c.track(PODS, ("ns", "stage-a"))
+    c.store(PODS, bound)
+    c.track(PODS, ("ns", "stage-b"))
+    c.store(PODS, other)
+    c.track(PODS, ("ns", "unknown-yet"))  # tracked before its answer: bound to no known node, kept
+    c.forget_node("n1")
+    assert c.lookup(NODES, "n1") == (False, None)
+    assert c.lookup(PODS, ("ns", "stage-a")) == (False, None)
+    assert c.lookup(NODES, "n2")[0] and c.lookup(PODS, ("ns", "stage-b"))[0]
+    assert not c.tracks_any(NODES, ["n1"]) and not c.tracks_any(PODS, [("ns", "stage-a")])
+    assert c.tracks_any(PODS, [("ns", "unknown-yet")])
+    # events of the forgotten node are not kept (and so not decoded by the watch's byte scan)
+    assert c.observe(NODES, "MODIFIED", node("n1", "9")) is False
+    assert c.lookup(NODES, "n1") == (False, None)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache
 from reconciler.adapters.kubeobjects import node_from
-from reconciler.adapters.kubewatch import WatchClock, _lines, concerns_tracked, resume_version
+from reconciler.adapters.kubewatch import WatchClock, _lines, concerns_tracked, resume_version, wakes_only
 
 
 def node(name: str, rv: str, *, labels: dict[str, str] | None = None, heartbeat: str = "2026-01-01T00:00:00Z",
@@ -217,3 +217,60 @@ def test_the_loop_skips_untracked_decodes_tracked_and_survives_a_hostile_object(
     assert clock.events_skipped == 2  # n2, twice; never decoded
     assert clock.events_seen == 1  # n1 at 102 (ADDED knowledge of a tracked node: a change)
     assert c.lookup(NODES, "n1") == (False, None)  # forgotten when the stream broke: ask the server
+
+
+def test_workload_pods_of_tracked_nodes_wake_them_without_being_decoded() -> None:
+    c = cache_tracking(nodes=("n1", "n2"), pods=(("reconciler", "stage-1"),))
+    assert wakes_only(line(pod("w1", "5", "n1")), c) == {"n1"}
+    assert wakes_only(line(pod("w1", "5", "n1"), "DELETED"), c) == {"n1"}  # gone: the drain looks again
+    assert wakes_only(line(pod("stage-1", "5", "n1", ns="reconciler")), c) == set()  # tracked: decoded
+    assert wakes_only(line(pod("w3", "5", "n9")), c) == set()  # not a tracked node's
+    assert wakes_only(b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}', c) == set()
+    # a label named like the field only adds a candidate (a spurious look), never hides the node
+    assert wakes_only(line(pod("w4", "5", "n1", labels={"nodeName": "n2"})), c) == {"n1", "n2"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(labels=st.dictionaries(st.one_of(st.sampled_from(["name", "nodeName", "namespace"]), _text),
+                              st.one_of(_names, _text), max_size=6),
+       name=_names, node_name=_names, ns=st.sampled_from(["load", "reconciler"]),
+       tracked_nodes=st.sets(_names, max_size=3), tracked_pods=st.sets(st.tuples(st.just("reconciler"), _names),
+                                                                       max_size=2))
+def test_a_pod_event_is_decoded_or_wakes_its_tracked_node(labels: dict[str, str], name: str, node_name: str, ns: str,
+                                                          tracked_nodes: set[str],
+                                                          tracked_pods: set[tuple[str, str]]) -> None:
+    """Whenever an event may concern a tracked pod it is decoded; otherwise, if its node is
+    tracked, that node is among the woken ones."""
+    c = cache_tracking(tuple(tracked_nodes), tuple(tracked_pods))
+    ev = line(pod(name, "7", node_name, ns=ns, labels=labels))
+    woken = wakes_only(ev, c)
+    if (ns, name) in tracked_pods:
+        assert woken == set()
+    elif woken:
+        assert woken <= tracked_nodes
+        assert node_name not in tracked_nodes or node_name in woken
+
+
+def test_the_loop_wakes_the_node_of_a_workload_pod_undecoded() -> None:
+    c = cache_tracking(nodes=("n1",))
+    clock = clock_with(c)
+    streams = [FakeStream([line(pod("w1", "201", "n1")) + b"\n", line(pod("w2", "202", "n2")) + b"\n"])]
+
+    class Listing:
+        data = b'{"metadata":{"resourceVersion":"200"}}'
+
+        def release_conn(self) -> None:
+            pass
+
+    def lister(**kw: Any) -> Any:
+        if not kw.get("watch"):
+            return Listing()
+        if not streams:
+            clock._stop.set()
+            return FakeStream([])
+        return streams.pop(0)
+
+    clock._stop.wait = lambda timeout=None: clock._stop.is_set()  # type: ignore[method-assign]
+    clock._loop("pods", lister)
+    assert clock.events_seen == 0 and clock.events_skipped == 2
+    assert clock._changed == {"n1"}

@@ -574,3 +574,24 @@ def test_a_resumed_gate_counts_its_timeout_from_the_recorded_instant(waited: flo
 
 def test_the_table_covers_every_phase() -> None:
     assert {r.memory.phase for r in ROWS} == set(Phase)
+
+
+def test_eviction_tracks_are_shared_copy_on_write() -> None:
+    """Memory.copy shares the drain's eviction tracks (issue 17: they were copied two to four
+    times per step); a drain step works on its own copies, so neither the memory it was given nor
+    a rollback snapshot of it sees what the step changed."""
+    m, v = drain_mem(EvictResult(EvictAnswer.TOO_MANY, "budget", disruption_budget=True))
+    c = m.copy()
+    assert c.evictions == m.evictions and c.evictions is not m.evictions
+    assert c.evictions["default/web"] is m.evictions["default/web"]  # shared until owned
+    c.own_evictions()
+    assert c.evictions["default/web"] == m.evictions["default/web"]
+    assert c.evictions["default/web"] is not m.evictions["default/web"]
+    track = m.evictions["default/web"]
+    before = copy.deepcopy(track)
+    t = step(m, v, PLAN, CTX, NOW, UTC)
+    assert m.evictions["default/web"] is track and track == before  # the given memory's track unchanged
+    after = t.memory.evictions["default/web"]
+    assert after is not track and after.attempts == 1 and not after.asked and after.next_try > NOW
+    for snapshot in t.rollbacks.values():
+        assert snapshot.evictions["default/web"] == before
