@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from reconciler.model.recipe import DrainOptions, Interrupt, Package, Recipe, Ti
 from reconciler.model.selector import LabelSelector
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.invariants import Watch, check_budget, check_cordons, check_protected, check_timeline
 
 SHA = "sha256:" + "a" * 64
@@ -70,12 +72,14 @@ def policy(*, count: int | None = None, percent: int | None = None, strategy: st
 
 @dataclass
 class Run:
-    """Outcome of :func:`apply` with the fleet and the watcher for further checks."""
+    """Outcome of :func:`apply` with the fleet, the watcher and the port the rollout talked to
+    (``port.calls``: every call through it) for further checks."""
 
     result: RunResult
     sim: SimFleet
     watch: Watch
     plan: Plan
+    port: FaultyCluster
 
     def node(self, name: str) -> Any:
         """The result entry of one node."""
@@ -87,15 +91,20 @@ class Run:
 
 
 def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: DeploymentPolicy,
-          config: SimConfig | None = None, *, check: bool = True, through: Any = None, **kw: Any) -> Run:
+          config: SimConfig | None = None, *, check: bool = True,
+          before: Mapping[str, Callable[..., object]] | None = None,
+          after: Mapping[str, Callable[..., object]] | None = None, **kw: Any) -> Run:
     """Plan and apply ``r`` on a simulated fleet; assert the invariants unless ``check`` is False.
-    ``through``: a port decorator around the fleet the rollout talks to (e.g. a
-    :class:`~reconciler.testing.faults.FaultyCluster` with hooks); the fleet itself by default."""
+    The rollout talks to one port decorator (:class:`~reconciler.testing.faults.FaultyCluster`)
+    over the invariants' :class:`Watch`, with ``before``/``after`` hooks by port method: a test
+    makes the world move on around a call (an admin uncordons the node right after an eviction)
+    or watches the calls (``Run.port.calls``)."""
     sim = objs_or_sim if isinstance(objs_or_sim, SimFleet) else SimFleet(objs_or_sim, config or SimConfig())
     plan = compute_plan(r, p, observe(sim))
     comp = {n.name: n.compartment for n in plan.nodes}
     watch = Watch(sim, r.name, comp)
-    result = Rollout(r, p, plan, through if through is not None else sim, sim, **kw).run()
+    port = FaultyCluster(watch.port, clock=sim, before=before, after=after)
+    result = Rollout(r, p, plan, port, sim, **kw).run()
     if check:
         ceilings = {c.name: c.ceiling for c in plan.compartments}
         failed = [n.name for n in result.nodes if n.state == "failed"]
@@ -106,4 +115,4 @@ def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: Deployment
             + check_timeline(result.timeline, {k: list(v.dependsOn) for k, v in r.packages.items()})
         )
         assert not problems, problems
-    return Run(result, sim, watch, plan)
+    return Run(result, sim, watch, plan, port)
