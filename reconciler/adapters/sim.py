@@ -49,7 +49,7 @@ from reconciler.adapters.kubeobjects import parse_time
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.adapters.simcore import Obj
 from reconciler.adapters.simindex import FleetIndex
-from reconciler.adapters.simkubelet import SimKubelet
+from reconciler.adapters.simkubelet import SimKubelet, set_stage_pod_status
 from reconciler.adapters.simnodes import SimNodes
 from reconciler.adapters.simpods import RECREATED_BY, SimPods
 from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
@@ -185,24 +185,23 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         return out
 
     def _stage_object(self, name: str, rec: Obj) -> Obj:
+        """The stage Pod as it is, carrying in :data:`SIM_ANN` what resuming needs (its StageSpec
+        fields, outcome and pending timer)."""
         spec: StageSpec = rec["spec"]
+        st = self.stage_status(spec)
         state = {
             "recipe": spec.recipe, "package": spec.package, "version": spec.version, "stage": spec.stage,
             "runId": spec.run_id, "attempt": spec.attempt, "pullRef": spec.pull_ref,
             "interrupt": spec.interrupt.type if spec.interrupt else None,
             "interruptServices": list(spec.interrupt.services) if spec.interrupt else [],
-            "phase": rec["phase"], "exit": rec["exit"], "reason": rec["reason"], "log": rec["log"],
+            "phase": st.phase, "exit": st.exit_code, "reason": st.reason, "log": rec["log"],
             "started": self.epoch + rec["started"], "doneAt": rec.get("done_at"),
             "pendingExit": rec.get("pending_exit", 0), "pendingReason": rec.get("pending_reason", ""),
             "pendingLog": rec.get("pending_log", ""),
         }
-        return {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"namespace": STAGE_NS, "name": name,
-                         "labels": {"app.kubernetes.io/managed-by": "node-reconciler"},
-                         "annotations": {SIM_ANN: json.dumps(state, sort_keys=True)}},
-            "spec": {"nodeName": spec.node, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]},
-        }
+        pod: Obj = copy.deepcopy(rec["pod"])
+        pod["metadata"]["annotations"][SIM_ANN] = json.dumps(state, sort_keys=True)
+        return pod
 
     def _restore_timers(self) -> None:
         from reconciler.model.recipe import Interrupt
@@ -215,13 +214,14 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
                 interrupt=Interrupt(type=st["interrupt"], services=tuple(st.get("interruptServices") or ()))
                 if st.get("interrupt") else None,
             )
-            rec: Obj = {"spec": spec, "phase": st["phase"], "started": float(st["started"]) - self.epoch,
-                        "exit": st["exit"], "reason": st["reason"], "log": st["log"], "done_at": st.get("doneAt")}
-            self._stages[spec.pod_name] = rec
-            if rec["phase"] == "running" and st.get("doneAt") is not None and st.get("interrupt") == "reboot":
+            rec = self._new_stage_pod(spec, started=float(st["started"]) - self.epoch)
+            rec.update(log=st["log"], done_at=st.get("doneAt"))
+            if st["phase"] != "running":
+                set_stage_pod_status(rec["pod"], st["phase"], exit_code=st["exit"] or 0, reason=st["reason"])
+            if st["phase"] == "running" and st.get("doneAt") is not None and st.get("interrupt") == "reboot":
                 self._at(max(self._now, float(st["doneAt"]) - self.epoch),
                          partial(self._reboot_down, spec.node, spec.pod_name))
-            elif rec["phase"] == "running" and st.get("doneAt") is not None:
+            elif st["phase"] == "running" and st.get("doneAt") is not None:
                 out = (int(st.get("pendingExit", 0)), st.get("pendingReason", ""), st.get("pendingLog", ""))
                 rec.update(pending_exit=out[0], pending_reason=out[1], pending_log=out[2])
                 self._at(max(self._now, float(st["doneAt"]) - self.epoch),
