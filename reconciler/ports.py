@@ -14,6 +14,7 @@ count writes and crash a run after the N-th (``--sim-crash-after``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Collection, Mapping
@@ -61,12 +62,15 @@ class StageSpec:
     def pod_name(self) -> str:
         """Deterministic DNS-1123 name (≤ 63 chars): readable prefix + 8 hex of a digest of the
         identifying fields (NodeWright names stage pods the same way, semantics §3.1)."""
-        ident = "|".join(
-            (self.recipe, self.package, self.version, self.stage, self.node, str(self.attempt), self.run_id)
-        )
-        h = hashlib.sha256(ident.encode()).hexdigest()[:8]
-        base = re.sub(r"[^a-z0-9-]+", "-", f"{self.recipe}-{self.package}-{self.stage}-{self.node}".lower())
-        return f"{base[:53].strip('-')}-{h}"
+        return _pod_name(self.recipe, self.package, self.version, self.stage, self.node, self.attempt, self.run_id)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _pod_name(recipe: str, package: str, version: str, stage: str, node: str, attempt: int, run_id: str) -> str:
+    ident = "|".join((recipe, package, version, stage, node, str(attempt), run_id))
+    h = hashlib.sha256(ident.encode()).hexdigest()[:8]
+    base = re.sub(r"[^a-z0-9-]+", "-", f"{recipe}-{package}-{stage}-{node}".lower())
+    return f"{base[:53].strip('-')}-{h}"
 
 
 @dataclass(frozen=True)

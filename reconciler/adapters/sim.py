@@ -49,7 +49,7 @@ from reconciler.adapters.kubeobjects import parse_time
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.adapters.simcore import Obj
 from reconciler.adapters.simindex import FleetIndex
-from reconciler.adapters.simkubelet import SimKubelet, set_stage_pod_status
+from reconciler.adapters.simkubelet import SimKubelet
 from reconciler.adapters.simnodes import SimNodes
 from reconciler.adapters.simpods import RECREATED_BY, SimPods
 from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
@@ -96,6 +96,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         self.config_maps: dict[tuple[str, str], Obj] = {}  # ConfigMapStore (recipe controls), saved with the fleet
         self.events: list[Obj] = []
         self._stages: dict[str, Obj] = {}
+        self._pod_parts: dict[tuple[object, ...], Obj] = {}  # see SimKubelet._share_parts
         self.stage_log: list[tuple[float, str, str, str, str, str]] = []  # (t, event, node, package, version, stage)
         self._failures_used: dict[int, int] = {}
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
@@ -199,7 +200,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
             "pendingExit": rec.get("pending_exit", 0), "pendingReason": rec.get("pending_reason", ""),
             "pendingLog": rec.get("pending_log", ""),
         }
-        pod: Obj = copy.deepcopy(rec["pod"])
+        pod: Obj = copy.deepcopy(self._pod_with_status(rec))
         pod["metadata"]["annotations"][SIM_ANN] = json.dumps(state, sort_keys=True)
         return pod
 
@@ -217,7 +218,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
             rec = self._new_stage_pod(spec, started=float(st["started"]) - self.epoch)
             rec.update(log=st["log"], done_at=st.get("doneAt"))
             if st["phase"] != "running":
-                set_stage_pod_status(rec["pod"], st["phase"], exit_code=st["exit"] or 0, reason=st["reason"])
+                self._set_stage(rec, st["phase"], exit_code=st["exit"] or 0, reason=st["reason"])
             if st["phase"] == "running" and st.get("doneAt") is not None and st.get("interrupt") == "reboot":
                 self._at(max(self._now, float(st["doneAt"]) - self.epoch),
                          partial(self._reboot_down, spec.node, spec.pod_name))

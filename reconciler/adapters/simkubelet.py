@@ -3,7 +3,7 @@
 with a new bootID after ``rebootSeconds``; never for ``neverReturns`` nodes).
 
 Stage pods are the Pods the kube adapter creates (:func:`~reconciler.adapters.stagepod.build_stage_pod`),
-their status written as a kubelet writes it (:func:`set_stage_pod_status`: init containers running,
+their status written as a kubelet writes it (:func:`stage_pod_status`: init containers running,
 terminated, or waiting on an image pull) and read back with the kube adapter's interpreter
 (:func:`~reconciler.adapters.stagepod.stage_status_from_pod`), so the default test suite runs both.
 """
@@ -11,7 +11,6 @@ terminated, or waiting on an image pull) and read back with the kube adapter's i
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -62,7 +61,7 @@ class SimKubelet(SimCore):
                 log = f.logTail or f"{spec.stage}: simulated failure (exit {f.exitCode})"
             if reason in IMAGE_PULL_FAILURES:  # never starts: the first init container waits
                 rec["log"] = log
-                set_stage_pod_status(rec["pod"], "pending", reason=reason)
+                self._set_stage(rec, "pending", reason=reason)
             else:
                 delay = self.config.stage_duration(spec.stage)
                 rec.update(done_at=self.wall() + delay, pending_exit=code, pending_reason=reason, pending_log=log)
@@ -74,23 +73,48 @@ class SimKubelet(SimCore):
         simulated seconds; default now) and the log tail a failure leaves."""
         at = self._now if started is None else started
         pod = build_stage_pod(spec, namespace=STAGE_NS)
+        self._share_parts(spec, pod)
         pod["metadata"]["creationTimestamp"] = format_time(self.epoch + at)
-        pod["status"] = {"startTime": format_time(self.epoch + at)}
-        set_stage_pod_status(pod, "running")
         rec: Obj = {"spec": spec, "pod": pod, "started": at, "log": ""}
+        self._set_stage(rec, "running")
         self._stages[spec.pod_name] = rec
         return rec
 
-    def _stage_phase(self, rec: Obj) -> str:
-        return stage_status_from_pod(rec["pod"])[0].phase
+    def _share_parts(self, spec: StageSpec, pod: Obj) -> None:
+        """Memory: the containers, volumes and tolerations of a stage pod depend only on the
+        package, stage and run (not on the node), so pods that would hold equal lists share one
+        (never written after creation; a saved fleet copies them). A spec whose fields cannot be
+        hashed keeps its own."""
+        key = (spec.recipe, spec.package, spec.version, spec.stage, spec.pull_ref, spec.run_id,
+               tuple(sorted(spec.config_map.items())), spec.env, spec.resources, spec.interrupt, spec.tolerations,
+               spec.agent_image)
+        body = pod["spec"]
+        try:
+            shared = self._pod_parts.get(key)
+        except TypeError:
+            return
+        if shared is None:
+            self._pod_parts[key] = {k: body[k] for k in ("initContainers", "containers", "volumes", "tolerations")}
+        else:
+            body.update(shared)
+
+    def _set_stage(self, rec: Obj, phase: str, *, exit_code: int = 0, reason: str = "") -> None:
+        """Advance the stage Pod's status (:func:`stage_pod_status`) and read it back with the kube
+        adapter's interpreter once: ``rec["status"]`` is what :meth:`stage_status` answers until
+        the next change (``started`` unrounded, ``log_tail`` the failure's log). Memory: the Pod
+        keeps no ``status`` dict; ``rec["kubelet"]`` holds what makes it again (:meth:`stage_pod`)."""
+        rec["kubelet"] = (phase, exit_code, reason)
+        st = stage_status_from_pod(self._pod_with_status(rec))[0]
+        rec["status"] = StageStatus(st.phase, st.exit_code, st.reason, rec["log"] or st.log_tail,
+                                    self.epoch + rec["started"])
 
     def _stage_done(self, name: str, code: int, reason: str, log: str) -> None:
         rec = self._stages.get(name)
-        if rec is None or self._stage_phase(rec) != "running":
+        if rec is None or rec["status"].phase != "running":
             return
         phase = "succeeded" if code == 0 else "failed"
-        set_stage_pod_status(rec["pod"], phase, exit_code=code, reason=reason or "Error")
         rec["log"] = log
+        self._set_stage(rec, phase, exit_code=code, reason=reason or "Error")
         spec = rec["spec"]
         if code == 0:
             self._validator_schedules(spec.node)
@@ -105,8 +129,8 @@ class SimKubelet(SimCore):
         self._set_ready(n, False, "KubeletNotReady", "simulated reboot")
         rec = self._stages.get(stage_name)
         if rec is not None:  # the interrupt pod dies with the host (exit 143), as on real nodes
-            set_stage_pod_status(rec["pod"], "failed", exit_code=143, reason="Error")
             rec["log"] = "terminated by host shutdown"
+            self._set_stage(rec, "failed", exit_code=143, reason="Error")
         if node in self.config.neverReturns:
             return
         self._at(self._now + self.config.rebootSeconds, lambda: self._reboot_up(node))
@@ -168,15 +192,22 @@ class SimKubelet(SimCore):
         rec = self._stages.get(spec.pod_name)
         if rec is None:
             return StageStatus("missing")
-        st = stage_status_from_pod(rec["pod"])[0]
-        st = replace(st, started=self.epoch + rec["started"])  # the pod's startTime, unrounded
-        return replace(st, log_tail=rec["log"]) if rec["log"] else st
+        status: StageStatus = rec["status"]
+        return status
 
     def stage_pod(self, name: str) -> Obj | None:
         """Test helper: the stage Pod object ``name`` (as the kube adapter would create it, with
         the simulated kubelet's status), or None."""
         rec = self._stages.get(name)
-        return rec["pod"] if rec is not None else None
+        return self._pod_with_status(rec) if rec is not None else None
+
+    def _pod_with_status(self, rec: Obj) -> Obj:
+        """The stage Pod with its current ``status`` (a new top-level dict; the rest shared)."""
+        phase, exit_code, reason = rec["kubelet"]
+        pod: Obj = rec["pod"]
+        status = stage_pod_status(pod["spec"], format_time(self.epoch + rec["started"]), phase,
+                                  exit_code=exit_code, reason=reason)
+        return {**pod, "status": status}
 
     def end_run(self, run_id: str) -> None:
         """Nothing shared to release in the simulated fleet (stage pods go with ``delete_stages``)."""
@@ -196,17 +227,16 @@ class SimKubelet(SimCore):
         return {k: v["spec"] for k, v in self._stages.items()}
 
 
-def set_stage_pod_status(pod: Obj, phase: str, *, exit_code: int = 0, reason: str = "") -> None:
-    """Write the ``status`` a kubelet (and kwok, tests/controlplane/kwok-stages.yaml) gives a stage
-    pod in ``phase``: ``running`` — Pending, the first init container running; ``succeeded`` —
-    Running, every init container terminated 0 and the pause container running; ``failed`` —
-    Failed, the stage's container (the second init container, or the only one) terminated with
-    ``exit_code`` and ``reason``; ``pending`` — Pending, the first init container waiting with
-    ``reason`` (an image-pull failure). ``status.startTime`` is kept."""
-    spec = pod["spec"]
+def stage_pod_status(spec: Obj, start_time: str, phase: str, *, exit_code: int = 0, reason: str = "") -> Obj:
+    """The ``status`` a kubelet (and kwok, tests/controlplane/kwok-stages.yaml) gives a stage pod
+    with Pod ``spec``, started at ``start_time`` (RFC 3339), in ``phase``: ``running`` — Pending,
+    the first init container running; ``succeeded`` — Running, every init container terminated 0
+    and the pause container running; ``failed`` — Failed, the stage's container (the second init
+    container, or the only one) terminated with ``exit_code`` and ``reason``; ``pending`` —
+    Pending, the first init container waiting with ``reason`` (an image-pull failure)."""
     inits = [c["name"] for c in spec.get("initContainers") or ()]
-    status: Obj = {"startTime": (pod.get("status") or {}).get("startTime")}
-    now = status["startTime"]
+    status: Obj = {"startTime": start_time}
+    now = start_time
     done = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}}
     initializing = {"waiting": {"reason": "PodInitializing"}}
     if phase == "running":
@@ -227,4 +257,4 @@ def set_stage_pod_status(pod: Obj, phase: str, *, exit_code: int = 0, reason: st
         status.update(phase="Failed", initContainerStatuses=[
             {"name": n, "state": done if i < failing else term if i == failing else initializing}
             for i, n in enumerate(inits)])
-    pod["status"] = status
+    return status
