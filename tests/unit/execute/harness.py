@@ -1,4 +1,9 @@
-"""Run a recipe on a simulated fleet and check the rollout invariants after every test."""
+"""Run a recipe on a simulated fleet and check the rollout invariants after every test.
+
+``pkg``/``recipe``/``policy`` are this directory's defaults (pinned packages, nodes labelled
+``pool: gpu``, training pods protected, one compartment) over the one builder family,
+:mod:`reconciler.testing.builders`; fleets are Kubernetes objects from
+:mod:`reconciler.testing.fleetgen`."""
 
 from __future__ import annotations
 
@@ -11,18 +16,12 @@ from reconciler.adapters.simconfig import SimConfig
 from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.model.plan import Plan
-from reconciler.model.policy import (
-    Budget,
-    DefaultCompartment,
-    DeploymentPolicy,
-    ExponentialParams,
-    FixedParams,
-    Strategy,
-)
-from reconciler.model.recipe import DrainOptions, Interrupt, Package, Recipe, Timeouts
+from reconciler.model.policy import DeploymentPolicy
+from reconciler.model.recipe import DrainOptions, Package, Recipe, Timeouts
 from reconciler.model.selector import LabelSelector
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing import builders as b
 from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.invariants import Watch, check_budget, check_cordons, check_protected, check_timeline
 
@@ -32,42 +31,24 @@ TRAINING = LabelSelector(matchLabels={"workload": "long-running-training"})
 
 def pkg(name: str, version: str = "1.0.0", *, deps: dict[str, str] | None = None, interrupt: str | None = None,
         services: tuple[str, ...] = (), config: dict[str, str] | None = None) -> Package:
-    """A package pinned by digest."""
-    return Package(
-        name=name,
-        version=version,
-        image=f"ghcr.io/example/{name}",
-        containerSHA=SHA,
-        dependsOn=deps or {},
-        interrupt=Interrupt(type=interrupt, services=services) if interrupt else None,  # type: ignore[arg-type]
-        configMap=config or {},
-    )
+    """A package pinned by digest (:func:`reconciler.testing.builders.package`)."""
+    return b.package(name, version, sha=SHA, depends_on=deps,
+                     interrupt={"type": interrupt, "services": services} if interrupt else None, config=config)
 
 
 def recipe(*packages: Package, name: str = "tune", selector: dict[str, str] | None = None,
            drain: DrainOptions | None = None, timeouts: Timeouts | None = None, **kw: Any) -> Recipe:
-    """A recipe over nodes labelled ``pool: gpu`` by default, protecting training pods."""
-    return Recipe(
-        name=name,
-        version="2026.11.1",
-        nodeSelector=LabelSelector(matchLabels=selector if selector is not None else {"pool": "gpu"}),
-        podNonInterruptLabels=TRAINING,
-        drain=drain or DrainOptions(),
-        timeouts=timeouts or Timeouts(),
-        packages={p.name: p for p in packages},
-        **kw,
-    )
+    """A recipe over nodes labelled ``pool: gpu`` by default, protecting training pods
+    (:func:`reconciler.testing.builders.recipe`)."""
+    return b.recipe(name, *packages, selector=selector if selector is not None else {"pool": "gpu"},
+                    protect=TRAINING, drain=drain, version="2026.11.1", timeouts=timeouts or Timeouts(), **kw)
 
 
 def policy(*, count: int | None = None, percent: int | None = None, strategy: str = "fixed",
            **params: Any) -> DeploymentPolicy:
-    """A single-compartment policy."""
-    budget = Budget(count=count) if count is not None else Budget(percent=percent or 100)
-    strat = {
-        "fixed": lambda: Strategy(fixed=FixedParams(**params)),
-        "exponential": lambda: Strategy(exponential=ExponentialParams(**params)),
-    }[strategy]()
-    return DeploymentPolicy(name="p", default=DefaultCompartment(budget=budget, strategy=strat))
+    """A single-compartment policy (:func:`reconciler.testing.builders.policy`)."""
+    budget = b.budget(count=count) if count is not None else b.budget(percent=percent or 100)
+    return b.policy("p", default_budget=budget, default_strategy=b.strategy(strategy, **params))
 
 
 @dataclass
