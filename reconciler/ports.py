@@ -66,7 +66,7 @@ class StageSpec:
                                self.run_id)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=1 << 16)
 def _stage_pod_name(recipe: str, package: str, version: str, stage: str, node: str, attempt: int, run_id: str) -> str:
     """:attr:`StageSpec.pod_name` (memoised: a node's lifecycle asks for the same few names at
     every step)."""

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
+
 import pytest
+
+from tests.httpfake import serving
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -15,3 +21,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run the end-to-end tests against a real Kubernetes control plane (fail if it cannot start)",
     )
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[[type[BaseHTTPRequestHandler]], str]]:
+    """Factory ``http_server(handler) -> base URL``: a loopback fake HTTP server for the test
+    (:func:`tests.httpfake.serving`), stopped at its end."""
+    with contextlib.ExitStack() as stack:
+        yield lambda handler: stack.enter_context(serving(handler))

@@ -96,6 +96,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         self.config_maps: dict[tuple[str, str], Obj] = {}  # ConfigMapStore (recipe controls), saved with the fleet
         self.events: list[Obj] = []
         self._stages: dict[str, Obj] = {}
+        self._pod_parts: dict[tuple[object, ...], Obj] = {}  # see SimKubelet._share_parts
         self.stage_log: list[tuple[float, str, str, str, str, str]] = []  # (t, event, node, package, version, stage)
         self._failures_used: dict[int, int] = {}
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
@@ -185,24 +186,23 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         return out
 
     def _stage_object(self, name: str, rec: Obj) -> Obj:
+        """The stage Pod as it is, carrying in :data:`SIM_ANN` what resuming needs (its StageSpec
+        fields, outcome and pending timer)."""
         spec: StageSpec = rec["spec"]
+        st = self.stage_status(spec)
         state = {
             "recipe": spec.recipe, "package": spec.package, "version": spec.version, "stage": spec.stage,
             "runId": spec.run_id, "attempt": spec.attempt, "pullRef": spec.pull_ref,
             "interrupt": spec.interrupt.type if spec.interrupt else None,
             "interruptServices": list(spec.interrupt.services) if spec.interrupt else [],
-            "phase": rec["phase"], "exit": rec["exit"], "reason": rec["reason"], "log": rec["log"],
+            "phase": st.phase, "exit": st.exit_code, "reason": st.reason, "log": rec["log"],
             "started": self.epoch + rec["started"], "doneAt": rec.get("done_at"),
             "pendingExit": rec.get("pending_exit", 0), "pendingReason": rec.get("pending_reason", ""),
             "pendingLog": rec.get("pending_log", ""),
         }
-        return {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"namespace": STAGE_NS, "name": name,
-                         "labels": {"app.kubernetes.io/managed-by": "node-reconciler"},
-                         "annotations": {SIM_ANN: json.dumps(state, sort_keys=True)}},
-            "spec": {"nodeName": spec.node, "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}]},
-        }
+        pod: Obj = copy.deepcopy(self._pod_with_status(rec))
+        pod["metadata"]["annotations"][SIM_ANN] = json.dumps(state, sort_keys=True)
+        return pod
 
     def _restore_timers(self) -> None:
         from reconciler.model.recipe import Interrupt
@@ -215,13 +215,14 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
                 interrupt=Interrupt(type=st["interrupt"], services=tuple(st.get("interruptServices") or ()))
                 if st.get("interrupt") else None,
             )
-            rec: Obj = {"spec": spec, "phase": st["phase"], "started": float(st["started"]) - self.epoch,
-                        "exit": st["exit"], "reason": st["reason"], "log": st["log"], "done_at": st.get("doneAt")}
-            self._stages[spec.pod_name] = rec
-            if rec["phase"] == "running" and st.get("doneAt") is not None and st.get("interrupt") == "reboot":
+            rec = self._new_stage_pod(spec, started=float(st["started"]) - self.epoch)
+            rec.update(log=st["log"], done_at=st.get("doneAt"))
+            if st["phase"] != "running":
+                self._set_stage(rec, st["phase"], exit_code=st["exit"] or 0, reason=st["reason"])
+            if st["phase"] == "running" and st.get("doneAt") is not None and st.get("interrupt") == "reboot":
                 self._at(max(self._now, float(st["doneAt"]) - self.epoch),
                          partial(self._reboot_down, spec.node, spec.pod_name))
-            elif rec["phase"] == "running" and st.get("doneAt") is not None:
+            elif st["phase"] == "running" and st.get("doneAt") is not None:
                 out = (int(st.get("pendingExit", 0)), st.get("pendingReason", ""), st.get("pendingLog", ""))
                 rec.update(pending_exit=out[0], pending_reason=out[1], pending_log=out[2])
                 self._at(max(self._now, float(st["doneAt"]) - self.epoch),

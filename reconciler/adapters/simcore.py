@@ -48,6 +48,7 @@ class SimCore:
     epoch: float
     _index: FleetIndex
     _stages: dict[str, Obj]
+    _pod_parts: dict[tuple[object, ...], Obj]
     _failures_used: dict[int, int]
     _queue: list[tuple[float, int, Callable[[], None]]]
     _seq: int

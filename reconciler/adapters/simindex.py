@@ -236,6 +236,10 @@ class FleetIndex:
         """Keys of the PDBs selecting the pod ``key`` (sorted)."""
         return [bk for bk in self._by_ns.get(key[0], ()) if key in self._budgets[bk].pods]
 
+    def pdb_changed(self, key: Key, pdb: Obj) -> None:
+        """After a change to the spec (not the selector) of the PDB ``key``: parse it again."""
+        self._budgets[key].info = pdb_from(pdb)
+
     def pdb_info(self, key: Key) -> PdbInfo:
         """The PDB with its status as the disruption controller computes it now
         (:func:`reconciler.model.disruption.budget_status`)."""

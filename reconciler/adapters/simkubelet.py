@@ -1,6 +1,11 @@
 """The simulated fleet's kubelet (:mod:`reconciler.adapters.sim`): stage pods that run for
 ``stageSeconds`` and succeed or fail as injected, interrupts, and reboots (NotReady, then Ready
 with a new bootID after ``rebootSeconds``; never for ``neverReturns`` nodes).
+
+Stage pods are the Pods the kube adapter creates (:func:`~reconciler.adapters.stagepod.build_stage_pod`),
+their status written as a kubelet writes it (:func:`stage_pod_status`: init containers running,
+terminated, or waiting on an image pull) and read back with the kube adapter's interpreter
+(:func:`~reconciler.adapters.stagepod.stage_status_from_pod`), so the default test suite runs both.
 """
 
 from __future__ import annotations
@@ -9,8 +14,10 @@ import json
 from functools import partial
 from typing import Any
 
+from reconciler.adapters.kubeobjects import format_time
 from reconciler.adapters.simcore import Obj, SimCore
-from reconciler.adapters.simsaved import SIM_ANN
+from reconciler.adapters.simsaved import SIM_ANN, STAGE_NS
+from reconciler.adapters.stagepod import IMAGE_PULL_FAILURES, build_stage_pod, stage_status_from_pod
 from reconciler.errors import NotFoundError
 from reconciler.ports import StageSpec, StageStatus
 
@@ -25,16 +32,17 @@ class SimKubelet(SimCore):
         return None
 
     def start_stage(self, spec: StageSpec) -> None:
-        """One write: create the stage pod; it runs by the behaviour rules. Existing → no-op."""
+        """One write: create the stage pod — the Pod the kube adapter would create
+        (:func:`~reconciler.adapters.stagepod.build_stage_pod`), with a status the simulated kubelet
+        advances as a real one would; it runs by the behaviour rules. Existing → no-op."""
         if spec.node not in self.nodes:
             raise NotFoundError(f"node {spec.node} not found", 404)
         if spec.pod_name in self._stages:
             return
         self._write("create-pod", f"pod/{spec.pod_name}")
         self._validator_restarts(spec.node)
-        rec: Obj = {"spec": spec, "phase": "running", "started": self._now, "exit": None, "reason": "", "log": ""}
+        rec = self._new_stage_pod(spec)
         self.stage_log.append((self._now, "start", spec.node, spec.package, spec.version, spec.stage))
-        self._stages[spec.pod_name] = rec
         name = spec.pod_name
         if spec.stage in ("interrupt", "uninstall-interrupt") and spec.interrupt is not None:
             if spec.interrupt.type == "reboot":
@@ -51,23 +59,66 @@ class SimKubelet(SimCore):
                 self._failures_used[idx] = self._failures_used.get(idx, 0) + 1
                 code, reason = f.exitCode, f.reason
                 log = f.logTail or f"{spec.stage}: simulated failure (exit {f.exitCode})"
-            if reason in ("ImagePullBackOff", "ErrImagePull"):
-                rec.update(phase="pending", reason=reason)  # never starts
+            if reason in IMAGE_PULL_FAILURES:  # never starts: the first init container waits
+                rec["log"] = log
+                self._set_stage(rec, "pending", reason=reason)
             else:
                 delay = self.config.stage_duration(spec.stage)
                 rec.update(done_at=self.wall() + delay, pending_exit=code, pending_reason=reason, pending_log=log)
                 self._at(self._now + delay, lambda: self._stage_done(name, code, reason, log))
         self._after_write()
 
+    def _new_stage_pod(self, spec: StageSpec, started: float | None = None) -> Obj:
+        """The record of a new stage pod: its StageSpec, the Pod (running since ``started``,
+        simulated seconds; default now) and the log tail a failure leaves."""
+        at = self._now if started is None else started
+        pod = build_stage_pod(spec, namespace=STAGE_NS)
+        self._share_parts(spec, pod)
+        pod["metadata"]["creationTimestamp"] = format_time(self.epoch + at)
+        rec: Obj = {"spec": spec, "pod": pod, "started": at, "log": ""}
+        self._set_stage(rec, "running")
+        self._stages[spec.pod_name] = rec
+        return rec
+
+    def _share_parts(self, spec: StageSpec, pod: Obj) -> None:
+        """Memory: the containers, volumes and tolerations of a stage pod depend only on the
+        package, stage and run (not on the node), so pods that would hold equal lists share one
+        (never written after creation; a saved fleet copies them). A spec whose fields cannot be
+        hashed keeps its own."""
+        key = (spec.recipe, spec.package, spec.version, spec.stage, spec.pull_ref, spec.run_id,
+               tuple(sorted(spec.config_map.items())), spec.env, spec.resources, spec.interrupt, spec.tolerations,
+               spec.agent_image)
+        body = pod["spec"]
+        try:
+            shared = self._pod_parts.get(key)
+        except TypeError:
+            return
+        if shared is None:
+            self._pod_parts[key] = {k: body[k] for k in ("initContainers", "containers", "volumes", "tolerations")}
+        else:
+            body.update(shared)
+
+    def _set_stage(self, rec: Obj, phase: str, *, exit_code: int = 0, reason: str = "") -> None:
+        """Advance the stage Pod's status (:func:`stage_pod_status`) and read it back with the kube
+        adapter's interpreter once: ``rec["status"]`` is what :meth:`stage_status` answers until
+        the next change (``started`` unrounded, ``log_tail`` the failure's log). Memory: the Pod
+        keeps no ``status`` dict; ``rec["kubelet"]`` holds what makes it again (:meth:`stage_pod`)."""
+        rec["kubelet"] = (phase, exit_code, reason)
+        st = stage_status_from_pod(self._pod_with_status(rec))[0]
+        rec["status"] = StageStatus(st.phase, st.exit_code, st.reason, rec["log"] or st.log_tail,
+                                    self.epoch + rec["started"])
+
     def _stage_done(self, name: str, code: int, reason: str, log: str) -> None:
         rec = self._stages.get(name)
-        if rec is None or rec["phase"] != "running":
+        if rec is None or rec["status"].phase != "running":
             return
-        rec.update(phase="succeeded" if code == 0 else "failed", exit=code, reason=reason, log=log)
+        phase = "succeeded" if code == 0 else "failed"
+        rec["log"] = log
+        self._set_stage(rec, phase, exit_code=code, reason=reason or "Error")
         spec = rec["spec"]
         if code == 0:
             self._validator_schedules(spec.node)
-        self.stage_log.append((self._now, rec["phase"], spec.node, spec.package, spec.version, spec.stage))
+        self.stage_log.append((self._now, phase, spec.node, spec.package, spec.version, spec.stage))
 
     def _reboot_down(self, node: str, stage_name: str) -> None:
         n = self.nodes.get(node)
@@ -78,7 +129,8 @@ class SimKubelet(SimCore):
         self._set_ready(n, False, "KubeletNotReady", "simulated reboot")
         rec = self._stages.get(stage_name)
         if rec is not None:  # the interrupt pod dies with the host (exit 143), as on real nodes
-            rec.update(phase="failed", exit=143, reason="Error", log="terminated by host shutdown")
+            rec["log"] = "terminated by host shutdown"
+            self._set_stage(rec, "failed", exit_code=143, reason="Error")
         if node in self.config.neverReturns:
             return
         self._at(self._now + self.config.rebootSeconds, lambda: self._reboot_up(node))
@@ -135,11 +187,27 @@ class SimKubelet(SimCore):
             self._index.node_changed(node)
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
-        """The stage pod's state."""
+        """The stage pod's state, read from the Pod as the kube adapter reads it
+        (:func:`~reconciler.adapters.stagepod.stage_status_from_pod`), with the failure's log tail."""
         rec = self._stages.get(spec.pod_name)
         if rec is None:
             return StageStatus("missing")
-        return StageStatus(rec["phase"], rec["exit"], rec["reason"], rec["log"], self.epoch + rec["started"])
+        status: StageStatus = rec["status"]
+        return status
+
+    def stage_pod(self, name: str) -> Obj | None:
+        """Test helper: the stage Pod object ``name`` (as the kube adapter would create it, with
+        the simulated kubelet's status), or None."""
+        rec = self._stages.get(name)
+        return self._pod_with_status(rec) if rec is not None else None
+
+    def _pod_with_status(self, rec: Obj) -> Obj:
+        """The stage Pod with its current ``status`` (a new top-level dict; the rest shared)."""
+        phase, exit_code, reason = rec["kubelet"]
+        pod: Obj = rec["pod"]
+        status = stage_pod_status(pod["spec"], format_time(self.epoch + rec["started"]), phase,
+                                  exit_code=exit_code, reason=reason)
+        return {**pod, "status": status}
 
     def lifecycles(self) -> set[str]:
         """None: the simulated fleet keeps no shared objects per lifecycle."""
@@ -161,3 +229,36 @@ class SimKubelet(SimCore):
     def stage_pods(self) -> dict[str, StageSpec]:
         """Stage pods that exist now, by pod name."""
         return {k: v["spec"] for k, v in self._stages.items()}
+
+
+def stage_pod_status(spec: Obj, start_time: str, phase: str, *, exit_code: int = 0, reason: str = "") -> Obj:
+    """The ``status`` a kubelet (and kwok, tests/controlplane/kwok-stages.yaml) gives a stage pod
+    with Pod ``spec``, started at ``start_time`` (RFC 3339), in ``phase``: ``running`` — Pending,
+    the first init container running; ``succeeded`` — Running, every init container terminated 0
+    and the pause container running; ``failed`` — Failed, the stage's container (the second init
+    container, or the only one) terminated with ``exit_code`` and ``reason``; ``pending`` —
+    Pending, the first init container waiting with ``reason`` (an image-pull failure)."""
+    inits = [c["name"] for c in spec.get("initContainers") or ()]
+    status: Obj = {"startTime": start_time}
+    now = start_time
+    done = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now}}
+    initializing = {"waiting": {"reason": "PodInitializing"}}
+    if phase == "running":
+        status.update(phase="Pending", initContainerStatuses=[
+            {"name": n, "state": {"running": {"startedAt": now}} if i == 0 else initializing}
+            for i, n in enumerate(inits)])
+    elif phase == "pending":
+        status.update(phase="Pending", initContainerStatuses=[
+            {"name": n, "state": {"waiting": {"reason": reason if i == 0 else "PodInitializing"}}}
+            for i, n in enumerate(inits)])
+    elif phase == "succeeded":
+        status.update(phase="Running", initContainerStatuses=[{"name": n, "state": done} for n in inits],
+                      containerStatuses=[{"name": c["name"], "state": {"running": {"startedAt": now}}}
+                                         for c in spec.get("containers") or ()])
+    else:
+        failing = 1 if len(inits) > 1 else 0
+        term = {"terminated": {"exitCode": exit_code, "reason": reason or "Error", "startedAt": now, "finishedAt": now}}
+        status.update(phase="Failed", initContainerStatuses=[
+            {"name": n, "state": done if i < failing else term if i == failing else initializing}
+            for i, n in enumerate(inits)])
+    return status

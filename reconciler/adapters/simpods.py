@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from functools import partial
+from typing import Any
 
 from reconciler.adapters.kubeobjects import format_time, parse_time, pod_from
 from reconciler.adapters.simcore import Obj, SimCore
@@ -65,6 +66,28 @@ class SimPods(SimCore):
             "observedGeneration": (pdb["metadata"].get("generation") or 1),
         }
         return info
+
+    def set_pdb(self, namespace: str, name: str, **spec: Any) -> None:
+        """Test helper (not a write): change a PDB's spec as an admin would, e.g. ``minAvailable=0``
+        (a None value removes the field); ``metadata.generation`` goes up. The simulated disruption
+        controller never lags: the next read or eviction sees the new budget.
+
+        Raises:
+            KeyError: no such PDB. ValueError: the change touches the selector (not supported).
+        """
+        if "selector" in spec:
+            raise ValueError("set_pdb cannot change a PodDisruptionBudget's selector")
+        key = (namespace, name)
+        pdb = self.pdbs[key]
+        body = pdb.setdefault("spec", {})
+        for k, v in spec.items():
+            if v is None:
+                body.pop(k, None)
+            else:
+                body[k] = v
+        pdb["metadata"]["generation"] = int(pdb["metadata"].get("generation") or 1) + 1
+        self._bump(pdb)
+        self._index.pdb_changed(key, pdb)
 
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
         """One write: the Eviction API (rules: :func:`reconciler.model.disruption.eviction_answer`,

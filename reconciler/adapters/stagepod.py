@@ -60,6 +60,7 @@ def label_value(text: str) -> str:
     """``text`` as a valid label value: unchanged when valid; otherwise characters outside
     ``[A-Za-z0-9_.-]`` become ``-``, the result is cut to 54 characters and ``-`` + 8 hex of the
     original's SHA-256 is appended (so distinct inputs stay distinct)."""
+    text = str(text)  # a closed-vocabulary value (StrEnum) becomes its plain text
     if len(text) <= 63 and _LABEL_VALUE.fullmatch(text):
         return text
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
@@ -126,7 +127,7 @@ def stage_labels(spec: StageSpec) -> dict[str, str]:
         RUN_ID_LABEL: label_value(spec.run_id),
     }
     if is_interrupt(spec) and spec.interrupt is not None:
-        labels[INTERRUPT_TYPE_LABEL] = spec.interrupt.type
+        labels[INTERRUPT_TYPE_LABEL] = str(spec.interrupt.type)
     return labels
 
 
@@ -250,10 +251,11 @@ def build_stage_pod(
         if spec.config_map:
             volumes.append({"name": "package-config", "configMap": {"name": config_map_name(spec)}})
             copy["volumeMounts"] = [root_mount, {"name": "package-config", "mountPath": "/skyhook-package/configmaps"}]
+        stage = str(spec.stage)
         init = [
             copy,
-            agent_container(f"{spec.package}-{spec.stage}", [spec.stage, "/root", cdir]),
-            agent_container(f"{spec.package}-{spec.stage}check", [f"{spec.stage}-check", "/root", cdir]),
+            agent_container(f"{spec.package}-{stage}", [stage, "/root", cdir]),
+            agent_container(f"{spec.package}-{stage}check", [f"{stage}-check", "/root", cdir]),
         ]
     tolerations: list[Obj] = [
         {"key": UNSCHEDULABLE_TAINT_KEY, "operator": "Exists"},
@@ -305,10 +307,12 @@ def stage_status_from_pod(pod: Obj) -> tuple[StageStatus, str]:
 
     * succeeded: phase Succeeded, or every init container terminated with exit code 0;
     * failed: the first init container that terminated non-zero (its exact exit code and reason);
-      an init container waiting with an image failure (``ErrImagePull``, ``ImagePullBackOff``,
-      ``InvalidImageName``, ``ErrImageNeverPull``: exit code None, reason and message kept); phase
-      Failed for another reason (e.g. ``DeadlineExceeded``, node shutdown; the first terminated
-      container's code if any);
+      phase Failed for another reason (e.g. ``DeadlineExceeded``, node shutdown; the first
+      terminated container's code if any);
+    * pending with the waiting reason as ``reason`` and its message as ``log_tail``: an init
+      container waiting with an image failure (``ErrImagePull``, ``ImagePullBackOff``,
+      ``InvalidImageName``, ``ErrImageNeverPull``; the kubelet retries the pull, the executor fails
+      the stage after its image-pull grace, decision (e));
     * running: some container started; pending otherwise.
     """
     status = pod.get("status") or {}
@@ -333,12 +337,10 @@ def stage_status_from_pod(pod: Obj) -> tuple[StageStatus, str]:
             )
         waiting = state.get("waiting")
         if waiting and waiting.get("reason") in IMAGE_PULL_FAILURES:
+            # the kubelet keeps retrying a pull: pending with the waiting reason, so the stage fails
+            # once the executor's image-pull grace is over (reconciler.execute.decide.judge_stage)
             msg = str(waiting.get("message") or "").strip()
-            reason = str(waiting["reason"])
-            return (
-                StageStatus("failed", None, f"{reason}: {msg}"[:300] if msg else reason, started=started),
-                "",
-            )
+            return StageStatus("pending", None, str(waiting["reason"]), msg[:2000], started=started), ""
     if phase == "Succeeded":
         return StageStatus("succeeded", 0, started=started), ""
     n_init = len(spec.get("initContainers") or ())

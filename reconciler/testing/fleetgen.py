@@ -94,9 +94,12 @@ def make_pod(namespace: str, name: str, node: str, *, labels: dict[str, str] | N
 
 
 def make_pdb(namespace: str, name: str, match_labels: dict[str, str], *, min_available: int | str | None = None,
-             max_unavailable: int | str | None = None) -> Obj:
-    """A policy/v1 PodDisruptionBudget."""
+             max_unavailable: int | str | None = None, unhealthy_policy: str | None = None) -> Obj:
+    """A policy/v1 PodDisruptionBudget; ``unhealthy_policy`` is ``spec.unhealthyPodEvictionPolicy``
+    (``IfHealthyBudget`` or ``AlwaysAllow``; None leaves it unset, which the API treats as the first)."""
     spec: Obj = {"selector": {"matchLabels": dict(match_labels)}}
+    if unhealthy_policy is not None:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
     if min_available is not None:
         spec["minAvailable"] = min_available
     if max_unavailable is not None:

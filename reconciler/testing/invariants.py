@@ -1,8 +1,8 @@
 """Invariants every rollout must keep, checked from the outside (the simulated fleet's record of
 writes and the run's timeline), for tests and fault-injection sweeps.
 
-Use :class:`Watch` around a :class:`~reconciler.adapters.sim.SimFleet` before a run; it records,
-after every write, which nodes are held cordoned by a recipe, and every eviction.
+Give the run :attr:`Watch.port` (a port decorator over a :class:`~reconciler.adapters.sim.SimFleet`);
+it records, after every node write, which nodes are held cordoned by a recipe, and every eviction.
 """
 
 from __future__ import annotations
@@ -15,15 +15,19 @@ from reconciler.adapters.sim import SimFleet
 from reconciler.model.nodestate import InFlight, cordon_key, failure_key, inflight_key, parse_model
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import Event
+from reconciler.testing.faults import FaultyCluster
 
 
 @dataclass
 class Watch:
-    """Observes a simulated fleet write by write.
+    """Observes a simulated fleet write by write, as a port decorator: the run talks to
+    :attr:`port` (a :class:`~reconciler.testing.faults.FaultyCluster` over ``sim`` with hooks; wrap
+    it in further decorators — faults, crashes, a test's own hooks — so this one sees exactly the
+    requests that reached the fleet).
 
     ``max_held[compartment]`` is the most nodes held cordoned by the recipe at once (node →
-    compartment from ``compartments``); ``evicted`` lists ``ns/name`` of every accepted eviction
-    with the pod's labels and phase at that moment.
+    compartment from ``compartments``), counted after every node write; ``evicted`` lists
+    ``ns/name`` of every accepted eviction with the pod's labels and phase at that moment.
     """
 
     sim: SimFleet
@@ -31,26 +35,24 @@ class Watch:
     compartments: Mapping[str, str]
     max_held: dict[str, int] = field(default_factory=dict)
     evicted: list[tuple[str, dict[str, str], str]] = field(default_factory=list)
+    port: FaultyCluster = field(init=False, repr=False)
+    _asked: dict[tuple[str, str], tuple[dict[str, str], str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        orig_patch = self.sim.patch_node
-        orig_evict = self.sim.evict_pod
-
-        def patch_node(name: str, **kw: Any) -> Any:
-            out = orig_patch(name, **kw)
-            self._count()
-            return out
-
-        def evict_pod(namespace: str, name: str, uid: str, grace: int | None) -> None:
-            pod = self.sim.get_pod(namespace, name)
-            labels = dict(pod.labels) if pod else {}
-            phase = pod.phase if pod else ""
-            orig_evict(namespace, name, uid, grace)
-            self.evicted.append((f"{namespace}/{name}", labels, phase))
-
-        self.sim.patch_node = patch_node  # type: ignore[method-assign]
-        self.sim.evict_pod = evict_pod  # type: ignore[method-assign,assignment]
+        self.port = FaultyCluster(self.sim, clock=self.sim, before={"evict_pod": self._before_evict},
+                                  after={"patch_node": self._after_patch, "evict_pod": self._after_evict})
         self._count()
+
+    def _after_patch(self, name: str, **kw: Any) -> None:
+        self._count()
+
+    def _before_evict(self, namespace: str, name: str, uid: str, grace: int | None) -> None:
+        pod = self.sim.get_pod(namespace, name)
+        self._asked[(namespace, name)] = (dict(pod.labels) if pod else {}, pod.phase if pod else "")
+
+    def _after_evict(self, namespace: str, name: str, uid: str, grace: int | None) -> None:
+        labels, phase = self._asked.pop((namespace, name), ({}, ""))
+        self.evicted.append((f"{namespace}/{name}", labels, phase))
 
     def held(self) -> dict[str, list[str]]:
         """Compartment → nodes currently unschedulable with this recipe's cordon record."""

@@ -47,12 +47,14 @@ def _requested(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of this directory ``e2e``; skip them (with the reason) unless requested."""
+    """Mark the tests of this directory ``e2e``; skip them (with the reason) unless requested.
+    The simulated-fleet side of a conformance test (marker ``simulated``) is neither: it runs in
+    every test run, so the default suite holds the table it shares with the real side."""
     missing = missing_binaries()
     state = "present" if not missing else f"missing ({', '.join(missing)}; run tests/controlplane/build.sh)"
     skip = pytest.mark.skip(reason=f"e2e skipped: run with --e2e; binaries: {binaries_dir()} {state}")
     for item in items:
-        if str(item.path).startswith(E2E_DIR):
+        if str(item.path).startswith(E2E_DIR) and item.get_closest_marker("simulated") is None:
             item.add_marker(pytest.mark.e2e)
             if not _requested(config):
                 item.add_marker(skip)

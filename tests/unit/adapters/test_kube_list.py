@@ -5,11 +5,9 @@ a TransientError, and the garbage collector paused while pages are decoded and r
 from __future__ import annotations
 
 import gc
-import http.server
 import json
-import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -18,6 +16,7 @@ from kubernetes import client
 from reconciler.adapters import kube as kube_mod
 from reconciler.adapters.kube import KubeCluster
 from reconciler.errors import TransientError
+from tests.httpfake import QuietHandler
 
 
 def _node(i: int) -> dict[str, Any]:
@@ -26,7 +25,7 @@ def _node(i: int) -> dict[str, Any]:
             "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"bootID": f"b{i}"}}}
 
 
-class _Api(http.server.BaseHTTPRequestHandler):
+class _Api(QuietHandler):
     nodes: ClassVar[list[dict[str, Any]]] = []
     expire_once: ClassVar[str] = ""  # a continue token answered with 410 the first time it is used
     broken: ClassVar[bool] = False
@@ -58,26 +57,18 @@ class _Api(http.server.BaseHTTPRequestHandler):
         self._send(200, json.dumps({"kind": "NodeList", "metadata": {"continue": more, "resourceVersion": "9"},
                                     "items": items}).encode())
 
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
-def api() -> Iterator[client.ApiClient]:
+def api(http_server: Callable[[type[_Api]], str]) -> Iterator[client.ApiClient]:
     _Api.nodes, _Api.expire_once, _Api.broken, _Api.queries = [_node(i) for i in range(7)], "", False, []
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
     cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{srv.server_address[1]}"
+    cfg.host = http_server(_Api)
     api_client = client.ApiClient(cfg)
     try:
         yield api_client
     finally:
         api_client.close()
-        srv.shutdown()
-        srv.server_close()
-        t.join()
 
 
 def test_pages_followed_and_converted(api: client.ApiClient) -> None:

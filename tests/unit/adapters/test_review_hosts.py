@@ -5,9 +5,8 @@ real REST APIs define them (paths, methods, query, JSON bodies, auth headers), a
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -18,6 +17,7 @@ from reconciler.adapters.github import GitHubHost
 from reconciler.adapters.gitlab import GitLabHost
 from reconciler.adapters.reviewhttp import ReviewHostError
 from reconciler.cli.main import main
+from tests.httpfake import QuietHandler
 
 TOKEN = "ghp_TEST_SECRET_0123456789"
 
@@ -40,10 +40,7 @@ class FakeHost:
 
 
 def _handler(host: FakeHost) -> type[BaseHTTPRequestHandler]:
-    class H(BaseHTTPRequestHandler):
-        def log_message(self, *a: Any) -> None:
-            pass
-
+    class H(QuietHandler):
         def _auth_ok(self) -> bool:
             if host.kind == "github":
                 return (
@@ -148,17 +145,10 @@ def _handler(host: FakeHost) -> type[BaseHTTPRequestHandler]:
 
 
 @pytest.fixture(params=["github", "gitlab"])
-def server(request: pytest.FixtureRequest) -> Iterator[FakeHost]:
+def server(request: pytest.FixtureRequest, http_server: Callable[[type[BaseHTTPRequestHandler]], str]) -> FakeHost:
     host = FakeHost(request.param)
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _handler(host))
-    host.url = f"http://127.0.0.1:{srv.server_address[1]}"
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield host
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    host.url = http_server(_handler(host))
+    return host
 
 
 def make(host: FakeHost, token: str = TOKEN) -> GitHubHost | GitLabHost:

@@ -134,3 +134,36 @@ def test_saved_fleet_resumes_pending_stage_reboot_and_termination(tmp_path: Path
     n1 = again.get_node("n1")
     assert n1.ready is True and n1.boot_id != boot
     assert not any(p.namespace == "node-reconciler" for p in again.list_pods())
+
+
+def test_stage_pods_are_the_kube_adapters_pods_read_by_its_interpreter() -> None:
+    """Issue 13: the simulated kubelet runs the Pod build_stage_pod makes (as KubeCluster creates
+    it) and writes a kubelet's status into it; stage_status_from_pod reads it back."""
+    from reconciler.adapters.simsaved import STAGE_NS
+    from reconciler.adapters.stagepod import build_stage_pod, stage_status_from_pod
+
+    sim = _fleet(failures=[StageFailure(node="n1", package="p", stage="apply", exitCode=7, times=1),
+                           StageFailure(node="n2", package="p", stage="apply", reason="ErrImagePull", times=1)],
+                 stageSeconds=10)
+    specs = {n: StageSpec(recipe="r", node=n, package="p", version="1.0.0", stage="apply", pull_ref="img:1.0.0",
+                          run_id="x", config_map={"a.conf": "x=1"}) for n in ("n1", "n2", "n3")}
+    for s in specs.values():
+        sim.start_stage(s)
+    pod = sim.stage_pod(specs["n1"].pod_name)
+    assert pod is not None
+    assert {k: v for k, v in pod.items() if k != "status"} | {"metadata": {
+        k: v for k, v in pod["metadata"].items() if k != "creationTimestamp"}} == build_stage_pod(
+        specs["n1"], namespace=STAGE_NS)
+    assert pod["status"]["phase"] == "Pending" and stage_status_from_pod(pod)[0].phase == "running"
+    sim.advance(10)
+    failed = sim.stage_pod(specs["n1"].pod_name)
+    assert failed is not None
+    st, container = stage_status_from_pod(failed)
+    assert (st.phase, st.exit_code, st.reason, container) == ("failed", 7, "Error", "p-apply")
+    assert failed["status"]["phase"] == "Failed"
+    assert "simulated failure (exit 7)" in sim.stage_status(specs["n1"]).log_tail
+    pulling = sim.stage_status(specs["n2"])  # waits on the pull; the executor's pull grace decides
+    assert (pulling.phase, pulling.reason) == ("pending", "ErrImagePull")
+    done = sim.stage_pod(specs["n3"].pod_name)
+    assert done is not None and done["status"]["phase"] == "Running"
+    assert stage_status_from_pod(done)[0].phase == "succeeded" == sim.stage_status(specs["n3"]).phase

@@ -59,3 +59,18 @@ def test_drain_of_not_ready_pod_waits_for_a_healthy_budget() -> None:
     pod["status"]["conditions"][0]["status"] = "False"  # ... and not Ready again, with the other one Ready
     sim._index.pod_changed(("conf", not_ready), pod)
     assert outcome(lambda: sim.evict_pod("conf", ready, "", grace_seconds=1)) == REFUSED  # 1 < 2: no disruption
+
+
+def test_an_admin_relaxing_a_pdb_lets_the_refused_eviction_through() -> None:
+    """``SimFleet.set_pdb`` (a test helper, as ``kubectl patch pdb``): the budget is read again."""
+    case = next(c for c in CASES if c.id == "ready-healthy-budget-at-min")
+    sim = SimFleet(sim_objects(case))
+    victim = pod_names(case, "app")[victim_index(case)]
+    assert outcome(lambda: sim.evict_pod("conf", victim, "", grace_seconds=1)) == REFUSED
+    sim.set_pdb("conf", "app-pdb-0", minAvailable=0)
+    (b,) = sim.list_pdbs()
+    assert (b.desired_healthy, b.disruptions_allowed) == (0, 1)
+    assert sim.pdbs[("conf", "app-pdb-0")]["metadata"]["generation"] == 2
+    assert outcome(lambda: sim.evict_pod("conf", victim, "", grace_seconds=1)) == EVICTED
+    with pytest.raises(ValueError, match="selector"):
+        sim.set_pdb("conf", "app-pdb-0", selector={"matchLabels": {}})

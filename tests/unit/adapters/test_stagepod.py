@@ -110,7 +110,7 @@ T0 = 1796040000.0
          StageStatus("failed", 3, "Error: bad"), "b"),
         ({"spec": INITS, "status": {"phase": "Pending", "initContainerStatuses": [
             _init("a", {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}})]}},
-         StageStatus("failed", None, "ImagePullBackOff: no such image"), ""),
+         StageStatus("pending", None, "ImagePullBackOff", "no such image"), ""),
         ({"spec": INITS, "status": {"phase": "Pending", "initContainerStatuses": [
             _init("a", {"waiting": {"reason": "PodInitializing"}})]}}, StageStatus("pending"), ""),
         ({"spec": INITS, "status": {"phase": "Failed", "reason": "DeadlineExceeded", "message": "too long"}},

@@ -7,17 +7,15 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import urllib3
 
 from reconciler.adapters.kubeconn import Failure, classify, unreachable
 from reconciler.cli.main import main
+from tests.httpfake import QuietHandler
 
 TOKEN = "secret-token-value"
 
@@ -38,24 +36,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class _Plain(BaseHTTPRequestHandler):
+class _Plain(QuietHandler):
     def do_GET(self) -> None:
         self.send_error(404)
 
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture
-def plain_http() -> Iterator[int]:
+def plain_http(http_server: Callable[[type[_Plain]], str]) -> int:
     """A plain-HTTP server: an https:// kubeconfig pointing at it fails the TLS handshake."""
-    srv = HTTPServer(("127.0.0.1", 0), _Plain)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        yield srv.server_port
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    return int(http_server(_Plain).rsplit(":", 1)[1])
 
 
 def _one_error_line(err: str) -> str:

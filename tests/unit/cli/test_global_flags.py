@@ -5,9 +5,7 @@ on every write, against a stand-in API server that records the requests)."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
@@ -18,6 +16,7 @@ from reconciler.cli.clusters import open_cluster
 from reconciler.cli.main import build_parser
 from reconciler.model.selectorsyntax import SelectorSyntaxError, parse_selector
 from reconciler.testing.fleetgen import make_node, write_fleet
+from tests.httpfake import QuietHandler, token_kubeconfig
 from tests.unit.ops.conftest import RunCli
 
 NODES = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": lbl, "annotations": {},
@@ -25,7 +24,7 @@ NODES = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": 
          for n, lbl in (("n1", {"zone": "a"}), ("n2", {"zone": "b"}))]
 
 
-class _Api(BaseHTTPRequestHandler):
+class _Api(QuietHandler):
     seen: ClassVar[list[tuple[str, str, dict[str, list[str]]]]] = []
 
     def _answer(self, code: int, body: Any) -> None:
@@ -53,26 +52,13 @@ class _Api(BaseHTTPRequestHandler):
 
     do_GET = do_PATCH = do_POST = _handle
 
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture
-def api(tmp_path: Path) -> Iterator[tuple[Path, list[tuple[str, str, dict[str, list[str]]]]]]:
+def api(tmp_path: Path, http_server: Callable[[type[_Api]], str]) -> tuple[
+        Path, list[tuple[str, str, dict[str, list[str]]]]]:
     _Api.seen = []
-    srv = HTTPServer(("127.0.0.1", 0), _Api)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    kc = tmp_path / "kubeconfig"
-    kc.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "t",
-        "clusters": [{"name": "t", "cluster": {"server": f"http://127.0.0.1:{srv.server_port}"}}],
-        "users": [{"name": "t", "user": {"token": "x"}}],
-        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}]}))
-    try:
-        yield kc, _Api.seen
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    return token_kubeconfig(tmp_path / "kubeconfig", http_server(_Api)), _Api.seen
 
 
 @pytest.mark.parametrize("before", [True, False])

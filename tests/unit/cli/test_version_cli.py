@@ -6,24 +6,23 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import tomllib
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
 
 from reconciler.cli.main import main
 from reconciler.version import UNKNOWN, package_version
+from tests.httpfake import QuietHandler, token_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[3]
 PYPROJECT_VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 SERVER = {"major": "1", "minor": "36", "gitVersion": "v1.36.3", "platform": "linux/amd64", "goVersion": "go1.26.8"}
 
 
-class _VersionHandler(BaseHTTPRequestHandler):
+class _VersionHandler(QuietHandler):
     paths: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
@@ -38,28 +37,13 @@ class _VersionHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture
-def apiserver(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
+def apiserver(tmp_path: Path, http_server: Callable[[type[_VersionHandler]], str]) -> tuple[Path, list[str]]:
     """A loopback HTTP server answering ``/version`` and a kubeconfig pointing at it."""
     _VersionHandler.paths = []
-    srv = HTTPServer(("127.0.0.1", 0), _VersionHandler)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    kc = tmp_path / "kubeconfig"
-    kc.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config", "current-context": "t",
-        "clusters": [{"name": "t", "cluster": {"server": f"http://127.0.0.1:{srv.server_port}"}}],
-        "users": [{"name": "t", "user": {"token": "x"}}],
-        "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}]}))
-    try:
-        yield kc, _VersionHandler.paths
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    return token_kubeconfig(tmp_path / "kubeconfig", http_server(_VersionHandler)), _VersionHandler.paths
 
 
 def test_client_version_comes_from_the_package_metadata() -> None:

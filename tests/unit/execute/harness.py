@@ -1,7 +1,13 @@
-"""Run a recipe on a simulated fleet and check the rollout invariants after every test."""
+"""Run a recipe on a simulated fleet and check the rollout invariants after every test.
+
+``pkg``/``recipe``/``policy`` are this directory's defaults (pinned packages, nodes labelled
+``pool: gpu``, training pods protected, one compartment) over the one builder family,
+:mod:`reconciler.testing.builders`; fleets are Kubernetes objects from
+:mod:`reconciler.testing.fleetgen`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,18 +16,13 @@ from reconciler.adapters.simconfig import SimConfig
 from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.model.plan import Plan
-from reconciler.model.policy import (
-    Budget,
-    DefaultCompartment,
-    DeploymentPolicy,
-    ExponentialParams,
-    FixedParams,
-    Strategy,
-)
-from reconciler.model.recipe import DrainOptions, Interrupt, Package, Recipe, Timeouts
+from reconciler.model.policy import DeploymentPolicy
+from reconciler.model.recipe import DrainOptions, Package, Recipe, Timeouts
 from reconciler.model.selector import LabelSelector
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing import builders as b
+from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.invariants import Watch, check_budget, check_cordons, check_protected, check_timeline
 
 SHA = "sha256:" + "a" * 64
@@ -30,52 +31,36 @@ TRAINING = LabelSelector(matchLabels={"workload": "long-running-training"})
 
 def pkg(name: str, version: str = "1.0.0", *, deps: dict[str, str] | None = None, interrupt: str | None = None,
         services: tuple[str, ...] = (), config: dict[str, str] | None = None) -> Package:
-    """A package pinned by digest."""
-    return Package(
-        name=name,
-        version=version,
-        image=f"ghcr.io/example/{name}",
-        containerSHA=SHA,
-        dependsOn=deps or {},
-        interrupt=Interrupt(type=interrupt, services=services) if interrupt else None,  # type: ignore[arg-type]
-        configMap=config or {},
-    )
+    """A package pinned by digest (:func:`reconciler.testing.builders.package`)."""
+    return b.package(name, version, sha=SHA, depends_on=deps,
+                     interrupt={"type": interrupt, "services": services} if interrupt else None, config=config)
 
 
 def recipe(*packages: Package, name: str = "tune", selector: dict[str, str] | None = None,
            drain: DrainOptions | None = None, timeouts: Timeouts | None = None, **kw: Any) -> Recipe:
-    """A recipe over nodes labelled ``pool: gpu`` by default, protecting training pods."""
-    return Recipe(
-        name=name,
-        version="2026.11.1",
-        nodeSelector=LabelSelector(matchLabels=selector if selector is not None else {"pool": "gpu"}),
-        podNonInterruptLabels=TRAINING,
-        drain=drain or DrainOptions(),
-        timeouts=timeouts or Timeouts(),
-        packages={p.name: p for p in packages},
-        **kw,
-    )
+    """A recipe over nodes labelled ``pool: gpu`` by default, protecting training pods
+    (:func:`reconciler.testing.builders.recipe`)."""
+    return b.recipe(name, *packages, selector=selector if selector is not None else {"pool": "gpu"},
+                    protect=TRAINING, drain=drain, version="2026.11.1", timeouts=timeouts or Timeouts(), **kw)
 
 
 def policy(*, count: int | None = None, percent: int | None = None, strategy: str = "fixed",
            **params: Any) -> DeploymentPolicy:
-    """A single-compartment policy."""
-    budget = Budget(count=count) if count is not None else Budget(percent=percent or 100)
-    strat = {
-        "fixed": lambda: Strategy(fixed=FixedParams(**params)),
-        "exponential": lambda: Strategy(exponential=ExponentialParams(**params)),
-    }[strategy]()
-    return DeploymentPolicy(name="p", default=DefaultCompartment(budget=budget, strategy=strat))
+    """A single-compartment policy (:func:`reconciler.testing.builders.policy`)."""
+    budget = b.budget(count=count) if count is not None else b.budget(percent=percent or 100)
+    return b.policy("p", default_budget=budget, default_strategy=b.strategy(strategy, **params))
 
 
 @dataclass
 class Run:
-    """Outcome of :func:`apply` with the fleet and the watcher for further checks."""
+    """Outcome of :func:`apply` with the fleet, the watcher and the port the rollout talked to
+    (``port.calls``: every call through it) for further checks."""
 
     result: RunResult
     sim: SimFleet
     watch: Watch
     plan: Plan
+    port: FaultyCluster
 
     def node(self, name: str) -> Any:
         """The result entry of one node."""
@@ -87,15 +72,20 @@ class Run:
 
 
 def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: DeploymentPolicy,
-          config: SimConfig | None = None, *, check: bool = True, through: Any = None, **kw: Any) -> Run:
+          config: SimConfig | None = None, *, check: bool = True,
+          before: Mapping[str, Callable[..., object]] | None = None,
+          after: Mapping[str, Callable[..., object]] | None = None, **kw: Any) -> Run:
     """Plan and apply ``r`` on a simulated fleet; assert the invariants unless ``check`` is False.
-    ``through``: a port decorator around the fleet the rollout talks to (e.g. a
-    :class:`~reconciler.testing.faults.FaultyCluster` with hooks); the fleet itself by default."""
+    The rollout talks to one port decorator (:class:`~reconciler.testing.faults.FaultyCluster`)
+    over the invariants' :class:`Watch`, with ``before``/``after`` hooks by port method: a test
+    makes the world move on around a call (an admin uncordons the node right after an eviction)
+    or watches the calls (``Run.port.calls``)."""
     sim = objs_or_sim if isinstance(objs_or_sim, SimFleet) else SimFleet(objs_or_sim, config or SimConfig())
     plan = compute_plan(r, p, observe(sim))
     comp = {n.name: n.compartment for n in plan.nodes}
     watch = Watch(sim, r.name, comp)
-    result = Rollout(r, p, plan, through if through is not None else sim, sim, **kw).run()
+    port = FaultyCluster(watch.port, clock=sim, before=before, after=after)
+    result = Rollout(r, p, plan, port, sim, **kw).run()
     if check:
         ceilings = {c.name: c.ceiling for c in plan.compartments}
         failed = [n.name for n in result.nodes if n.state == "failed"]
@@ -106,4 +96,4 @@ def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: Deployment
             + check_timeline(result.timeline, {k: list(v.dependsOn) for k, v in r.packages.items()})
         )
         assert not problems, problems
-    return Run(result, sim, watch, plan)
+    return Run(result, sim, watch, plan, port)

@@ -22,7 +22,6 @@ from reconciler.model.nodestate import (
 from reconciler.model.recipe import DrainOptions, Timeouts
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
-from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 
 from .harness import apply, pkg, policy, recipe
@@ -64,8 +63,7 @@ def test_s01_pdb_that_never_allows_a_disruption_fails_the_node_at_the_drain_time
     r = recipe(REBOOT, drain=DrainOptions(timeoutSeconds=600, evictionRetrySeconds=5))
     sim = SimFleet(objs, SimConfig())
     calls: list[float] = []
-    counting = FaultyCluster(sim, before={"evict_pod": lambda *a: calls.append(sim.now())})
-    run = apply(sim, r, policy(count=1), through=counting)
+    run = apply(sim, r, policy(count=1), before={"evict_pod": lambda *a: calls.append(sim.now())})
     n1 = run.node("n1")
     assert n1.state == "failed" and n1.reason == "DrainTimeout"
     assert "shop/web-7c9-a" in n1.message and "shop/web" in n1.message and "allowed 0" in n1.message
@@ -167,7 +165,7 @@ def test_s11_node_uncordoned_during_drain_is_recordoned_and_never_interrupted_un
             done.append(True)
             sim.set_node("n1", unschedulable=False)
 
-    run = apply(sim, recipe(REBOOT), policy(count=1), through=FaultyCluster(sim, after={"evict_pod": admin_uncordons}))
+    run = apply(sim, recipe(REBOOT), policy(count=1), after={"evict_pod": admin_uncordons})
     assert run.result.result == "succeeded"
     assert any("re-cordoned" in e.detail for e in run.events("n1", "cordon"))
 
@@ -192,7 +190,7 @@ def test_s16_node_deleted_mid_rollout_is_removed_and_releases_its_slot() -> None
             sim.delete_node("n1")
 
     run = apply(sim, recipe(REBOOT), policy(count=1), check=False,
-                through=FaultyCluster(sim, after={"start_stage": delete_n1_once_started}))
+                after={"start_stage": delete_n1_once_started})
     assert run.node("n1").state == "removed"
     assert run.node("n2").state == "complete" and run.node("n3").state == "complete"
 
@@ -248,7 +246,7 @@ def test_node_leaving_the_selector_mid_drain_is_released_and_not_started() -> No
         sim.set_node("n1", labels={"pool": "cpu"})  # leaves the selector while its pod terminates
 
     run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2),
-                through=FaultyCluster(sim, after={"evict_pod": relabel}))
+                after={"evict_pod": relabel})
     assert run.node("n1").state == "left"
     assert not run.sim.get_node("n1").unschedulable
     assert not [e for e in run.events("n1") if e.event in ("stage-start", "interrupt")]
@@ -265,7 +263,7 @@ def test_node_leaving_the_selector_mid_stages_keeps_the_reboot_it_owes_and_resum
             sim.set_node("n1", labels={"pool": "cpu"})
 
     run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2),
-                through=FaultyCluster(sim, after={"start_stage": relabel}))
+                after={"start_stage": relabel})
     assert run.node("n1").state == "left" and "owes a reboot" in run.node("n1").message
     n1 = run.sim.get_node("n1")
     assert n1.unschedulable and cordon_key("tune") in n1.annotations
@@ -286,7 +284,7 @@ def test_an_ignored_node_keeps_the_reboot_it_owes_and_the_plan_shows_it_after_un
         if spec.stage == "apply":
             sim.set_node("n1", labels={"pool": "gpu", IGNORE_LABEL: "true"})
 
-    run = apply(sim, recipe(REBOOT), policy(count=1), through=FaultyCluster(sim, after={"start_stage": ignore}))
+    run = apply(sim, recipe(REBOOT), policy(count=1), after={"start_stage": ignore})
     assert run.node("n1").state == "left" and not run.events("n1", "interrupt")
     sim.set_node("n1", labels={"pool": "gpu"})  # un-ignored
     plan = compute_plan(recipe(REBOOT), policy(count=1), observe(sim))
@@ -387,7 +385,7 @@ def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_keeps_what_i
         if spec.node == "n1" and spec.stage == "config":
             sim.set_node("n1", labels={"pool": "gpu", "reconciler.nodewright.dev/ignore": "true"})
 
-    run = apply(sim, recipe(REBOOT), policy(count=1), through=FaultyCluster(sim, after={"start_stage": ignore_n1}))
+    run = apply(sim, recipe(REBOOT), policy(count=1), after={"start_stage": ignore_n1})
     assert run.plan.node("n3") is None and any("n3" in w for w in run.plan.warnings)
     assert run.node("n1").state == "left" and "ignore" in run.node("n1").message
     # its apply ran: it owes the reboot, so it stays cordoned by us with the record (issue 12) and
@@ -414,7 +412,7 @@ def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> 
             sim.set_node(name, taints=[required, {"key": "maintenance", "value": "x", "effect": "NoSchedule"}])
 
     run = apply(sim, recipe(pkg("base"), runtimeRequired=True), policy(count=1),
-                through=FaultyCluster(sim, before={"patch_node": concurrent_taint}))
+                before={"patch_node": concurrent_taint})
     assert raced == ["n1"]
     assert run.node("n1").state == "complete"
     assert {t.key for t in run.sim.get_node("n1").taints} == {"maintenance"}
@@ -423,11 +421,10 @@ def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> 
 def test_the_drain_lists_the_node_pods_once_before_evicting() -> None:
     """kubectl drain lists a node's pods once; the wait for protected pods and the drain share it."""
     sim = SimFleet(nodes(1) + [rs_pod("web", f"web-{i}", "n1", "web") for i in range(3)], SimConfig())
-    counted = FaultyCluster(sim)  # records every call through the ports
-    run = apply(sim, recipe(REBOOT), policy(count=1), through=counted)
+    run = apply(sim, recipe(REBOOT), policy(count=1))  # run.port records every call through the ports
     assert run.node("n1").state == "complete"
     calls = [f"list {c.target.removeprefix('pods/')}" if c.verb == "list_pods" else f"evict {c.target}"
-             for c in counted.calls if c.verb in ("list_pods", "evict_pod")]
+             for c in run.port.calls if c.verb in ("list_pods", "evict_pod")]
     first_evict = next(i for i, c in enumerate(calls) if c.startswith("evict"))
     assert calls[:first_evict].count("list n1") == 1, calls
     assert sum(c.startswith("evict") for c in calls) == 3

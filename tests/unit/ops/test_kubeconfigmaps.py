@@ -3,10 +3,8 @@ merge patch with null removing a key, create when absent, errors translated."""
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -16,11 +14,12 @@ from reconciler.adapters.kube import KubeCluster
 from reconciler.adapters.kubeconfigmaps import MERGE_PATCH, KubeConfigMaps
 from reconciler.errors import ForbiddenError
 from reconciler.ops.controls import CONTROLS_CONFIGMAP, control_patch, held_reason, store_for
+from tests.httpfake import QuietHandler
 
 PATH = f"/api/v1/namespaces/node-reconciler/configmaps/{CONTROLS_CONFIGMAP}"
 
 
-class _Api(http.server.BaseHTTPRequestHandler):
+class _Api(QuietHandler):
     objects: ClassVar[dict[str, dict[str, Any]]] = {}
     calls: ClassVar[list[tuple[str, str, str]]] = []
     forbid: ClassVar[bool] = False
@@ -73,26 +72,18 @@ class _Api(http.server.BaseHTTPRequestHandler):
         _Api.objects[f"{self.path}/{body['metadata']['name']}"] = body
         self._send(201, body)
 
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
-def api() -> Iterator[client.ApiClient]:
+def api(http_server: Callable[[type[_Api]], str]) -> Iterator[client.ApiClient]:
     _Api.objects, _Api.calls, _Api.forbid = {}, [], False
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
     cfg = client.Configuration()
-    cfg.host = f"http://127.0.0.1:{srv.server_address[1]}"
+    cfg.host = http_server(_Api)
     api_client = client.ApiClient(cfg)
     try:
         yield api_client
     finally:
         api_client.close()
-        srv.shutdown()
-        srv.server_close()
-        t.join()
 
 
 def test_store_reads_creates_and_merges(api: client.ApiClient) -> None:

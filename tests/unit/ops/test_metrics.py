@@ -3,11 +3,9 @@ local HTTP server, ``apply --metrics-file`` and the ``metrics`` verb."""
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -30,6 +28,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.observed import NodeInfo
 from reconciler.report.metrics import MetricsError, MetricSet, rollout_metrics, write_textfile
 from reconciler.testing.fleetgen import make_node
+from tests.httpfake import QuietHandler
 from tests.unit.ops.conftest import RunCli, write_fleet
 from tests.unit.ops.test_ops_cli import RECIPE
 
@@ -118,7 +117,7 @@ def test_textfile_is_written_atomically(tmp_path: Path) -> None:
         write_textfile(str(tmp_path / "missing" / "x.prom"), "x")
 
 
-class _Gateway(http.server.BaseHTTPRequestHandler):
+class _Gateway(QuietHandler):
     received: ClassVar[list[tuple[str, str, str, bytes]]] = []
     status = 200
 
@@ -130,22 +129,12 @@ class _Gateway(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b"ok")
 
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture
-def gateway() -> Iterator[str]:
+def gateway(http_server: Callable[[type[_Gateway]], str]) -> str:
     _Gateway.received, _Gateway.status = [], 200
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Gateway)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}"
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        t.join()
+    return http_server(_Gateway)
 
 
 def test_push_to_pushgateway(gateway: str) -> None:

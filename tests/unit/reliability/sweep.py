@@ -167,7 +167,8 @@ def run_scenario(
     ceilings = {c.name: c.ceiling for c in plan0.compartments}
     watch = Watch(sim, recipe.name, comp)
     probe = DrainProbe(sim, recipe)
-    first = FaultyCluster(sim, faults=faults or [], crash_after_writes=crash_after, before=probe.hooks)
+    first = FaultyCluster(watch.port, clock=sim, faults=faults or [], crash_after_writes=crash_after,
+                          before=probe.hooks)
     crashed, stopped = False, ""
     rollout: Rollout | None = None
     result: RunResult | None = None
@@ -183,7 +184,7 @@ def run_scenario(
     resumed: RunResult | None = None
     if crashed or stopped or (result is not None and any(n.message == "still running when the run stopped"
                                                          for n in result.nodes)):
-        second = FaultyCluster(sim, before=probe.hooks)
+        second = FaultyCluster(watch.port, clock=sim, before=probe.hooks)
         r2, resumed = _rollout(second, sim, "run-second", recipe, policy)
         problems += _timeline_problems(list(r2.timeline.events), recipe, "resumed run")
     problems += check_budget(watch, ceilings)

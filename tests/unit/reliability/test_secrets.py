@@ -11,8 +11,6 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from ruamel.yaml import YAML
 
 from reconciler.cli.main import main
 from reconciler.testing.fleetgen import make_node
+from tests.httpfake import QuietHandler, serving
 
 GITHUB_TOKEN = "ghp_PLANTEDgithubTOKENabcdefghij0123456789"
 GITLAB_TOKEN = "glpat-PLANTEDgitlabTOKEN987"
@@ -91,7 +90,7 @@ class FakeGitHub:
         self.echo_auth = echo_auth
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _answer(self, code: int, doc: Any) -> None:
                 raw = json.dumps(doc).encode()
                 self.send_response(code)
@@ -114,20 +113,16 @@ class FakeGitHub:
 
             do_GET = do_POST = do_PATCH = _handle
 
-            def log_message(self, *args: Any) -> None:
-                pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.url = ""
+        self._serving = serving(Handler)
 
     def __enter__(self) -> FakeGitHub:
-        self.thread.start()
+        self.url = self._serving.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serving.__exit__(None, None, None)
 
 
 def assert_clean(label: str, *texts: str) -> None:

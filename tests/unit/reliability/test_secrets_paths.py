@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,6 +18,7 @@ from reconciler.adapters.pushgateway import push
 from reconciler.cli.main import main
 from reconciler.report.metrics import MetricsError
 from reconciler.testing.fleetgen import make_node, write_fleet
+from tests.httpfake import QuietHandler, serving
 
 TOKEN = "PLANTEDtok3n"
 AT_TOKEN = "PLANTED@half@tok3n"  # a token holding "@": must be redacted whole
@@ -58,7 +56,7 @@ class EchoServer:
         self.auth: list[str] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_PUT(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 self.rfile.read(n)
@@ -70,20 +68,16 @@ class EchoServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, *args: Any) -> None:
-                pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.port = 0
+        self._serving = serving(Handler)
 
     def __enter__(self) -> EchoServer:
-        self.thread.start()
+        self.port = int(self._serving.__enter__().rsplit(":", 1)[1])
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serving.__exit__(None, None, None)
 
 
 URLS_BAD = [
