@@ -12,7 +12,6 @@ from reconciler.adapters.sim import SimFleet
 from reconciler.adapters.simconfig import SimConfig, StageFailure
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import inflight_key
-from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.fleetgen import make_node
 
 from .harness import apply, pkg, policy, recipe
@@ -25,10 +24,10 @@ def fleet(n: int = 3) -> list[dict[str, Any]]:
     return [make_node(f"n{i}", {"pool": "gpu"}, created=1795000000.0 + i) for i in range(1, n + 1)]
 
 
-def recorded(sim: SimFleet) -> tuple[FaultyCluster, list[tuple[str, bool]]]:
+def recorded() -> tuple[dict[str, Any], list[tuple[str, bool]]]:
+    """``after`` hooks recording every ``end_run`` of the rollout, and the list they fill."""
     ends: list[tuple[str, bool]] = []
-    through = FaultyCluster(sim, after={"end_run": lambda run_id, if_unused=False: ends.append((run_id, if_unused))})
-    return through, ends
+    return {"end_run": lambda run_id, if_unused=False: ends.append((run_id, if_unused))}, ends
 
 
 def crashed_mid_lifecycle() -> SimFleet:
@@ -47,16 +46,16 @@ def crashed_mid_lifecycle() -> SimFleet:
 
 def test_an_uninterrupted_run_releases_its_own_lifecycle() -> None:
     sim = SimFleet(fleet())
-    through, ends = recorded(sim)
-    run = apply(sim, RECIPE, POLICY, through=through, run_id="r1")
+    hooks, ends = recorded()
+    run = apply(sim, RECIPE, POLICY, after=hooks, run_id="r1")
     assert run.result.result == "succeeded"
     assert ends == [("r1", False)]
 
 
 def test_the_run_that_resumes_a_killed_run_releases_that_lifecycle_too() -> None:
     sim = crashed_mid_lifecycle()
-    through, ends = recorded(sim)
-    run = apply(sim, RECIPE, POLICY, through=through, run_id="r2")
+    hooks, ends = recorded()
+    run = apply(sim, RECIPE, POLICY, after=hooks, run_id="r2")
     assert run.result.result == "succeeded"
     assert ("r1", True) in ends  # resumed: released only if no stage pod of it is left
     assert ("r2", False) in ends  # the nodes r2 started itself
@@ -64,22 +63,20 @@ def test_the_run_that_resumes_a_killed_run_releases_that_lifecycle_too() -> None
 
 def test_a_failed_node_keeps_its_lifecycle() -> None:
     sim = SimFleet(fleet(), SimConfig(failures=(StageFailure(node="n2", package="base", stage="apply", times=99),)))
-    through, ends = recorded(sim)
-    run = apply(sim, RECIPE, POLICY, through=through, run_id="r1")
+    hooks, ends = recorded()
+    run = apply(sim, RECIPE, POLICY, after=hooks, run_id="r1")
     assert run.node("n2").state == "failed"
     assert ends == []  # n2's stage pods keep its logs and the resume point
 
 
-class _Owners:
-    """A stage runner that also holds run owners of earlier lifecycles (as the kube adapter's
-    run-owner ConfigMaps are): forwards everything, records ``end_run``."""
+class _OwnersFleet(SimFleet):
+    """A simulated fleet that also holds run owners of earlier lifecycles (as the kube adapter's
+    run-owner ConfigMaps are); records ``end_run``."""
 
-    def __init__(self, inner: Any, owners: set[str]) -> None:
-        self.inner, self.owners = inner, set(owners)
+    def __init__(self, *args: Any, owners: set[str], **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.owners = set(owners)
         self.ended: list[tuple[str, bool]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def lifecycles(self) -> set[str]:
         return set(self.owners)
@@ -93,22 +90,17 @@ def test_lifecycles_left_by_other_runs_are_released_unless_a_record_names_them()
     """A killed run's lifecycle whose nodes another (also stopped) run finished is released by the
     next run to finish; one still named by an in-flight record — another recipe's node, here — is
     kept."""
-    from dataclasses import replace
-
     from reconciler.model.nodestate import InFlight
     from reconciler.model.vocab import Phase
-    from reconciler.ports import ClusterPorts
 
-    sim = SimFleet(fleet())
+    sim = _OwnersFleet(fleet(), owners={"r0", "r-old"})
     other = InFlight(runId="r0", planHash="h", phase=Phase.WAIT, lifecycle="r0").model_dump_json()
     sim.patch_node("n3", annotations={inflight_key("other-recipe"): other})
-    stages = _Owners(sim, {"r0", "r-old"})
-    ports = replace(ClusterPorts.of(sim), stages=stages)
-    run = apply(sim, RECIPE, POLICY, through=ports, run_id="r2")
+    run = apply(sim, RECIPE, POLICY, run_id="r2")
     assert run.result.result == "succeeded"
-    assert ("r-old", True) in stages.ended  # nothing names it: released (if no stage pod is left)
-    assert all(lc != "r0" for lc, _ in stages.ended)  # n3's record of other-recipe names it: kept
-    assert ("r2", False) in stages.ended
+    assert ("r-old", True) in sim.ended  # nothing names it: released (if no stage pod is left)
+    assert all(lc != "r0" for lc, _ in sim.ended)  # n3's record of other-recipe names it: kept
+    assert ("r2", False) in sim.ended
 
 
 def test_a_resumed_lifecycle_fills_its_batch_no_extra_node_starts_beside_it() -> None:
