@@ -144,10 +144,15 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
 
     # ---------------------------------------------------------------- loading / saving
     @classmethod
-    def from_file(cls, path: str, config: SimConfig | None = None, crash_after: int | None = None) -> SimFleet:
+    def from_file(cls, path: str, config: SimConfig | None = None, crash_after: int | None = None, *,
+                  read_only: bool = False) -> SimFleet:
         """Load a fleet from a snapshot file: kubectl JSON or YAML (a ``List``, several documents)
         or a fleet saved by :meth:`save`; every object and the saved simulation state validated
         first (:mod:`reconciler.load.snapshot`, :mod:`reconciler.adapters.simsaved`).
+
+        ``read_only``: the fleet will only be read (``plan``), never saved: its objects may hold
+        only the fields the reconciler reads (a JSON dump is then read by
+        :mod:`reconciler.load.snapshotfast`); reads give the same records either way.
 
         Raises:
             InputError: unreadable, malformed or invalid file, positioned (file:line:column, object, field).
@@ -157,7 +162,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         from reconciler.load.snapshotfile import paused_gc
 
         with paused_gc():
-            snap = load_snapshot(path)
+            snap = load_snapshot(path, prune=read_only)
             check_saved_state(snap)
             return cls(snap.objects, config, crash_after, copy_objects=False)
 

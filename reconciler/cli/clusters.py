@@ -28,8 +28,10 @@ class Opened:
     description: str = ""
 
 
-def open_cluster(args: argparse.Namespace) -> Opened:
-    """Build the cluster adapter from parsed arguments.
+def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened:
+    """Build the cluster adapter from parsed arguments. ``read_only``: the verb only reads the
+    cluster (``plan``): a simulated fleet is loaded with only the fields the reconciler reads
+    (:meth:`SimFleet.from_file`), and must not be saved.
 
     Raises:
         InputError: bad ``--cluster`` value, unreadable simulation files, or a ``--sim-save``
@@ -59,7 +61,8 @@ def open_cluster(args: argparse.Namespace) -> Opened:
         from reconciler.load.snapshotfile import paused_gc
 
         with paused_gc():  # frozen before the collector runs again: it never scans the snapshot
-            fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None))
+            fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None),
+                                       read_only=read_only)
             _freeze_if_large(spec[4:])
         fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
