@@ -222,6 +222,8 @@ class _Utf8:
 # ---------------------------------------------------------------------------------------------
 # Reading
 
+#: The ``"items": [`` of the top-level object is looked for in the file's first bytes.
+_HEAD_BYTES = 64 * 1024
 _ITEMS = re.compile(rb'\A[ \t\r\n]*\{(?:[^"]|"(?:[^"\\\n]|\\.)*")*?\n([ ]*)"items"[ ]*:[ ]*\[')
 
 
@@ -322,10 +324,13 @@ def read_pruned(fh: BinaryIO, max_bytes: int) -> dict[str, Any]:
 
 
 def _read(r: _Reader, items_dec: Any, any_dec: Any) -> dict[str, Any]:
-    r.more()
-    if r.buf.startswith(b"\xef\xbb\xbf"):
+    while len(r.buf) < 3 and r.more():
+        pass
+    if r.buf.startswith(b"\xef\xbb\xbf"):  # one byte order mark, as the strict reader drops
         r.buf = r.buf[3:]
-    m = _ITEMS.match(r.buf, 0, 65536)
+    m = _ITEMS.match(r.buf, 0, _HEAD_BYTES)
+    while m is None and len(r.buf) < _HEAD_BYTES and r.more():
+        m = _ITEMS.match(r.buf, 0, _HEAD_BYTES)
     if m is None:
         raise Fallback
     head = _decode(any_dec, r.buf[:m.end()] + b"]}")
@@ -365,6 +370,7 @@ def _batches(r: _Reader) -> Iterator[bytes]:
     """``[`` + whole items + ``]`` from the window, until the items array's closing bracket (left at
     ``r.pos``, with the rest of the file read into the window). ``r.pos`` stays just after the
     ``[`` or ``,`` before the next item, so the line an item starts on is always in the window."""
+    after_comma = False
     while True:
         m = _WS.match(r.buf, r.pos)
         s = m.end() if m else r.pos
@@ -374,6 +380,8 @@ def _batches(r: _Reader) -> Iterator[bytes]:
             raise Fallback
         c = r.buf[s:s + 1]
         if c == b"]":
+            if after_comma:
+                raise Fallback  # a trailing comma: a syntax error
             r.pos = s
             while r.more():
                 pass
@@ -389,6 +397,7 @@ def _batches(r: _Reader) -> Iterator[bytes]:
             stop = cut + len(indent) + 2  # just past the "}"
             yield b"[" + r.buf[s:stop] + b"]"
             r.pos = stop + 1  # past the ","
+            after_comma = True
             continue
         # no item ends with "}," in the window: the last item (its "}" line, then the array's "]"), or read on
         end = _last_item_end(indent).search(r.buf, s)
@@ -401,3 +410,4 @@ def _batches(r: _Reader) -> Iterator[bytes]:
         stop = end.start() + len(indent) + 2
         yield b"[" + r.buf[s:stop] + b"]"
         r.pos = stop
+        after_comma = False
