@@ -63,7 +63,8 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
         with paused_gc():  # frozen before the collector runs again: it never scans the snapshot
             fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None),
                                        read_only=read_only)
-            _freeze_if_large(spec[4:])
+            if _freeze_if_large(spec[4:]):
+                LARGE_FLEETS.append(fleet)
         fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
     from reconciler.adapters.kube import DEFAULT_POOL_SIZE, KubeCluster
@@ -90,18 +91,25 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
 #: Snapshots at least this large (bytes) are moved out of the garbage collector's sight once loaded.
 FREEZE_BYTES = 16 * 1024 * 1024
 
+#: The simulated fleets loaded from large snapshots: they live as long as the process, and the
+#: command-line entry point (:func:`reconciler.cli.main.main` without ``argv``) ends the process
+#: without freeing them one object at a time (millions of them: about a second per 100,000 nodes).
+LARGE_FLEETS: list[object] = []
 
-def _freeze_if_large(path: str) -> None:
+
+def _freeze_if_large(path: str) -> bool:
     """After loading a large snapshot, ``gc.freeze()`` it: it lives as long as the command, holds
     no cycles, and every later full collection would otherwise rescan its millions of objects.
-    Small snapshots (tests) are left alone."""
+    Small snapshots (tests) are left alone. Returns whether it was frozen."""
     import gc
 
     try:
         if os.stat(path).st_size >= FREEZE_BYTES:
             gc.freeze()
+            return True
     except OSError:
         pass
+    return False
 
 
 def check_kubeconfig(path: str | None) -> None:
