@@ -289,8 +289,18 @@ SHARED_BYTES = 128
 SHARED_BUDGET = 64 * 1024 * 1024
 
 
-def _resolve_annotations(items: list[Any], shared: dict[bytes, Any], dec: Any, budget: list[int]) -> None:
-    """Each item's raw annotation values decoded, equal long ones once (and then one object)."""
+#: Distinct values remembered (short and long together) at most.
+MAX_SHORT = 65536
+
+#: Bytes of a raw value's end that key the memo of decoded values (the whole value is compared).
+_KEY_BYTES = 96
+
+
+def _resolve_annotations(items: list[Any], shared: dict[Any, tuple[bytes, Any]], dec: Any,
+                         budget: list[int]) -> None:
+    """Each item's raw annotation values decoded, equal long ones once (and then one object): a
+    value is looked up by its length and last :data:`_KEY_BYTES` bytes (no hash of kilobytes),
+    then compared whole."""
     for item in items:
         meta = item.get("metadata")
         if not meta:
@@ -299,17 +309,35 @@ def _resolve_annotations(items: list[Any], shared: dict[bytes, Any], dec: Any, b
         if not ann:
             continue
         for k, v in ann.items():
-            b = bytes(v)
-            s = shared.get(b)
-            if s is None:
-                try:  # its numbers were checked with the window's
-                    s = dec.decode(b)
-                except (msgspec.DecodeError, RecursionError, ValueError):
-                    raise Fallback from None
-                if len(b) >= SHARED_BYTES and budget[0] > 0:
-                    shared[b] = s
-                    budget[0] -= len(b)
-            ann[k] = s
+            mv = memoryview(v)
+            n = len(mv)
+            if n < SHARED_BYTES:  # short values ("true", "0") repeat too: memo by their bytes
+                whole = bytes(mv)
+                hit = shared.get(whole)
+                if hit is None:
+                    hit = (whole, _decode_value(dec, whole))
+                    if len(shared) < MAX_SHORT:
+                        shared[whole] = hit
+                ann[k] = hit[1]
+                continue
+            key = (n, bytes(mv[n - _KEY_BYTES:]))
+            hit = shared.get(key)
+            whole = bytes(mv)  # compared as bytes (a memoryview compares item by item)
+            if hit is not None and hit[0] == whole:
+                ann[k] = hit[1]
+                continue
+            value = _decode_value(dec, whole)
+            if hit is None and budget[0] > 0:
+                shared[key] = (whole, value)
+                budget[0] -= n
+            ann[k] = value
+
+
+def _decode_value(dec: Any, raw: Any) -> Any:
+    try:  # its numbers were checked with the window's
+        return dec.decode(raw)
+    except (msgspec.DecodeError, RecursionError, ValueError):
+        raise Fallback from None
 
 
 def read_pruned(fh: BinaryIO, max_bytes: int) -> dict[str, Any]:
@@ -344,7 +372,7 @@ def _read(r: _Reader, items_dec: Any, any_dec: Any) -> dict[str, Any]:
         raise Fallback
     r.pos = m.end()
     items: list[Any] = []
-    shared: dict[bytes, Any] = {}
+    shared: dict[Any, tuple[bytes, Any]] = {}
     budget = [SHARED_BUDGET]
     for batch in _batches(r):
         got = _decode(items_dec, batch)
