@@ -295,8 +295,11 @@ MAX_SHORT = 65536
 #: Bytes of a raw value's end that key the memo of decoded values (the whole value is compared).
 _KEY_BYTES = 96
 
+#: Distinct values remembered per key (length and tail) at most.
+_SAME_KEY = 16
 
-def _resolve_annotations(items: list[Any], shared: dict[Any, tuple[bytes, Any]], dec: Any,
+
+def _resolve_annotations(items: list[Any], shared: dict[Any, list[tuple[bytes, Any]]], dec: Any,
                          budget: list[int]) -> None:
     """Each item's raw annotation values decoded, equal long ones once (and then one object): a
     value is looked up by its length and last :data:`_KEY_BYTES` bytes (no hash of kilobytes),
@@ -313,24 +316,28 @@ def _resolve_annotations(items: list[Any], shared: dict[Any, tuple[bytes, Any]],
             n = len(mv)
             if n < SHARED_BYTES:  # short values ("true", "0") repeat too: memo by their bytes
                 whole = bytes(mv)
-                hit = shared.get(whole)
-                if hit is None:
-                    hit = (whole, _decode_value(dec, whole))
+                short = shared.get(whole)
+                if short is None:
+                    short = [(whole, _decode_value(dec, whole))]
                     if len(shared) < MAX_SHORT:
-                        shared[whole] = hit
-                ann[k] = hit[1]
+                        shared[whole] = short
+                ann[k] = short[0][1]
                 continue
             key = (n, bytes(mv[n - _KEY_BYTES:]))
-            hit = shared.get(key)
             whole = bytes(mv)  # compared as bytes (a memoryview compares item by item)
-            if hit is not None and hit[0] == whole:
-                ann[k] = hit[1]
-                continue
-            value = _decode_value(dec, whole)
-            if hit is None and budget[0] > 0:
-                shared[key] = (whole, value)
-                budget[0] -= n
-            ann[k] = value
+            seen = shared.get(key)
+            if seen is None:
+                seen = shared[key] = []
+            for raw, known in seen:  # values of one length and tail (states differing early on)
+                if raw == whole:
+                    ann[k] = known
+                    break
+            else:
+                value = _decode_value(dec, whole)
+                if len(seen) < _SAME_KEY and budget[0] > 0:
+                    seen.append((whole, value))
+                    budget[0] -= n
+                ann[k] = value
 
 
 def _decode_value(dec: Any, raw: Any) -> Any:
@@ -372,7 +379,7 @@ def _read(r: _Reader, items_dec: Any, any_dec: Any) -> dict[str, Any]:
         raise Fallback
     r.pos = m.end()
     items: list[Any] = []
-    shared: dict[Any, tuple[bytes, Any]] = {}
+    shared: dict[Any, list[tuple[bytes, Any]]] = {}
     budget = [SHARED_BUDGET]
     for batch in _batches(r):
         got = _decode(items_dec, batch)

@@ -185,3 +185,17 @@ def test_fuzzed_hidden_values_read_the_same(tmp_path: Path, value: Any, compact:
     text = json.dumps(value, separators=(",", ":")) if compact else json.dumps(value, indent=3)
     path.write_text(fleet(2, hidden=text), encoding="utf-8")
     same(path)
+
+
+def test_equal_long_annotation_values_are_one_object_each(tmp_path: Path) -> None:
+    # two recorded states of one length and one ending (a package one version behind, early on)
+    behind, good = '{"a|0.9.0": "' + "x" * 300 + '"}', '{"a|1.0.0": "' + "x" * 300 + '"}'
+    objs = [make_node(f"n{i}", {"pool": "gpu"}, annotations={"state": behind if i % 3 == 0 else good, "ttl": "0"})
+            for i in range(9)]
+    path = tmp_path / "fleet.json"
+    path.write_text(dumps_list(objs, "json"), encoding="utf-8")
+    assert fast_took_it(path)
+    same(path)
+    states = [o["metadata"]["annotations"]["state"] for o in load_snapshot(str(path), prune=True).objects]
+    assert states == [behind if i % 3 == 0 else good for i in range(9)]
+    assert len({id(s) for s in states}) == 2
