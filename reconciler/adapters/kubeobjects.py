@@ -134,8 +134,17 @@ def _meta(obj: Obj) -> Obj:
 
 
 def _condition(c: Obj) -> NodeCondition:
-    fields = tuple(str(c.get(k) or "") for k in ("type", "status", "reason", "message"))
-    return _memo(_CONDITIONS, fields, lambda: NodeCondition(*fields))
+    get = c.get  # four fields as strings; the memo inlined (called for every condition of every node)
+    fields = (str(get("type") or ""), str(get("status") or ""), str(get("reason") or ""), str(get("message") or ""))
+    try:
+        return _CONDITIONS[fields]
+    except KeyError:
+        pass
+    made = NodeCondition(*fields)
+    if len(_CONDITIONS) >= MEMO_SIZE:
+        _CONDITIONS.clear()
+    _CONDITIONS[fields] = made
+    return made
 
 
 def node_from(obj: Obj) -> NodeInfo:
