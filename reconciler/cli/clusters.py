@@ -62,7 +62,7 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
 
         with paused_gc():  # frozen before the collector runs again: it never scans the snapshot
             fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None),
-                                       read_only=read_only)
+                                       **({"read_only": True} if read_only else {}))
             if _freeze_if_large(spec[4:]):
                 LARGE_FLEETS.append(fleet)
         fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
