@@ -31,7 +31,6 @@ from typing import Protocol
 from reconciler.errors import InputError, PlanMismatchError, ReconcilerError
 from reconciler.execute.fence import FencedCluster
 from reconciler.execute.lock import DEFAULT_DURATION, LeaseGroup, holder_identity
-from reconciler.execute.rollout import Rollout, default_workers, new_run_id
 from reconciler.execute.sequencing import waiting_nodes
 from reconciler.execute.taints import auto_taint
 from reconciler.load import Inputs, policy_for
@@ -155,6 +154,8 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
         LeaseHeldError: another run holds a recipe's Lease (after ``wait_for_lock``).
         ClusterError: the API failed in a way the run could not retry.
     """
+    from reconciler.execute.rollout import Rollout, default_workers, new_run_id  # not needed to plan
+
     run_id = settings.run_id or new_run_id()
     out = ApplyResult(run_id=run_id)
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}

@@ -51,6 +51,35 @@ _OWNERS: dict[Any, OwnerRef] = {}
 _CONDITIONS: dict[Any, NodeCondition] = {}
 
 
+_DAYS: dict[str, float | None] = {}
+_DIGITS = frozenset("0123456789")
+
+
+def _canonical_time(value: str) -> float:
+    """Epoch seconds of ``YYYY-MM-DDTHH:MM:SSZ`` (how Kubernetes writes times) with hours 00-23,
+    minutes and seconds 00-59, from the day's midnight (:func:`_parse_time`, kept per day) plus
+    the time of day: exactly what :func:`_parse_time` returns. A negative number when ``value``
+    is not of that form or not a valid date (or before 1970): the caller then parses it in full."""
+    if (len(value) != 20 or value[4] != "-" or value[7] != "-" or value[10] != "T" or value[13] != ":"
+            or value[16] != ":" or value[19] != "Z"
+            or not _DIGITS.issuperset(value[11:13] + value[14:16] + value[17:19])):
+        return -1.0
+    hour, minute, second = int(value[11:13]), int(value[14:16]), int(value[17:19])
+    if hour > 23 or minute > 59 or second > 59:
+        return -1.0
+    day = value[:10]
+    try:
+        midnight = _DAYS[day]
+    except KeyError:
+        midnight = _parse_time(day + "T00:00:00Z") if _DIGITS.issuperset(day[:4] + day[5:7] + day[8:10]) else None
+        if len(_DAYS) >= MEMO_SIZE:
+            _DAYS.clear()
+        _DAYS[day] = midnight
+    if midnight is None:
+        return -1.0
+    return midnight + float(hour * 3600 + minute * 60 + second)
+
+
 def parse_time(value: Any) -> float | None:
     """RFC 3339 timestamp (``2026-11-30T12:00:00Z``) → epoch seconds; None when absent/invalid."""
     if not value:
@@ -59,7 +88,8 @@ def parse_time(value: Any) -> float | None:
         try:
             return _TIMES[value]
         except KeyError:
-            parsed = _parse_time(value)
+            fast = _canonical_time(value)
+            parsed = fast if fast >= 0 else _parse_time(value)
             if len(_TIMES) >= MEMO_SIZE:
                 _TIMES.clear()
             _TIMES[value] = parsed
@@ -104,8 +134,17 @@ def _meta(obj: Obj) -> Obj:
 
 
 def _condition(c: Obj) -> NodeCondition:
-    fields = tuple(str(c.get(k) or "") for k in ("type", "status", "reason", "message"))
-    return _memo(_CONDITIONS, fields, lambda: NodeCondition(*fields))
+    get = c.get  # four fields as strings; the memo inlined (called for every condition of every node)
+    fields = (str(get("type") or ""), str(get("status") or ""), str(get("reason") or ""), str(get("message") or ""))
+    try:
+        return _CONDITIONS[fields]
+    except KeyError:
+        pass
+    made = NodeCondition(*fields)
+    if len(_CONDITIONS) >= MEMO_SIZE:
+        _CONDITIONS.clear()
+    _CONDITIONS[fields] = made
+    return made
 
 
 def node_from(obj: Obj) -> NodeInfo:

@@ -74,6 +74,9 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
             write counts — node patches and conditions, events, evictions, stage pods, Lease
             create/replace/delete, ConfigMap patches.
         copy_objects: copy ``objects`` (False: take ownership of them, as :meth:`from_file` does).
+        read_only: the fleet is only read, its clock never advanced (``plan``): the pending timers
+            of a saved fleet's nodes and pods and the pods' ``activeDeadlineSeconds`` are not
+            scheduled (its stage pods are restored as usual).
 
     ``save_on_crash`` (a path, default None): when set, the fleet as the crash left it is saved
     there right before ``CrashInjected`` is raised, wherever the write happened (``--sim-save``
@@ -81,7 +84,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
     """
 
     def __init__(self, objects: list[Obj], config: SimConfig | None = None, crash_after: int | None = None,
-                 *, copy_objects: bool = True):
+                 *, copy_objects: bool = True, read_only: bool = False):
         self._copy_objects = copy_objects
         self.config = config or SimConfig()
         self.crash_after = crash_after
@@ -119,7 +122,9 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         else:
             start = parse_time(self.config.startTime) if self.config.startTime else None
             self.epoch = start if start is not None else self._newest_timestamp()
-        self._schedule_deadlines()
+        self._read_only = read_only
+        if not read_only:
+            self._schedule_deadlines()
         self._restore_timers()
 
     def _assign_resource_versions(self) -> None:
@@ -145,10 +150,16 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
 
     # ---------------------------------------------------------------- loading / saving
     @classmethod
-    def from_file(cls, path: str, config: SimConfig | None = None, crash_after: int | None = None) -> SimFleet:
+    def from_file(cls, path: str, config: SimConfig | None = None, crash_after: int | None = None, *,
+                  read_only: bool = False) -> SimFleet:
         """Load a fleet from a snapshot file: kubectl JSON or YAML (a ``List``, several documents)
         or a fleet saved by :meth:`save`; every object and the saved simulation state validated
         first (:mod:`reconciler.load.snapshot`, :mod:`reconciler.adapters.simsaved`).
+
+        ``read_only``: the fleet will only be read (``plan``), never saved nor its clock advanced:
+        its objects may hold only the fields the reconciler reads (a JSON dump is then read by
+        :mod:`reconciler.load.snapshotfast`) and no timer is scheduled; reads give the same records
+        either way.
 
         Raises:
             InputError: unreadable, malformed or invalid file, positioned (file:line:column, object, field).
@@ -158,9 +169,9 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         from reconciler.load.snapshotfile import paused_gc
 
         with paused_gc():
-            snap = load_snapshot(path)
+            snap = load_snapshot(path, prune=read_only)
             check_saved_state(snap)
-            return cls(snap.objects, config, crash_after, copy_objects=False)
+            return cls(snap.objects, config, crash_after, copy_objects=False, read_only=read_only)
 
     def to_objects(self, *, copy_objects: bool = True) -> list[Obj]:
         """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name), then
@@ -227,6 +238,8 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
                 rec.update(pending_exit=out[0], pending_reason=out[1], pending_log=out[2])
                 self._at(max(self._now, float(st["doneAt"]) - self.epoch),
                          partial(self._stage_done, spec.pod_name, *out))
+        if self._read_only:
+            return
         for name, node in self.nodes.items():
             up = ((node["metadata"].get("annotations") or {}).get(SIM_ANN))
             if up:

@@ -39,8 +39,11 @@ def pod_healthy(pod: Obj) -> bool:
     (``countHealthyPods``: no deletionTimestamp, ``IsPodReady``)."""
     if pod["metadata"].get("deletionTimestamp"):
         return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or ())
+    status = pod.get("status")
+    for c in (status.get("conditions") if status else None) or ():
+        if c.get("type") == "Ready" and c.get("status") == "True":
+            return True
+    return False
 
 
 def pod_finished(pod: Obj) -> bool:
@@ -102,7 +105,7 @@ class FleetIndex:
             ctrl = controller_of(pod)
             if ctrl is not None and not pod_finished(pod):
                 self.scale[ctrl] += 1
-            self.add_pod(key, pod, schedule=False)
+            self._index_pod(key, pod, False, ctrl, True)
         self._heap = [(len(self.pods_on.get(n, ())), n) for n in nodes]
         heapq.heapify(self._heap)
 
@@ -168,6 +171,10 @@ class FleetIndex:
 
     def add_pod(self, key: Key, pod: Obj, *, schedule: bool = True) -> None:
         """Index a pod just stored in the fleet."""
+        self._index_pod(key, pod, schedule, None, False)
+
+    def _index_pod(self, key: Key, pod: Obj, schedule: bool, ctrl: CtrlKey | None, known: bool) -> None:
+        """:meth:`add_pod`; ``ctrl`` is the pod's :func:`controller_of` when ``known``."""
         self._pod_cache.pop(key, None)
         node = _node_name(pod)
         if node:
@@ -179,8 +186,12 @@ class FleetIndex:
         healthy = pod_healthy(pod)
         if healthy:
             self._healthy.add(key)
-        ctrl = controller_of(pod)
-        for bk in self._by_ns.get(ns, ()):
+        budgets = self._by_ns.get(ns)
+        if not budgets:
+            return
+        if not known:
+            ctrl = controller_of(pod)
+        for bk in budgets:
             b = self._budgets[bk]
             if b.selects(ns, labels):
                 b.pods.add(key)

@@ -28,8 +28,10 @@ class Opened:
     description: str = ""
 
 
-def open_cluster(args: argparse.Namespace) -> Opened:
-    """Build the cluster adapter from parsed arguments.
+def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened:
+    """Build the cluster adapter from parsed arguments. ``read_only``: the verb only reads the
+    cluster (``plan``): a simulated fleet is loaded with only the fields the reconciler reads
+    (:meth:`SimFleet.from_file`), and must not be saved.
 
     Raises:
         InputError: bad ``--cluster`` value, unreadable simulation files, or a ``--sim-save``
@@ -59,8 +61,10 @@ def open_cluster(args: argparse.Namespace) -> Opened:
         from reconciler.load.snapshotfile import paused_gc
 
         with paused_gc():  # frozen before the collector runs again: it never scans the snapshot
-            fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None))
-            _freeze_if_large(spec[4:])
+            fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None),
+                                       **({"read_only": True} if read_only else {}))
+            if _freeze_if_large(spec[4:]):
+                LARGE_FLEETS.append(fleet)
         fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
     from reconciler.adapters.kube import DEFAULT_POOL_SIZE, KubeCluster
@@ -87,18 +91,25 @@ def open_cluster(args: argparse.Namespace) -> Opened:
 #: Snapshots at least this large (bytes) are moved out of the garbage collector's sight once loaded.
 FREEZE_BYTES = 16 * 1024 * 1024
 
+#: The simulated fleets loaded from large snapshots: they live as long as the process, and the
+#: command-line entry point (:func:`reconciler.cli.main.main` without ``argv``) ends the process
+#: without freeing them one object at a time (millions of them: about a second per 100,000 nodes).
+LARGE_FLEETS: list[object] = []
 
-def _freeze_if_large(path: str) -> None:
+
+def _freeze_if_large(path: str) -> bool:
     """After loading a large snapshot, ``gc.freeze()`` it: it lives as long as the command, holds
     no cycles, and every later full collection would otherwise rescan its millions of objects.
-    Small snapshots (tests) are left alone."""
+    Small snapshots (tests) are left alone. Returns whether it was frozen."""
     import gc
 
     try:
         if os.stat(path).st_size >= FREEZE_BYTES:
             gc.freeze()
+            return True
     except OSError:
         pass
+    return False
 
 
 def check_kubeconfig(path: str | None) -> None:

@@ -218,14 +218,16 @@ def loc_path(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
     return tuple(out)
 
 
-def load_snapshot(path: str, *, max_bytes: int | None = None) -> Snapshot:
+def load_snapshot(path: str, *, max_bytes: int | None = None, prune: bool = False) -> Snapshot:
     """Read ``path`` (at most ``max_bytes``, default
-    :data:`~reconciler.load.snapshotfile.MAX_SNAPSHOT_BYTES`) and return its validated objects.
+    :data:`~reconciler.load.snapshotfile.MAX_SNAPSHOT_BYTES`) and return its validated objects;
+    ``prune``: only the fields the reconciler reads are kept (see
+    :func:`~reconciler.load.snapshotfile.read_snapshot`; the same validation, the same errors).
 
     Raises:
         InputError: the first problem (:class:`InputErrors` when several), positioned.
     """
-    return validate_snapshot(read_snapshot(path, max_bytes=max_bytes))
+    return validate_snapshot(read_snapshot(path, max_bytes=max_bytes, prune=prune))
 
 
 def validate_snapshot(src: SnapshotText) -> Snapshot:

@@ -142,9 +142,13 @@ def paused_gc() -> Iterator[None]:
 # Reading bytes
 
 
-def read_snapshot(path: str, *, max_bytes: int | None = None) -> SnapshotText:
+def read_snapshot(path: str, *, max_bytes: int | None = None, prune: bool = False) -> SnapshotText:
     """Read and parse the snapshot at ``path`` (see the module docstring); at most ``max_bytes``
     (default :data:`MAX_SNAPSHOT_BYTES`, read when called).
+
+    ``prune``: a kubectl JSON dump in a regular file is read by :mod:`reconciler.load.snapshotfast`:
+    its items hold only the fields the reconciler validates and reads (for read-only verbs: the
+    objects are never saved back); anything that reader cannot promise is read as without it.
 
     Raises:
         InputError: unreadable, too large, compressed or binary, not UTF-8, empty, or a JSON/YAML
@@ -158,6 +162,10 @@ def read_snapshot(path: str, *, max_bytes: int | None = None) -> SnapshotText:
         if size > max_bytes:
             raise InputError(f"fleet snapshot is {size} bytes, larger than the {max_bytes} byte limit",
                              SourcePos(path, 1, 1))
+        if prune and stat.S_ISREG(st.st_mode):
+            pruned = _read_pruned(path, max_bytes)
+            if pruned is not None:
+                return pruned
         if stat.S_ISREG(st.st_mode) and size >= STREAM_BYTES:
             streamed = _read_streamed(path, max_bytes)
             if streamed is not None:
@@ -171,6 +179,19 @@ def read_snapshot(path: str, *, max_bytes: int | None = None) -> SnapshotText:
     text = decode_snapshot(raw, path)
     del raw  # the text only from here: the bytes and the parsed data are never alive together
     return parse_snapshot(text, path)
+
+
+def _read_pruned(path: str, max_bytes: int) -> SnapshotText | None:
+    """A kubectl JSON snapshot read pruned (:mod:`reconciler.load.snapshotfast`), or None when
+    the strict reader must decide (it then reads the file again)."""
+    from reconciler.load.snapshotfast import Fallback, read_pruned
+
+    with open(path, "rb") as fh:
+        try:
+            doc = read_pruned(fh, max_bytes)
+        except Fallback:
+            return None
+    return SnapshotText(path, None, "json", [doc], [0])
 
 
 def _read_streamed(path: str, max_bytes: int) -> SnapshotText | None:

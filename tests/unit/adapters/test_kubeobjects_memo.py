@@ -56,3 +56,25 @@ def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for s in range(10):
         assert parse_time(f"2026-12-01T20:49:{s:02d}Z") is not None
     assert len(kubeobjects._TIMES) <= 3
+
+
+@pytest.mark.parametrize("value", [
+    "2026-11-30T12:00:00Z", "2028-02-29T23:59:59Z", "2026-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
+    "2026-00-10T00:00:00Z", "2026-11-31T00:00:00Z", "2026-11-30T24:00:00Z", "2026-11-30T23:60:00Z",
+    "2026-11-30T23:59:60Z", "1970-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59Z", "2026-11-30t12:00:00Z", "2026-11-30T12:00:00z", "2026-11-30T1a:00:00Z",
+    "2026-1a-30T12:00:00Z", "\uff12\uff10\uff12\uff16-11-30T12:00:00Z", "2026-11-30T\uff11\uff12:00:00Z",
+    "2026-11-30T12:00:00+01:00", "2026-11-30T12:00:00.5Z", "2026-11-30 12:00:00Z", "2026-11-30T-1:00:00Z",
+    "2026-11-30T+1:00:00Z", "2026-11-30T12:00:00ZZ", "x026-11-30T12:00:00Z"])
+def test_canonical_times_take_the_short_way_to_the_same_result(value: str) -> None:
+    from reconciler.adapters import kubeobjects
+
+    kubeobjects._TIMES.clear()
+    kubeobjects._DAYS.clear()
+    fast = kubeobjects._canonical_time(value)
+    full = kubeobjects._parse_time(value)
+    assert fast < 0 or fast == full  # negative: not canonical, parsed in full
+    if len(value) == 20 and value.endswith("Z") and value[10] == "T" and full is not None and full >= 0 \
+            and value.isascii():
+        assert fast == full  # every valid canonical time after 1970 takes the short way
+    assert kubeobjects.parse_time(value) == full

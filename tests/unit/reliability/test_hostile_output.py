@@ -57,13 +57,14 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
         obj["metadata"]["labels"]["kubernetes.io/hostname"] = "h"  # the loader's business, not ours
     real = SimFleet.from_file
 
-    def from_file(cls: type[SimFleet], path: str, config: Any = None, crash_after: int | None = None) -> SimFleet:
+    def from_file(cls: type[SimFleet], path: str, config: Any = None, crash_after: int | None = None, *,
+                  read_only: bool = False) -> SimFleet:
         if path == "HOSTILE":
             return SimFleet(objects, config, crash_after)
         if Path(path).is_relative_to(tmp_path):  # a fleet this test saved: the hostile names on purpose
             # (the snapshot loader refuses names Kubernetes would refuse; the output must cope anyway)
             return SimFleet(read_snapshot(path).docs[0]["items"], config, crash_after)
-        return real(path, config, crash_after)
+        return real(path, config, crash_after, read_only=read_only)
 
     monkeypatch.setattr(sim_adapter.SimFleet, "from_file", classmethod(from_file))
     cfg = tmp_path / "what-if.yaml"
