@@ -1093,11 +1093,6 @@ def _q(part: str) -> str:
 
 
 def _headers(e: ApiException) -> Mapping[str, str] | None:
-    h = getattr(e, "headers", None)
-    if h is None:
-        return None
-    try:
-        return {str(k): str(v) for k, v in h.items()}
-    except AttributeError:
-        return None
+    """An ApiException's answer headers as a plain mapping (:func:`_plain_headers`)."""
+    return _plain_headers(getattr(e, "headers", None))
 

@@ -209,11 +209,12 @@ class GitStatusObserver:
 
     def failed(self, recipe: Recipe | None, error: ReconcilerError, run_id: str) -> None:
         """Commit an error status for ``recipe`` (nothing before any recipe started)."""
-        if recipe is None or isinstance(error, self.transient):
-            self._plans.pop(recipe.name if recipe is not None else "", None)
+        if recipe is None:
+            return
+        plan = self._plans.pop(recipe.name, None)
+        if isinstance(error, self.transient):
             return
         try:
-            self.git.failed(recipe.name, recipe.version, self._plans.pop(recipe.name, None), error, run_id,
-                            self.revision())
+            self.git.failed(recipe.name, recipe.version, plan, error, run_id, self.revision())
         except ReconcilerError as e:
             self.warn(f"status commit for {recipe.name} failed: {redact(str(e))}")

@@ -347,9 +347,10 @@ class Rollout:
                 worked[r.lifecycle] = worked.get(r.lifecycle, False) or busy
         release = {lc for lc, busy in worked.items() if not busy}
         try:
-            others = self.ports.stages.lifecycles() - set(worked)
+            owned = self.ports.stages.lifecycles()
+            others = owned - set(worked)
             if others or release - {self.run_id}:
-                referenced = self._referenced_lifecycles()
+                referenced = self._referenced_lifecycles(owned)
                 release = {lc for lc in release if lc == self.run_id or lc not in referenced}
                 release |= others - referenced
         except ClusterError as e:
@@ -362,8 +363,9 @@ class Rollout:
                 log.warning("run %s: could not release the stage objects of lifecycle %s: %s", self.run_id,
                             lifecycle, e)
 
-    def _referenced_lifecycles(self) -> set[str]:
-        """Lifecycles named by an in-flight record of any recipe on any node (one LIST of nodes)."""
+    def _referenced_lifecycles(self, owned: set[str]) -> set[str]:
+        """Lifecycles named by an in-flight record of any recipe on any node (one LIST of nodes);
+        a record that cannot be read keeps every lifecycle of ``owned`` (those whose objects exist)."""
         out: set[str] = set()
         prefix = inflight_key("")
         for info in self.ports.nodes.list_nodes():
@@ -373,7 +375,7 @@ class Rollout:
                     # a record that cannot be read might name any lifecycle: keep them all
                     out.add(rec.lifecycle or rec.runId if rec is not None else "*")
         if "*" in out:
-            out |= self.ports.stages.lifecycles()
+            out |= owned
         return out
 
     def _refresh_held(self, c: _Compartment) -> None:

@@ -7,9 +7,7 @@ error answers must map to the same errors."""
 from __future__ import annotations
 
 import gzip
-import http.server
 import json
-import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -20,6 +18,7 @@ from kubernetes import client
 from reconciler.adapters.kube import KubeCluster
 from reconciler.errors import ConflictError, NotFoundError, TooManyRequestsError, TransientError
 from reconciler.ports import StageSpec
+from tests.httpfake import QuietHandler, serving
 
 _NODE = {"kind": "Node", "apiVersion": "v1",
          "metadata": {"name": "n/1", "uid": "u1", "resourceVersion": "7", "labels": {"pool": "gpu"}},
@@ -29,14 +28,13 @@ _POD = {"kind": "Pod", "apiVersion": "v1",
         "spec": {"nodeName": "n/1"}, "status": {"phase": "Pending"}}
 
 
-class _Api(http.server.BaseHTTPRequestHandler):
+class _Api(QuietHandler):
     seen: ClassVar[list[dict[str, Any]]] = []
     answer: ClassVar[tuple[int, dict[str, str], bytes] | None] = None  # forced answer
 
     def _handle(self) -> None:
         url = urllib.parse.urlparse(self.path)
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        raw = self.read_body()
         _Api.seen.append({
             "method": self.command, "path": url.path, "query": sorted(urllib.parse.parse_qsl(url.query)),
             "content_type": self.headers.get("Content-Type"), "auth": self.headers.get("Authorization"),
@@ -68,22 +66,12 @@ class _Api(http.server.BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PATCH = do_DELETE = _handle
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 @pytest.fixture
 def server() -> Iterator[str]:
     _Api.seen, _Api.answer = [], None
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_address[1]}"
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        t.join()
+    with serving(_Api) as url:
+        yield url
 
 
 def _cluster(host: str, *, thin: bool) -> KubeCluster:

@@ -91,13 +91,6 @@ class FakeGitHub:
         outer = self
 
         class Handler(QuietHandler):
-            def _answer(self, code: int, doc: Any) -> None:
-                raw = json.dumps(doc).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
 
             def _handle(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
@@ -105,11 +98,11 @@ class FakeGitHub:
                 outer.requests.append({"method": self.command, "path": self.path, "body": body,
                                        "auth": self.headers.get("Authorization", "")})
                 if outer.echo_auth:
-                    self._answer(401, {"message": f"Bad credentials: {self.headers.get('Authorization')}"})
+                    self.send_json(401, {"message": f"Bad credentials: {self.headers.get('Authorization')}"})
                 elif self.command == "GET":
-                    self._answer(200, [])
+                    self.send_json(200, [])
                 else:
-                    self._answer(201, {"id": 1})
+                    self.send_json(201, {"id": 1})
 
             do_GET = do_POST = do_PATCH = _handle
 
