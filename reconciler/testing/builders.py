@@ -1,7 +1,10 @@
 """Small builders for recipes, policies, nodes, pods and fleets, for tests (ours and users').
 
 Everything returns the same frozen models the loader and the observer produce, so a test can
-describe a fleet in a few lines without YAML or a cluster::
+describe a fleet in a few lines without YAML or a cluster. Nodes, pods and PDBs are built as
+Kubernetes objects by :mod:`reconciler.testing.fleetgen` and read by the adapters' parser
+(:mod:`reconciler.adapters.kubeobjects`): a record built here is what an adapter would observe
+from that object::
 
     pkg = package("tuned", "1.0.0", interrupt="reboot")
     r = recipe("gpu", pkg, selector={"pool": "gpu"})
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from reconciler.adapters.kubeobjects import node_from, pdb_from, pod_from
 from reconciler.diff import config_digest
 from reconciler.model.nodestate import (
     LEGACY_PREFIXES,
@@ -36,7 +40,7 @@ from reconciler.model.nodestate import (
     inflight_key,
     state_key,
 )
-from reconciler.model.observed import NodeInfo, ObservedFleet, OwnerRef, PdbInfo, PodInfo
+from reconciler.model.observed import NodeInfo, ObservedFleet, PdbInfo, PodInfo
 from reconciler.model.policy import (
     Budget,
     Compartment,
@@ -58,6 +62,7 @@ from reconciler.model.recipe import (
 )
 from reconciler.model.selector import LabelSelector, Taint
 from reconciler.model.vocab import PackageStatus, Stage
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 
 InterruptLike = Interrupt | str | Mapping[str, Any] | None
 
@@ -297,10 +302,17 @@ def node(
     created: float = 0.0,
     ready: bool | None = True,
     boot_id: str = "boot-1",
+    uid: str | None = None,
 ) -> NodeInfo:
-    """A :class:`NodeInfo`. With ``recipe``, the state/record keywords are written as that
-    recipe's annotations (see :func:`state_annotations`). ``unschedulable`` defaults to
-    ``cordoned_by_us``; taints may be given as ``key[=value]:Effect`` strings."""
+    """A :class:`NodeInfo`: a Node object (:func:`reconciler.testing.fleetgen.make_node`) read as
+    the adapters read one (:func:`reconciler.adapters.kubeobjects.node_from`), so it is what they
+    would observe (the Ready condition among ``conditions``; none when ``ready`` is None).
+
+    With ``recipe``, the state/record keywords are written as that recipe's annotations (see
+    :func:`state_annotations`). ``unschedulable`` defaults to ``cordoned_by_us``; taints may be
+    given as ``key[=value]:Effect`` strings; ``uid`` defaults to ``uid-<name>``; ``labels`` are
+    exactly the node's (no kubelet labels); ``created`` (epoch seconds) is kept at second
+    precision, as ``creationTimestamp`` is."""
     ann = dict(annotations or {})
     if recipe is not None:
         ann.update(
@@ -315,17 +327,19 @@ def node(
                 legacy=legacy,
             )
         )
-    return NodeInfo(
-        name=name,
-        uid=f"uid-{name}",
-        labels=dict(labels or {}),
+    parsed = [Taint.parse(t) if isinstance(t, str) else t for t in taints]
+    return node_from(make_node(
+        name,
+        dict(labels or {}),
+        created=created,
         annotations=ann,
         unschedulable=cordoned_by_us if unschedulable is None else unschedulable,
-        taints=tuple(Taint.parse(t) if isinstance(t, str) else t for t in taints),
+        taints=[t.model_dump(exclude_defaults=True) for t in parsed],
         ready=ready,
+        uid=f"uid-{name}" if uid is None else uid,
         boot_id=boot_id,
-        created=created,
-    )
+        kubelet_labels=False,
+    ))
 
 
 def pod(
@@ -340,21 +354,29 @@ def pod(
     mirror: bool = False,
     uid: str | None = None,
     deleting: bool = False,
+    ready: bool = True,
 ) -> PodInfo:
-    """A :class:`PodInfo`; ``owner`` is the controller kind (None = a bare pod)."""
-    owners = (OwnerRef(kind=owner, name=f"{name}-owner", controller=True),) if owner else ()
-    return PodInfo(
-        namespace=namespace,
-        name=name,
-        uid=uid or f"uid-{namespace}-{name}",
-        node_name=node,
+    """A :class:`PodInfo`: a Pod object (:func:`reconciler.testing.fleetgen.make_pod`) read as the
+    adapters read one (:func:`reconciler.adapters.kubeobjects.pod_from`).
+
+    ``owner`` is the controller's kind (its name ``<name>-owner``; None = a bare pod); ``mirror``
+    adds the ``kubernetes.io/config.mirror`` annotation (a static pod's mirror); ``deleting`` sets
+    a ``deletionTimestamp`` (epoch 1 s); ``ready`` is the Ready condition whatever the phase;
+    ``uid`` defaults to ``uid-<namespace>-<name>``. No ``startTime`` (none observed)."""
+    return pod_from(make_pod(
+        namespace,
+        name,
+        node,
         labels=dict(labels or {}),
-        annotations={"kubernetes.io/config.mirror": "x"} if mirror else {},
+        owner=(owner, f"{name}-owner") if owner else None,
         phase=phase,
-        owners=owners,
+        ready=ready,
         emptydir=emptydir,
-        deletion_ts=1.0 if deleting else None,
-    )
+        start=None,
+        annotations={"kubernetes.io/config.mirror": "x"} if mirror else None,
+        uid=uid or f"uid-{namespace}-{name}",
+        deletion=1.0 if deleting else None,
+    ))
 
 
 def pdb(
@@ -363,9 +385,18 @@ def pdb(
     *,
     namespace: str = "default",
     allowed: int = 1,
+    min_available: int | str | None = None,
+    max_unavailable: int | str | None = None,
+    unhealthy_policy: str | None = None,
 ) -> PdbInfo:
-    """A :class:`PdbInfo` selecting pods by ``labels`` with ``disruptionsAllowed = allowed``."""
-    return PdbInfo(namespace=namespace, name=name, selector=as_selector(labels), disruptions_allowed=allowed)
+    """A :class:`PdbInfo` selecting pods by ``labels`` (``matchLabels``) with
+    ``status.disruptionsAllowed = allowed`` and no other status count (read as 0): a
+    PodDisruptionBudget object (:func:`reconciler.testing.fleetgen.make_pdb`) read as the adapters
+    read one (:func:`reconciler.adapters.kubeobjects.pdb_from`). ``unhealthy_policy`` is
+    ``spec.unhealthyPodEvictionPolicy`` (None: unset)."""
+    return pdb_from(make_pdb(namespace, name, dict(labels), min_available=min_available,
+                             max_unavailable=max_unavailable, unhealthy_policy=unhealthy_policy,
+                             disruptions_allowed=allowed))
 
 
 def fleet(

@@ -25,22 +25,33 @@ def _uid(kind: str, name: str) -> str:
 
 
 def make_node(name: str, labels: dict[str, str], *, created: float = START, annotations: dict[str, str] | None = None,
-              unschedulable: bool = False, taints: list[Obj] | None = None, ready: bool = True) -> Obj:
-    """A Node object as ``kubectl get node -o yaml`` prints it (trimmed)."""
+              unschedulable: bool = False, taints: list[Obj] | None = None, ready: bool | None = True,
+              uid: str | None = None, boot_id: str | None = None, kubelet_labels: bool = True) -> Obj:
+    """A Node object as ``kubectl get node -o yaml`` prints it (trimmed).
+
+    ``uid`` and ``boot_id`` (``status.nodeInfo.bootID``) default to values derived from ``name``;
+    ``ready`` None leaves out the Ready condition (a node the kubelet never reported, read as
+    Unknown); ``kubelet_labels`` adds the labels the kubelet sets (``kubernetes.io/hostname``,
+    ``kubernetes.io/os``) under ``labels``. ``created`` is epoch seconds, written at second
+    precision (``creationTimestamp``)."""
+    conditions: list[Obj] = [] if ready is None else [
+        {"type": "Ready", "status": "True" if ready else "False",
+         "reason": "KubeletReady" if ready else "KubeletNotReady", "lastTransitionTime": format_time(created)}]
     node: Obj = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": name,
-            "uid": _uid("node", name),
+            "uid": _uid("node", name) if uid is None else uid,
             "creationTimestamp": format_time(created),
-            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels},
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels} if kubelet_labels
+            else dict(labels),
         },
         "spec": {"providerID": f"sim://{name}"},
         "status": {
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False", "reason": "KubeletReady",
-                            "lastTransitionTime": format_time(created)}],
-            "nodeInfo": {"bootID": _uid("boot", name), "kubeletVersion": "v1.36.3", "osImage": "Ubuntu 24.04 LTS"},
+            "conditions": conditions,
+            "nodeInfo": {"bootID": _uid("boot", name) if boot_id is None else boot_id, "kubeletVersion": "v1.36.3",
+                         "osImage": "Ubuntu 24.04 LTS"},
         },
     }
     if annotations:
@@ -52,19 +63,30 @@ def make_node(name: str, labels: dict[str, str], *, created: float = START, anno
     return node
 
 
+#: ``apiVersion`` of a pod's controller by its kind (anything else: ``apps/v1``).
+_OWNER_API = {"Job": "batch/v1", "CronJob": "batch/v1", "Node": "v1", "ReplicationController": "v1"}
+
+
 def make_pod(namespace: str, name: str, node: str, *, labels: dict[str, str] | None = None,
-             owner: tuple[str, str] | None = None, phase: str = "Running", ready: bool = True,
-             emptydir: bool = False, active_deadline: int | None = None, start: float = START,
-             grace: int = 30, tolerations: list[Obj] | None = None) -> Obj:
-    """A Pod object bound to ``node``; ``owner`` = (kind, name) of its controller."""
+             owner: tuple[str, str] | None = None, phase: str = "Running", ready: bool | None = None,
+             emptydir: bool = False, active_deadline: int | None = None, start: float | None = START,
+             grace: int = 30, tolerations: list[Obj] | None = None, annotations: dict[str, str] | None = None,
+             uid: str | None = None, deletion: float | None = None) -> Obj:
+    """A Pod object bound to ``node``; ``owner`` = (kind, name) of its controller.
+
+    ``ready`` is the Ready condition (None: Ready when ``phase`` is Running); ``start`` is epoch
+    seconds, the ``creationTimestamp`` and ``status.startTime`` (None: not started, no
+    ``startTime``, created at :data:`START`); ``deletion`` sets ``metadata.deletionTimestamp``
+    (epoch seconds: the pod is terminating); ``uid`` defaults to one derived from the name.
+    Times are written at second precision."""
     pod: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "uid": _uid("pod", f"{namespace}/{name}"),
-            "creationTimestamp": format_time(start),
+            "uid": _uid("pod", f"{namespace}/{name}") if uid is None else uid,
+            "creationTimestamp": format_time(START if start is None else start),
             "labels": dict(labels or {}),
         },
         "spec": {
@@ -72,15 +94,20 @@ def make_pod(namespace: str, name: str, node: str, *, labels: dict[str, str] | N
             "terminationGracePeriodSeconds": grace,
             "containers": [{"name": "main", "image": "registry.example/app:1.0"}],
         },
-        "status": {
-            "phase": phase,
-            "startTime": format_time(start),
-            "conditions": [{"type": "Ready", "status": "True" if ready and phase == "Running" else "False"}],
-        },
+        "status": {"phase": phase},
     }
+    if start is not None:
+        pod["status"]["startTime"] = format_time(start)
+    pod["status"]["conditions"] = [
+        {"type": "Ready", "status": "True" if (phase == "Running" if ready is None else ready) else "False"}]
+    if annotations:
+        pod["metadata"]["annotations"] = dict(annotations)
+    if deletion is not None:
+        pod["metadata"]["deletionTimestamp"] = format_time(deletion)
+        pod["metadata"]["deletionGracePeriodSeconds"] = grace
     if owner:
         pod["metadata"]["ownerReferences"] = [{
-            "apiVersion": "apps/v1" if owner[0] != "Job" else "batch/v1",
+            "apiVersion": _OWNER_API.get(owner[0], "apps/v1"),
             "kind": owner[0], "name": owner[1], "uid": _uid(owner[0], f"{namespace}/{owner[1]}"),
             "controller": True, "blockOwnerDeletion": True,
         }]
@@ -94,9 +121,12 @@ def make_pod(namespace: str, name: str, node: str, *, labels: dict[str, str] | N
 
 
 def make_pdb(namespace: str, name: str, match_labels: dict[str, str], *, min_available: int | str | None = None,
-             max_unavailable: int | str | None = None, unhealthy_policy: str | None = None) -> Obj:
+             max_unavailable: int | str | None = None, unhealthy_policy: str | None = None,
+             disruptions_allowed: int | None = None) -> Obj:
     """A policy/v1 PodDisruptionBudget; ``unhealthy_policy`` is ``spec.unhealthyPodEvictionPolicy``
-    (``IfHealthyBudget`` or ``AlwaysAllow``; None leaves it unset, which the API treats as the first)."""
+    (``IfHealthyBudget`` or ``AlwaysAllow``; None leaves it unset, which the API treats as the first).
+    ``disruptions_allowed`` writes ``status.disruptionsAllowed`` as the disruption controller would
+    have (None: no status yet; the simulated fleet computes its own from the pods)."""
     spec: Obj = {"selector": {"matchLabels": dict(match_labels)}}
     if unhealthy_policy is not None:
         spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
@@ -104,8 +134,11 @@ def make_pdb(namespace: str, name: str, match_labels: dict[str, str], *, min_ava
         spec["minAvailable"] = min_available
     if max_unavailable is not None:
         spec["maxUnavailable"] = max_unavailable
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": name, "namespace": namespace, "generation": 1}, "spec": spec}
+    pdb: Obj = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": name, "namespace": namespace, "generation": 1}, "spec": spec}
+    if disruptions_allowed is not None:
+        pdb["status"] = {"disruptionsAllowed": disruptions_allowed}
+    return pdb
 
 
 def gpu_fleet(nodes_per_zone: int = 12, zones: tuple[str, ...] = ("us-east-1a", "us-east-1b"),
