@@ -181,10 +181,30 @@ def policy(
     name: str = "policy",
     *,
     default_budget: Budget | None = None,
-    default_strategy: Strategy | None = None,
+    default_strategy: Strategy | str | None = None,
     compartments: Sequence[Compartment] = (),
+    count: int | None = None,
+    percent: int | None = None,
+    **params: Any,
 ) -> DeploymentPolicy:
-    """A :class:`DeploymentPolicy`; the default compartment defaults to 100 % with no strategy."""
+    """A :class:`DeploymentPolicy`; the default compartment defaults to 100 % with no strategy.
+
+    ``count``/``percent`` stand for ``default_budget=budget(count=...)``/``budget(percent=...)``;
+    ``default_strategy`` may be a kind, built by :func:`strategy` with ``params``::
+
+        policy(count=2, default_strategy="fixed", initialBatch=2)
+
+    Raises:
+        ValueError: a budget given both ways, ``params`` without a strategy kind, or an unknown kind.
+    """
+    if count is not None or percent is not None:
+        if default_budget is not None:
+            raise ValueError("give default_budget or count/percent, not both")
+        default_budget = budget(percent=percent, count=count)
+    if isinstance(default_strategy, str):
+        default_strategy = strategy(default_strategy, **params)
+    elif params:
+        raise ValueError(f"strategy parameters {sorted(params)} need default_strategy as a kind")
     return DeploymentPolicy(
         name=name,
         default=DefaultCompartment(budget=default_budget or Budget(percent=100), strategy=default_strategy),

@@ -1,9 +1,9 @@
 """Run a recipe on a simulated fleet and check the rollout invariants after every test.
 
-``pkg``/``recipe``/``policy`` are this directory's defaults (pinned packages, nodes labelled
-``pool: gpu``, training pods protected, one compartment) over the one builder family,
-:mod:`reconciler.testing.builders`; fleets are Kubernetes objects from
-:mod:`reconciler.testing.fleetgen`."""
+Recipes, packages and policies come from :mod:`reconciler.testing.builders` and fleets are
+Kubernetes objects from :mod:`reconciler.testing.fleetgen`; this directory's conventions are the
+values below: packages pinned by :data:`SHA`, recipes over nodes labelled :data:`GPU` protecting
+:data:`TRAINING` pods, and :data:`ONE_AT_A_TIME`, the policy most tests roll out with."""
 
 from __future__ import annotations
 
@@ -17,38 +17,21 @@ from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.model.plan import Plan
 from reconciler.model.policy import DeploymentPolicy
-from reconciler.model.recipe import DrainOptions, Package, Recipe, Timeouts
-from reconciler.model.selector import LabelSelector
+from reconciler.model.recipe import Recipe
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
-from reconciler.testing import builders as b
+from reconciler.testing.builders import policy
 from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.invariants import Watch, check_budget, check_cordons, check_protected, check_timeline
 
+#: The digest every package of these tests is pinned by (``package(..., sha=SHA)``).
 SHA = "sha256:" + "a" * 64
-TRAINING = LabelSelector(matchLabels={"workload": "long-running-training"})
-
-
-def pkg(name: str, version: str = "1.0.0", *, deps: dict[str, str] | None = None, interrupt: str | None = None,
-        services: tuple[str, ...] = (), config: dict[str, str] | None = None) -> Package:
-    """A package pinned by digest (:func:`reconciler.testing.builders.package`)."""
-    return b.package(name, version, sha=SHA, depends_on=deps,
-                     interrupt={"type": interrupt, "services": services} if interrupt else None, config=config)
-
-
-def recipe(*packages: Package, name: str = "tune", selector: dict[str, str] | None = None,
-           drain: DrainOptions | None = None, timeouts: Timeouts | None = None, **kw: Any) -> Recipe:
-    """A recipe over nodes labelled ``pool: gpu`` by default, protecting training pods
-    (:func:`reconciler.testing.builders.recipe`)."""
-    return b.recipe(name, *packages, selector=selector if selector is not None else {"pool": "gpu"},
-                    protect=TRAINING, drain=drain, version="2026.11.1", timeouts=timeouts or Timeouts(), **kw)
-
-
-def policy(*, count: int | None = None, percent: int | None = None, strategy: str = "fixed",
-           **params: Any) -> DeploymentPolicy:
-    """A single-compartment policy (:func:`reconciler.testing.builders.policy`)."""
-    budget = b.budget(count=count) if count is not None else b.budget(percent=percent or 100)
-    return b.policy("p", default_budget=budget, default_strategy=b.strategy(strategy, **params))
+#: The node labels the recipes of these tests select (``recipe(..., selector=GPU)``).
+GPU = {"pool": "gpu"}
+#: The pods the recipes of these tests protect (``recipe(..., protect=TRAINING)``).
+TRAINING = {"workload": "long-running-training"}
+#: One node at a time: a count budget of 1 with a fixed strategy.
+ONE_AT_A_TIME = policy(count=1, default_strategy="fixed")
 
 
 @dataclass

@@ -15,15 +15,17 @@ from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import InFlight, inflight_key
 from reconciler.model.recipe import DrainOptions, Timeouts
 from reconciler.model.utctime import elapsed_since, from_rfc3339, to_rfc3339
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 
-from .harness import apply, pkg, policy, recipe
+from .harness import GPU, ONE_AT_A_TIME, SHA, TRAINING, apply
 
 THIRTY_DAYS = 30 * 86400.0
 
 
 def _reboot_recipe():  # type: ignore[no-untyped-def]
-    return recipe(pkg("driver", interrupt="reboot"), timeouts=Timeouts(reboot=600))
+    return recipe("tune", package("driver", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING,
+                  timeouts=Timeouts(reboot=600))
 
 
 def _inflight(sim: SimFleet, node: str, name: str = "tune") -> InFlight | None:
@@ -50,18 +52,18 @@ def test_records_written_by_older_versions_with_clock_readings_are_read_as_unkno
 def test_resume_mid_reboot_in_a_process_with_another_monotonic_origin_completes() -> None:
     nodes = [make_node(f"n{i}", {"pool": "gpu"}) for i in range(1, 3)]
     r = _reboot_recipe()
-    base = apply(nodes, r, policy(count=1))
+    base = apply(nodes, r, ONE_AT_A_TIME)
     total = base.sim.writes
     seen_mid_reboot = 0
     for crash_at in range(1, total + 1):
         sim = SimFleet([make_node(f"n{i}", {"pool": "gpu"}) for i in range(1, 3)], crash_after=crash_at)
         with contextlib.suppress(CrashInjected):
-            apply(sim, r, policy(count=1), check=False)
+            apply(sim, r, ONE_AT_A_TIME, check=False)
         sim.crash_after = None
         if any((fl := _inflight(sim, n)) is not None and fl.requestedAt for n in ("n1", "n2")):
             seen_mid_reboot += 1
         sim.mono_offset = THIRTY_DAYS if crash_at % 2 else -THIRTY_DAYS  # another process's origin
-        resumed = apply(sim, r, policy(count=1))
+        resumed = apply(sim, r, ONE_AT_A_TIME)
         states = {n.name: (n.state, n.reason) for n in resumed.result.nodes}
         assert all(s == "complete" or (s == "untouched" and _done(sim, n)) for n, (s, _) in states.items()), (
             crash_at, states)
@@ -78,16 +80,17 @@ def test_the_drain_timeout_counts_from_the_drains_start_across_a_restart() -> No
     objs = [make_node("n1", {"pool": "gpu"}),
             make_pod("web", "web-1", "n1", labels={"app": "web"}, owner=("ReplicaSet", "web")),
             make_pdb("web", "web", {"app": "web"}, max_unavailable=0)]
-    r = recipe(pkg("driver", interrupt="reboot"), drain=DrainOptions(timeoutSeconds=100))
+    r = recipe("tune", package("driver", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING,
+               drain=DrainOptions(timeoutSeconds=100))
     sim = SimFleet(objs)
-    first = apply(sim, r, policy(count=1), max_seconds=80, check=False)
+    first = apply(sim, r, ONE_AT_A_TIME, max_seconds=80, check=False)
     assert first.node("n1").state == "untouched"  # still draining when the run stopped
     fl = _inflight(sim, "n1")
     assert fl is not None and fl.phase == "drain" and "drain" in fl.timers
     drain_started = from_rfc3339(fl.timers["drain"])
     assert drain_started is not None
     sim.mono_offset = THIRTY_DAYS  # a fresh process elsewhere
-    second = apply(sim, r, policy(count=1), check=False)
+    second = apply(sim, r, ONE_AT_A_TIME, check=False)
     n1 = second.node("n1")
     assert n1.state == "failed" and n1.reason == "DrainTimeout"
     failed_at = sim.utc()
@@ -102,7 +105,7 @@ def test_a_resume_with_an_over_full_budget_finishes_the_nodes_already_in_flight(
 
     r = _reboot_recipe()
     sim = SimFleet([make_node(f"n{i}", {"pool": "gpu"}) for i in range(1, 6)])
-    pol = policy(count=2, initialBatch=2)
+    pol = policy(count=2, default_strategy="fixed", initialBatch=2)
     first = apply(sim, r, pol, max_seconds=100, check=False)  # stops mid-reboot
     in_flight = [n for n in ("n1", "n2", "n3", "n4", "n5") if _inflight(sim, n) is not None]
     assert len(in_flight) == 2 and all(cordon_key("tune") in sim.nodes[n]["metadata"]["annotations"]

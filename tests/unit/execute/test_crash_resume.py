@@ -16,10 +16,11 @@ from reconciler.adapters.simconfig import SimConfig, StageFailure
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import PREFIX, cordon_key, failure_key
 from reconciler.model.recipe import Timeouts
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 from reconciler.testing.invariants import check_no_rerun
 
-from .harness import apply, pkg, policy, recipe
+from .harness import GPU, SHA, TRAINING, apply
 
 KEEP = ("nodeState_", "config_", "status_")
 
@@ -35,12 +36,15 @@ def fleet() -> list[dict]:
 
 
 RECIPE = recipe(
-    pkg("base"),
-    pkg("driver", deps={"base": "1.0.0"}, interrupt="reboot"),
-    pkg("agent", deps={"base": "1.0.0"}, interrupt="service", services=("agent",)),
+    "tune",
+    package("base", sha=SHA),
+    package("driver", sha=SHA, depends_on={"base": "1.0.0"}, interrupt="reboot"),
+    package("agent", sha=SHA, depends_on={"base": "1.0.0"}, interrupt="service:agent"),
+    selector=GPU,
+    protect=TRAINING,
     timeouts=Timeouts(stageRetries=1, retryBackoff=5),
 )
-POLICY = policy(count=2, strategy="exponential", initialBatch=1)
+POLICY = policy(count=2, default_strategy="exponential", initialBatch=1)
 CONFIG = SimConfig(failures=(StageFailure(node="n5", package="driver", stage="apply", exitCode=9, times=99),))
 
 

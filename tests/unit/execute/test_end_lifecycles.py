@@ -12,12 +12,13 @@ from reconciler.adapters.sim import SimFleet
 from reconciler.adapters.simconfig import SimConfig, StageFailure
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import inflight_key
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.fleetgen import make_node
 
-from .harness import apply, pkg, policy, recipe
+from .harness import GPU, SHA, TRAINING, apply
 
-RECIPE = recipe(pkg("base", interrupt="reboot"))
-POLICY = policy(count=1, strategy="fixed", initialBatch=1)
+RECIPE = recipe("tune", package("base", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING)
+POLICY = policy(count=1, default_strategy="fixed", initialBatch=1)
 
 
 def fleet(n: int = 3) -> list[dict[str, Any]]:
@@ -107,7 +108,7 @@ def test_a_resumed_lifecycle_fills_its_batch_no_extra_node_starts_beside_it() ->
     """A run resuming a stopped one (preempted controller pass, killed apply) puts the node in
     flight in its first batch and counts it against the strategy's batch size: with batches of 1
     and a change that cordons nothing (no budget cost) the second node still waits for the first."""
-    plain = recipe(pkg("base"))
+    plain = recipe("tune", package("base", sha=SHA), selector=GPU, protect=TRAINING)
     probe = SimFleet(fleet(2))
     apply(probe, plain, POLICY, run_id="r1")
     for k in range(1, probe.writes):

@@ -13,11 +13,12 @@ from reconciler.adapters.simconfig import SimConfig
 from reconciler.cli.main import main
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key
+from reconciler.testing.builders import package, recipe
 from reconciler.testing.fleetgen import make_node, write_fleet
 
-from .harness import apply, pkg, policy, recipe
+from .harness import GPU, ONE_AT_A_TIME, SHA, TRAINING, apply
 
-SHA = "sha256:" + "d" * 64
+YAML_SHA = "sha256:" + "d" * 64
 
 
 def _recipe_yaml(name: str, priority: int, *, sequencing: str = "node", interrupt: str = "reboot",
@@ -38,7 +39,7 @@ spec:
     {name}-pkg:
       version: 1.0.0
       image: ghcr.io/example/{name}
-      containerSHA: {SHA}
+      containerSHA: {YAML_SHA}
       interrupt: {{type: {interrupt}}}
 """
 
@@ -81,18 +82,18 @@ def test_sequencing_all_holds_the_next_recipe_everywhere(tmp_path: Path, capsys:
 
 def test_shared_cordon_is_released_only_when_the_last_recipe_is_done() -> None:
     sim = SimFleet([make_node("n1", {"pool": "gpu"})], SimConfig())
-    a = recipe(pkg("a-pkg", interrupt="reboot"), name="alpha")
-    b = recipe(pkg("b-pkg", interrupt="reboot"), name="beta")
+    a = recipe("alpha", package("a-pkg", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING)
+    b = recipe("beta", package("b-pkg", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING)
     sim.crash_after = 3  # alpha cordons n1 and stops mid-way
     with pytest.raises(CrashInjected):
-        apply(sim, a, policy(count=1), check=False)
+        apply(sim, a, ONE_AT_A_TIME, check=False)
     sim.crash_after = None
     assert sim.get_node("n1").unschedulable
-    beta = apply(sim, b, policy(count=1), check=False)
+    beta = apply(sim, b, ONE_AT_A_TIME, check=False)
     assert beta.node("n1").state == "complete"
     n1 = sim.get_node("n1")
     assert n1.unschedulable and cordon_key("alpha") in n1.annotations and cordon_key("beta") not in n1.annotations
-    alpha = apply(sim, a, policy(count=1))
+    alpha = apply(sim, a, ONE_AT_A_TIME)
     assert alpha.node("n1").state == "complete" and not sim.get_node("n1").unschedulable
 
 
@@ -121,9 +122,10 @@ def test_auto_taint_only_touches_nodes_never_worked_on() -> None:
     from reconciler.execute.taints import auto_taint
     from reconciler.observe.snapshot import observe
 
-    r = recipe(pkg("pk"), runtimeRequired=True, autoTaintNewNodes=True)
+    r = recipe("tune", package("pk", sha=SHA), selector=GPU, protect=TRAINING, runtimeRequired=True,
+               autoTaintNewNodes=True)
     assert auto_taint(sim, [r], observe(sim)) == ["new"]
     assert auto_taint(sim, [r], observe(sim)) == []  # idempotent
     assert {t.key for t in sim.get_node("new").taints} == {RUNTIME_REQUIRED_TAINT_KEY}
-    run = apply(sim, r, policy(count=1))
+    run = apply(sim, r, ONE_AT_A_TIME)
     assert run.node("new").state == "complete" and not sim.get_node("new").taints

@@ -15,20 +15,21 @@ from reconciler.execute.rollout import Rollout
 from reconciler.model.nodestate import cordon_key
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing.builders import package, recipe
 from reconciler.testing.faults import Fault, FaultyCluster
 from reconciler.testing.fleetgen import make_node
 
-from .harness import pkg, policy, recipe
+from .harness import GPU, ONE_AT_A_TIME, SHA, TRAINING
 
-R = recipe(pkg("driver", interrupt="reboot"))
+R = recipe("tune", package("driver", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING)
 
 
 def _run(faults: list[Fault], admin_at: float) -> tuple[SimFleet, FaultyCluster, object]:
     sim = SimFleet([make_node("n1", {"pool": "gpu"})])
     sim._at(admin_at, lambda: sim.set_node("n1", unschedulable=True))  # `kubectl cordon n1` by an admin
     fc = FaultyCluster(sim, faults=faults)
-    plan = compute_plan(R, policy(count=1), observe(sim))
-    res = Rollout(R, policy(count=1), plan, fc, sim, run_id="run-own").run()
+    plan = compute_plan(R, ONE_AT_A_TIME, observe(sim))
+    res = Rollout(R, ONE_AT_A_TIME, plan, fc, sim, run_id="run-own").run()
     return sim, fc, res
 
 
@@ -69,6 +70,6 @@ def test_a_cordon_patch_carries_the_resource_version_it_was_decided_from() -> No
         if kw.get("unschedulable") is not None:
             seen.append(kw.get("resource_version"))  # type: ignore[arg-type]
 
-    plan = compute_plan(R, policy(count=1), observe(sim))
-    Rollout(R, policy(count=1), plan, FaultyCluster(sim, before={"patch_node": patch}), sim, run_id="run-rv").run()
+    plan = compute_plan(R, ONE_AT_A_TIME, observe(sim))
+    Rollout(R, ONE_AT_A_TIME, plan, FaultyCluster(sim, before={"patch_node": patch}), sim, run_id="run-rv").run()
     assert len(seen) == 2 and all(seen), seen  # cordon and uncordon, both conditional

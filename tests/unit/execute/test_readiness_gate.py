@@ -22,9 +22,10 @@ from reconciler.model.selector import LabelSelector
 from reconciler.model.vocab import FailureReason, Phase
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.fleetgen import make_node
 
-from .harness import apply, pkg, policy, recipe
+from .harness import GPU, ONE_AT_A_TIME, SHA, TRAINING, apply
 
 VALIDATED = "example.com/Validated"
 GATE = ReadinessGate(conditionType=VALIDATED, timeout="10m")
@@ -37,7 +38,8 @@ def tainted_nodes(n: int) -> list[dict[str, Any]]:
 
 
 def gated(gate: ReadinessGate = GATE, **kw: Any) -> Any:
-    return recipe(pkg("driver", interrupt="reboot"), runtimeRequired=True, readinessGate=gate, **kw)
+    return recipe("tune", package("driver", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING,
+                  runtimeRequired=True, readinessGate=gate, **kw)
 
 
 class Held:
@@ -61,7 +63,7 @@ def test_the_gate_holds_each_node_cordoned_and_tainted_until_the_validator_passe
     sim = SimFleet(tainted_nodes(2), SimConfig(stageSeconds=30, rebootSeconds=60,
                                                validator=SimValidator(conditionType=VALIDATED, afterSeconds=120)))
     held = Held(sim)
-    run = apply(sim, gated(), policy(count=1))
+    run = apply(sim, gated(), ONE_AT_A_TIME)
     assert [n.state for n in run.result.nodes] == ["complete", "complete"]
     for name in ("n1", "n2"):
         kinds = [e.event for e in run.events(name)]
@@ -78,7 +80,8 @@ def test_the_gate_holds_each_node_cordoned_and_tainted_until_the_validator_passe
 def test_a_label_gate_passes_when_the_validator_labels_the_node() -> None:
     gate = ReadinessGate(labelSelector=LabelSelector(matchLabels={"nvcre": "pass"}), timeout="10m")
     cfg = SimConfig(stageSeconds=30, validator=SimValidator(labels={"nvcre": "pass"}, afterSeconds=45))
-    run = apply(tainted_nodes(1), recipe(pkg("agent"), runtimeRequired=True, readinessGate=gate), policy(count=1),
+    run = apply(tainted_nodes(1), recipe("tune", package("agent", sha=SHA), selector=GPU, protect=TRAINING,
+                                         runtimeRequired=True, readinessGate=gate), ONE_AT_A_TIME,
                 cfg)
     assert run.node("n1").state == "complete"
     assert run.events("n1", "gate") and "nvcre=pass match" in run.events("n1", "gate-passed")[0].detail
@@ -88,7 +91,7 @@ def test_a_label_gate_passes_when_the_validator_labels_the_node() -> None:
 def test_a_node_the_validator_never_passes_fails_with_readiness_gate_timeout_and_stays_cordoned() -> None:
     cfg = SimConfig(stageSeconds=30, rebootSeconds=60,
                     validator=SimValidator(conditionType=VALIDATED, afterSeconds=60, failsOn=("n1",)))
-    run = apply(tainted_nodes(2), gated(), policy(count=2, initialBatch=2), cfg)
+    run = apply(tainted_nodes(2), gated(), policy(count=2, default_strategy="fixed", initialBatch=2), cfg)
     n1 = run.node("n1")
     assert n1.state == "failed" and n1.reason == FailureReason.READINESS_GATE_TIMEOUT
     assert "10m" in n1.message and f"{VALIDATED}=False" in n1.message
@@ -123,11 +126,11 @@ def test_a_run_stopped_at_the_gate_resumes_waiting_there(pause: float, passes: b
     sim = SimFleet(tainted_nodes(1), SimConfig(stageSeconds=30))  # no simulated validator: the test is it
     _stop_at_the_gate(sim)
     with pytest.raises(CrashInjected):
-        apply(sim, gated(), policy(count=1), check=False)
+        apply(sim, gated(), ONE_AT_A_TIME, check=False)
     reached = sim.utc()
     sim.advance(pause)
     sim.mono_offset = 7 * 86400.0  # a new process on another host: another monotonic origin
-    plan = compute_plan(gated(), policy(count=1), observe(sim))
+    plan = compute_plan(gated(), ONE_AT_A_TIME, observe(sim))
     n1 = plan.node("n1")
     assert n1 is not None and not n1.steps and "resumes run" in n1.note and "readiness-gate" in n1.note
     if passes:
@@ -138,7 +141,7 @@ def test_a_run_stopped_at_the_gate_resumes_waiting_there(pause: float, passes: b
             return orig(name)
 
         sim.get_node = get_node  # type: ignore[method-assign]
-    result = Rollout(gated(), policy(count=1), plan, sim, sim, run_id="run-second").run()
+    result = Rollout(gated(), ONE_AT_A_TIME, plan, sim, sim, run_id="run-second").run()
     node = result.nodes[0]
     assert node.state == state
     kinds = [e.event for e in result.timeline if e.node == "n1"]
@@ -160,9 +163,9 @@ def test_retry_failed_gives_a_node_that_timed_out_at_the_gate_a_new_timeout() ->
     cfg = SimConfig(stageSeconds=30, validator=SimValidator(conditionType=VALIDATED, afterSeconds=60,
                                                             failsOn=("n1",)))
     sim = SimFleet(tainted_nodes(1), cfg)
-    first = apply(sim, gated(), policy(count=1))
+    first = apply(sim, gated(), ONE_AT_A_TIME)
     assert first.node("n1").reason == FailureReason.READINESS_GATE_TIMEOUT
-    again = apply(sim, gated(), policy(count=1))
+    again = apply(sim, gated(), ONE_AT_A_TIME)
     assert again.node("n1").state == "failed" and "--retry-failed" in again.node("n1").message
     sim.advance(120)
     orig = sim.get_node
@@ -175,7 +178,7 @@ def test_retry_failed_gives_a_node_that_timed_out_at_the_gate_a_new_timeout() ->
         return orig(name)
 
     sim.get_node = get_node  # type: ignore[method-assign]
-    retried = apply(sim, gated(), policy(count=1), retry_failed=True)
+    retried = apply(sim, gated(), ONE_AT_A_TIME, retry_failed=True)
     assert retried.node("n1").state == "complete", retried.node("n1").message
     assert retried.events("n1", "gate") and retried.events("n1", "gate-passed")
     info = orig("n1")

@@ -19,10 +19,11 @@ from reconciler.execute.rollout import Rollout
 from reconciler.model.vocab import FailureReason
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.faults import Fault, FaultyCluster
 from reconciler.testing.fleetgen import make_node
 
-from .harness import pkg, policy, recipe
+from .harness import GPU, SHA, TRAINING
 
 B = RetryBounds(attempts=5, seconds=100.0, base=2.0, cap=10.0, conflict=0.5)
 
@@ -68,11 +69,11 @@ def test_every_streak_ends_within_its_bounds() -> None:
 
 def test_a_permanent_409_on_node_patches_ends_in_a_named_failure_within_its_bound() -> None:
     """The tester's case: a 409 that never clears was retried 4,321 times over 6 simulated hours."""
-    r = recipe(pkg("driver", interrupt="reboot"))
+    r = recipe("tune", package("driver", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING)
     sim = SimFleet([make_node("n1", {"pool": "gpu"}), make_node("n2", {"pool": "gpu"})])
     # every node patch after the first (the cordon) is refused: the node can never progress
     fc = FaultyCluster(sim, faults=[Fault("conflict", verb="patch_node", target="node/n1", nth=2, times=None)])
-    pol = policy(count=2)
+    pol = policy(count=2, default_strategy="fixed")
     plan = compute_plan(r, pol, observe(sim))
     res = Rollout(r, pol, plan, fc, sim, run_id="run-409").run()
     n1 = next(n for n in res.nodes if n.name == "n1")

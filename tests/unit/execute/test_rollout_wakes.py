@@ -17,9 +17,10 @@ from reconciler.execute.rollout import Rollout
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
 from reconciler.ports import NodeInterest
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.fleetgen import make_node, make_pod
 
-from .harness import pkg, policy, recipe
+from .harness import GPU, SHA, TRAINING
 
 
 class TellingClock:
@@ -83,8 +84,10 @@ def begun(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float | None, floa
 
 def test_a_telling_clock_advances_only_due_nodes(begun: list[tuple[str, float | None, float]]) -> None:
     sim = _fleet(6)
-    r = recipe(pkg("base"), pkg("tuned", deps={"base": "1.0.0"}, interrupt="reboot"))
-    p = policy(count=3)
+    r = recipe("tune", package("base", sha=SHA),
+               package("tuned", sha=SHA, depends_on={"base": "1.0.0"}, interrupt="reboot"),
+               selector=GPU, protect=TRAINING)
+    p = policy(count=3, default_strategy="fixed")
     plan = compute_plan(r, p, observe(sim))
     clock = TellingClock(sim)
     roles = Forgetting(sim)
@@ -103,8 +106,8 @@ def test_a_telling_clock_advances_only_due_nodes(begun: list[tuple[str, float | 
 
 def test_an_unknowing_clock_looks_at_every_node_after_a_wait(begun: list[tuple[str, float | None, float]]) -> None:
     sim = _fleet(4)
-    r = recipe(pkg("tuned", interrupt="reboot"))
-    p = policy(count=2)
+    r = recipe("tune", package("tuned", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING)
+    p = policy(count=2, default_strategy="fixed")
     plan = compute_plan(r, p, observe(sim))
     result = Rollout(r, p, plan, sim, sim, poll_seconds=2.0).run()
     assert result.result == "succeeded"

@@ -22,9 +22,10 @@ from reconciler.model.nodestate import (
 from reconciler.model.recipe import DrainOptions, Timeouts
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 
-from .harness import apply, pkg, policy, recipe
+from .harness import GPU, ONE_AT_A_TIME, SHA, TRAINING, apply
 
 
 def nodes(n: int, **labels: str) -> list[dict[str, Any]]:
@@ -35,12 +36,15 @@ def rs_pod(ns: str, name: str, node: str, app: str, **kw: Any) -> dict[str, Any]
     return make_pod(ns, name, node, labels={"app": app}, owner=("ReplicaSet", app), **kw)
 
 
-REBOOT = pkg("tuned", interrupt="reboot")
+REBOOT = package("tuned", sha=SHA, interrupt="reboot")
+TUNE = recipe("tune", REBOOT, selector=GPU, protect=TRAINING)
 
 
 def test_full_install_with_reboot_runs_the_lifecycle_in_order() -> None:
-    r = recipe(pkg("base"), pkg("tuned", deps={"base": "1.0.0"}, interrupt="reboot"))
-    run = apply(nodes(3) + [rs_pod("web", "web-1", "n1", "web")], r, policy(count=1))
+    r = recipe("tune", package("base", sha=SHA),
+               package("tuned", sha=SHA, depends_on={"base": "1.0.0"}, interrupt="reboot"),
+               selector=GPU, protect=TRAINING)
+    run = apply(nodes(3) + [rs_pod("web", "web-1", "n1", "web")], r, ONE_AT_A_TIME)
     assert run.result.result == "succeeded"
     kinds = [e.event for e in run.events("n1")]
     order = ["cordon", "evict", "drained", "stage-start", "interrupt", "rebooted", "uncordon", "complete"]
@@ -60,10 +64,11 @@ def test_full_install_with_reboot_runs_the_lifecycle_in_order() -> None:
 def test_s01_pdb_that_never_allows_a_disruption_fails_the_node_at_the_drain_timeout() -> None:
     objs = nodes(2) + [rs_pod("shop", "web-7c9-a", "n1", "web"),
                        make_pdb("shop", "web", {"app": "web"}, min_available=1)]
-    r = recipe(REBOOT, drain=DrainOptions(timeoutSeconds=600, evictionRetrySeconds=5))
+    r = recipe("tune", REBOOT, selector=GPU, protect=TRAINING,
+               drain=DrainOptions(timeoutSeconds=600, evictionRetrySeconds=5))
     sim = SimFleet(objs, SimConfig())
     calls: list[float] = []
-    run = apply(sim, r, policy(count=1), before={"evict_pod": lambda *a: calls.append(sim.now())})
+    run = apply(sim, r, ONE_AT_A_TIME, before={"evict_pod": lambda *a: calls.append(sim.now())})
     n1 = run.node("n1")
     assert n1.state == "failed" and n1.reason == "DrainTimeout"
     assert "shop/web-7c9-a" in n1.message and "shop/web" in n1.message and "allowed 0" in n1.message
@@ -81,7 +86,7 @@ def test_s02_two_pdbs_fail_the_node_quickly_naming_both() -> None:
         make_pdb("dns", "ext", {"app": "dns"}, max_unavailable=1),
         make_pdb("dns", "ctrl", {"component": "controller"}, min_available=1),
     ]
-    run = apply(objs, recipe(REBOOT), policy(count=1, failureThreshold=1, safetyLimit=100))
+    run = apply(objs, TUNE, policy(count=1, default_strategy="fixed", failureThreshold=1, safetyLimit=100))
     n1 = run.node("n1")
     assert n1.reason == "MultiplePDBs" and "dns/ext" in n1.message and "dns/ctrl" in n1.message
     assert run.events("n1", "failed")[0].t < 10
@@ -90,7 +95,7 @@ def test_s02_two_pdbs_fail_the_node_quickly_naming_both() -> None:
 
 def test_s04_drained_means_the_evicted_pods_are_gone() -> None:
     objs = nodes(1) + [make_pod("db", "pg-0", "n1", labels={"app": "pg"}, owner=("StatefulSet", "pg"), grace=120)]
-    run = apply(objs, recipe(REBOOT), policy(count=1), SimConfig(maxTerminationSeconds=120, rescheduleSeconds=1))
+    run = apply(objs, TUNE, ONE_AT_A_TIME, SimConfig(maxTerminationSeconds=120, rescheduleSeconds=1))
     evicted = run.events("n1", "evict")[0].t
     first_stage = run.events("n1", "stage-start")[0].t
     assert first_stage - evicted >= 120
@@ -99,7 +104,8 @@ def test_s04_drained_means_the_evicted_pods_are_gone() -> None:
 
 def test_s05_statefulset_replacement_with_the_same_name_counts_as_gone() -> None:
     objs = nodes(2) + [make_pod("web", "web-0", "n1", labels={"app": "w"}, owner=("StatefulSet", "web"))]
-    run = apply(objs, recipe(REBOOT, selector={"pool": "gpu", "kubernetes.io/hostname": "n1"}), policy(count=1))
+    run = apply(objs, recipe("tune", REBOOT, selector={"pool": "gpu", "kubernetes.io/hostname": "n1"},
+                             protect=TRAINING), ONE_AT_A_TIME)
     assert run.result.result == "succeeded"
     again = run.sim.get_pod("web", "web-0")
     assert again is not None and again.node_name == "n2"
@@ -112,7 +118,7 @@ def test_s08_drain_refused_before_any_eviction_releases_our_cordon() -> None:
         make_pod("web", "cache-1", "n1", owner=("ReplicaSet", "cache"), emptydir=True),
         make_pod("web", "db-2", "n1", owner=("ReplicaSet", "db")),
     ]
-    run = apply(objs, recipe(REBOOT), policy(count=1))
+    run = apply(objs, TUNE, ONE_AT_A_TIME)
     n1 = run.node("n1")
     assert n1.reason == "DrainRefused"
     assert "default/debug-shell" in n1.message and "web/cache-1" in n1.message
@@ -128,8 +134,8 @@ def test_s09_protected_pods_are_waited_for_never_evicted_and_a_blocked_node_rele
         make_pod("ml", "train-8", "n2", labels={"workload": "long-running-training"}, owner=("Job", "t8"),
                  active_deadline=300),
     ]
-    r = recipe(REBOOT, timeouts=Timeouts(waitNonInterrupt=1800))
-    run = apply(objs, r, policy(count=1))
+    r = recipe("tune", REBOOT, selector=GPU, protect=TRAINING, timeouts=Timeouts(waitNonInterrupt=1800))
+    run = apply(objs, r, ONE_AT_A_TIME)
     assert run.node("n1").state == "blocked" and "ml/train-7" in run.node("n1").message
     assert run.node("n2").state == "complete" and run.node("n3").state == "complete"
     assert "blocked by ml/train-7" in run.events("n1", "wait")[0].detail
@@ -145,7 +151,7 @@ def test_s09_protected_pods_are_waited_for_never_evicted_and_a_blocked_node_rele
 def test_s10_admin_cordon_is_never_undone_and_counts_against_the_budget() -> None:
     objs = nodes(4)
     objs[2]["spec"]["unschedulable"] = True  # n3, cordoned by an admin before the rollout
-    run = apply(objs, recipe(REBOOT), policy(count=2, initialBatch=2))
+    run = apply(objs, TUNE, policy(count=2, default_strategy="fixed", initialBatch=2))
     assert run.node("n3").state == "complete"
     n3 = run.sim.get_node("n3")
     assert n3.unschedulable and cordon_key("tune") not in n3.annotations
@@ -165,15 +171,15 @@ def test_s11_node_uncordoned_during_drain_is_recordoned_and_never_interrupted_un
             done.append(True)
             sim.set_node("n1", unschedulable=False)
 
-    run = apply(sim, recipe(REBOOT), policy(count=1), after={"evict_pod": admin_uncordons})
+    run = apply(sim, TUNE, ONE_AT_A_TIME, after={"evict_pod": admin_uncordons})
     assert run.result.result == "succeeded"
     assert any("re-cordoned" in e.detail for e in run.events("n1", "cordon"))
 
 
 def test_s15_reboot_that_never_returns_fails_the_node_keeps_it_cordoned_and_halts() -> None:
     cfg = SimConfig(neverReturns=("n1",), rebootSeconds=60)
-    r = recipe(REBOOT, timeouts=Timeouts(reboot=900))
-    run = apply(nodes(5), r, policy(count=1, failureThreshold=1, safetyLimit=100), cfg)
+    r = recipe("tune", REBOOT, selector=GPU, protect=TRAINING, timeouts=Timeouts(reboot=900))
+    run = apply(nodes(5), r, policy(count=1, default_strategy="fixed", failureThreshold=1, safetyLimit=100), cfg)
     n1 = run.node("n1")
     assert n1.state == "failed" and n1.reason == "RebootTimeout"
     assert run.events("n1", "failed")[0].t - run.events("n1", "interrupt")[0].t >= 900
@@ -189,7 +195,7 @@ def test_s16_node_deleted_mid_rollout_is_removed_and_releases_its_slot() -> None
         if spec.node == "n1":
             sim.delete_node("n1")
 
-    run = apply(sim, recipe(REBOOT), policy(count=1), check=False,
+    run = apply(sim, TUNE, ONE_AT_A_TIME, check=False,
                 after={"start_stage": delete_n1_once_started})
     assert run.node("n1").state == "removed"
     assert run.node("n2").state == "complete" and run.node("n3").state == "complete"
@@ -197,14 +203,15 @@ def test_s16_node_deleted_mid_rollout_is_removed_and_releases_its_slot() -> None
 
 def test_s20_small_pool_percent_budget_moves_one_node_at_a_time() -> None:
     objs = nodes(2) + [make_node("other", {"pool": "cpu"}) for _ in range(1)]
-    run = apply(objs, recipe(REBOOT), policy(percent=33, strategy="exponential"))
+    run = apply(objs, TUNE, policy(percent=33, default_strategy="exponential"))
     assert run.plan.compartments[0].ceiling == 1
     assert run.watch.max_held["__default__"] == 1
     assert run.result.result == "succeeded"
 
 
 def test_s22_selector_matching_nothing_ends_at_once_with_no_writes() -> None:
-    run = apply(nodes(3), recipe(REBOOT, selector={"pool": "storage"}), policy(percent=25, strategy="exponential"))
+    run = apply(nodes(3), recipe("tune", REBOOT, selector={"pool": "storage"}, protect=TRAINING),
+                policy(percent=25, default_strategy="exponential"))
     assert run.result.result == "succeeded" and run.sim.writes == 0
     assert all(c["batches"] == [] for c in run.result.compartments)
 
@@ -212,8 +219,8 @@ def test_s22_selector_matching_nothing_ends_at_once_with_no_writes() -> None:
 def test_failed_stage_is_retried_with_backoff_then_terminal_and_reported_with_exit_code() -> None:
     cfg = SimConfig(failures=(StageFailure(node="n2", package="tuned", stage="apply", exitCode=42, times=99,
                                            logTail="modprobe: FATAL: module nvidia_peermem not found"),))
-    r = recipe(REBOOT, timeouts=Timeouts(stageRetries=2, retryBackoff=10))
-    run = apply(nodes(4), r, policy(count=2, initialBatch=2, batchThreshold=50), cfg)
+    r = recipe("tune", REBOOT, selector=GPU, protect=TRAINING, timeouts=Timeouts(stageRetries=2, retryBackoff=10))
+    run = apply(nodes(4), r, policy(count=2, default_strategy="fixed", initialBatch=2, batchThreshold=50), cfg)
     n2 = run.node("n2")
     assert (n2.state, n2.failed_stage, n2.exit_code) == ("failed", "apply", 42)
     assert "nvidia_peermem" in n2.log_tail
@@ -230,8 +237,8 @@ def test_failed_stage_is_retried_with_backoff_then_terminal_and_reported_with_ex
 
 def test_failure_threshold_halts_and_held_failed_nodes_use_the_budget() -> None:
     cfg = SimConfig(failures=(StageFailure(package="tuned", stage="apply", exitCode=1, times=999),))
-    r = recipe(REBOOT, timeouts=Timeouts(stageRetries=0))
-    run = apply(nodes(10), r, policy(count=3, strategy="exponential", failureThreshold=2, safetyLimit=50), cfg)
+    r = recipe("tune", REBOOT, selector=GPU, protect=TRAINING, timeouts=Timeouts(stageRetries=0))
+    run = apply(nodes(10), r, policy(count=3, default_strategy="exponential", failureThreshold=2, safetyLimit=50), cfg)
     assert run.result.result == "halted"
     comp = run.result.compartments[0]
     assert comp["halted"] and len(comp["batches"]) <= 3
@@ -245,7 +252,7 @@ def test_node_leaving_the_selector_mid_drain_is_released_and_not_started() -> No
     def relabel(namespace: str, name: str, uid: str, grace: int | None) -> None:
         sim.set_node("n1", labels={"pool": "cpu"})  # leaves the selector while its pod terminates
 
-    run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2),
+    run = apply(sim, TUNE, policy(count=2, default_strategy="fixed", initialBatch=2),
                 after={"evict_pod": relabel})
     assert run.node("n1").state == "left"
     assert not run.sim.get_node("n1").unschedulable
@@ -262,17 +269,17 @@ def test_node_leaving_the_selector_mid_stages_keeps_the_reboot_it_owes_and_resum
         if spec.node == "n1" and spec.stage == "config":
             sim.set_node("n1", labels={"pool": "cpu"})
 
-    run = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2),
+    run = apply(sim, TUNE, policy(count=2, default_strategy="fixed", initialBatch=2),
                 after={"start_stage": relabel})
     assert run.node("n1").state == "left" and "owes a reboot" in run.node("n1").message
     n1 = run.sim.get_node("n1")
     assert n1.unschedulable and cordon_key("tune") in n1.annotations
     assert not run.events("n1", "interrupt") and run.events("n1", "owed")
-    plan = compute_plan(recipe(REBOOT), policy(count=2, initialBatch=2), observe(sim))
+    plan = compute_plan(TUNE, policy(count=2, default_strategy="fixed", initialBatch=2), observe(sim))
     assert [(o.name, o.owes) for o in plan.outOfScope] == [("n1", "reboot")]
     assert any("n1" in w and "owes a reboot" in w for w in plan.warnings)
     sim.set_node("n1", labels={"pool": "gpu"})  # back in scope
-    again = apply(sim, recipe(REBOOT), policy(count=2, initialBatch=2))
+    again = apply(sim, TUNE, policy(count=2, default_strategy="fixed", initialBatch=2))
     assert again.node("n1").state == "complete" and again.events("n1", "rebooted")
     assert not again.sim.get_node("n1").unschedulable
 
@@ -284,13 +291,13 @@ def test_an_ignored_node_keeps_the_reboot_it_owes_and_the_plan_shows_it_after_un
         if spec.stage == "apply":
             sim.set_node("n1", labels={"pool": "gpu", IGNORE_LABEL: "true"})
 
-    run = apply(sim, recipe(REBOOT), policy(count=1), after={"start_stage": ignore})
+    run = apply(sim, TUNE, ONE_AT_A_TIME, after={"start_stage": ignore})
     assert run.node("n1").state == "left" and not run.events("n1", "interrupt")
     sim.set_node("n1", labels={"pool": "gpu"})  # un-ignored
-    plan = compute_plan(recipe(REBOOT), policy(count=1), observe(sim))
+    plan = compute_plan(TUNE, ONE_AT_A_TIME, observe(sim))
     n1 = plan.node("n1")
     assert n1 is not None and n1.interrupt is not None and n1.interrupt.type == "reboot"
-    assert apply(sim, recipe(REBOOT), policy(count=1)).events("n1", "rebooted")
+    assert apply(sim, TUNE, ONE_AT_A_TIME).events("n1", "rebooted")
 
 
 def test_a_node_that_left_holding_our_cordon_with_nothing_owed_is_released_by_the_next_run() -> None:
@@ -301,9 +308,9 @@ def test_a_node_that_left_holding_our_cordon_with_nothing_owed_is_released_by_th
     objs[0]["metadata"]["annotations"] = {cordon_key("tune"): '{"runId":"run-old"}',
                                           inflight_key("tune"): '{"runId":"run-old","planHash":"h","phase":"drain"}'}
     sim = SimFleet(objs)
-    plan = compute_plan(recipe(REBOOT), policy(count=2), observe(sim))
+    plan = compute_plan(TUNE, policy(count=2, default_strategy="fixed"), observe(sim))
     assert [(o.name, o.owes, o.holdsCordon) for o in plan.outOfScope] == [("n1", "", True)]
-    run = apply(sim, recipe(REBOOT), policy(count=2))
+    run = apply(sim, TUNE, policy(count=2, default_strategy="fixed"))
     n1 = run.sim.get_node("n1")
     assert not n1.unschedulable and cordon_key("tune") not in n1.annotations
     assert inflight_key("tune") not in n1.annotations and run.node("n1").state == "left"
@@ -313,7 +320,8 @@ def test_runtime_required_taint_is_removed_when_the_node_is_complete() -> None:
     objs = nodes(1)
     objs[0]["spec"]["taints"] = [{"key": RUNTIME_REQUIRED_TAINT_KEY, "value": "true", "effect": "NoSchedule"},
                                  {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
-    run = apply(objs, recipe(pkg("base"), runtimeRequired=True), policy(count=1))
+    run = apply(objs, recipe("tune", package("base", sha=SHA), selector=GPU, protect=TRAINING, runtimeRequired=True),
+                ONE_AT_A_TIME)
     taints = {t.key for t in run.sim.get_node("n1").taints}
     assert taints == {"dedicated"}
 
@@ -321,26 +329,27 @@ def test_runtime_required_taint_is_removed_when_the_node_is_complete() -> None:
 def test_image_pull_failure_fails_the_stage_instead_of_hanging() -> None:
     cfg = SimConfig(failures=(StageFailure(node="n1", package="tuned", stage="apply", reason="ImagePullBackOff",
                                            times=99),))
-    run = apply(nodes(1), recipe(REBOOT, timeouts=Timeouts(stageRetries=1)), policy(count=1), cfg)
+    run = apply(nodes(1), recipe("tune", REBOOT, selector=GPU, protect=TRAINING, timeouts=Timeouts(stageRetries=1)),
+                ONE_AT_A_TIME, cfg)
     assert run.node("n1").reason == "ImagePullBackOff"
     assert run.result.duration < 1800
 
 
 def test_second_run_with_no_changes_writes_nothing() -> None:
-    first = apply(nodes(3), recipe(REBOOT), policy(count=1))
-    second = apply(first.sim, recipe(REBOOT), policy(count=1))
+    first = apply(nodes(3), TUNE, ONE_AT_A_TIME)
+    second = apply(first.sim, TUNE, ONE_AT_A_TIME)
     assert second.plan.summary["nodesChanging"] == 0
     assert second.sim.writes == first.sim.writes
 
 
 def test_same_inputs_leave_a_failed_node_failed_and_retry_failed_retries_it() -> None:
     cfg = SimConfig(failures=(StageFailure(node="n1", package="tuned", stage="apply", exitCode=3, times=1),))
-    r = recipe(REBOOT, timeouts=Timeouts(stageRetries=0))
-    first = apply(nodes(2), r, policy(count=1), cfg)
+    r = recipe("tune", REBOOT, selector=GPU, protect=TRAINING, timeouts=Timeouts(stageRetries=0))
+    first = apply(nodes(2), r, ONE_AT_A_TIME, cfg)
     assert first.node("n1").state == "failed"
-    again = apply(first.sim, r, policy(count=1))
+    again = apply(first.sim, r, ONE_AT_A_TIME)
     assert again.node("n1").state == "failed" and "--retry-failed" in again.node("n1").message
-    retried = apply(first.sim, r, policy(count=1), retry_failed=True)
+    retried = apply(first.sim, r, ONE_AT_A_TIME, retry_failed=True)
     assert retried.node("n1").state == "complete"
     assert failure_key("tune") not in retried.sim.get_node("n1").annotations
 
@@ -359,8 +368,9 @@ def test_upgrade_downgrade_and_uninstall_leave_exactly_the_recipe_versions() -> 
     objs = nodes(2)
     _installed(objs, ("base", "1.0.0", "config"), ("tuned", "2.0.0", "post-interrupt"),
                ("old-agent", "0.1.0", "config"))
-    r = recipe(pkg("base", "1.1.0"), pkg("tuned", "1.5.0", interrupt="reboot"))
-    run = apply(objs, r, policy(count=1))
+    r = recipe("tune", package("base", "1.1.0", sha=SHA), package("tuned", "1.5.0", sha=SHA, interrupt="reboot"),
+               selector=GPU, protect=TRAINING)
+    run = apply(objs, r, ONE_AT_A_TIME)
     assert run.result.result == "succeeded"
     actions = {s.package: s.action for s in run.plan.node("n1").steps}
     assert actions == {"base": "upgrade", "tuned": "downgrade", "old-agent": "uninstall"}
@@ -385,7 +395,7 @@ def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_keeps_what_i
         if spec.node == "n1" and spec.stage == "config":
             sim.set_node("n1", labels={"pool": "gpu", "reconciler.nodewright.dev/ignore": "true"})
 
-    run = apply(sim, recipe(REBOOT), policy(count=1), after={"start_stage": ignore_n1})
+    run = apply(sim, TUNE, ONE_AT_A_TIME, after={"start_stage": ignore_n1})
     assert run.plan.node("n3") is None and any("n3" in w for w in run.plan.warnings)
     assert run.node("n1").state == "left" and "ignore" in run.node("n1").message
     # its apply ran: it owes the reboot, so it stays cordoned by us with the record (issue 12) and
@@ -393,7 +403,7 @@ def test_ignored_nodes_are_never_started_and_a_node_ignored_mid_run_keeps_what_i
     assert run.sim.get_node("n1").unschedulable and "owes a reboot" in run.node("n1").message
     assert run.node("n2").state == "untouched" and run.result.result == "halted"
     sim.set_node("n1", labels={"pool": "gpu"})  # un-ignored: the reboot runs, then n2
-    again = apply(sim, recipe(REBOOT), policy(count=1))
+    again = apply(sim, TUNE, ONE_AT_A_TIME)
     assert again.events("n1", "rebooted") and again.node("n2").state == "complete"
 
 
@@ -411,7 +421,8 @@ def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> 
             raced.append(name)  # another controller taints the node just before our write lands
             sim.set_node(name, taints=[required, {"key": "maintenance", "value": "x", "effect": "NoSchedule"}])
 
-    run = apply(sim, recipe(pkg("base"), runtimeRequired=True), policy(count=1),
+    run = apply(sim, recipe("tune", package("base", sha=SHA), selector=GPU, protect=TRAINING, runtimeRequired=True),
+                ONE_AT_A_TIME,
                 before={"patch_node": concurrent_taint})
     assert raced == ["n1"]
     assert run.node("n1").state == "complete"
@@ -421,7 +432,7 @@ def test_a_taint_added_while_the_runtime_required_taint_is_removed_is_kept() -> 
 def test_the_drain_lists_the_node_pods_once_before_evicting() -> None:
     """kubectl drain lists a node's pods once; the wait for protected pods and the drain share it."""
     sim = SimFleet(nodes(1) + [rs_pod("web", f"web-{i}", "n1", "web") for i in range(3)], SimConfig())
-    run = apply(sim, recipe(REBOOT), policy(count=1))  # run.port records every call through the ports
+    run = apply(sim, TUNE, ONE_AT_A_TIME)  # run.port records every call through the ports
     assert run.node("n1").state == "complete"
     calls = [f"list {c.target.removeprefix('pods/')}" if c.verb == "list_pods" else f"evict {c.target}"
              for c in run.port.calls if c.verb in ("list_pods", "evict_pod")]

@@ -11,10 +11,11 @@ from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, Timeline
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.faults import FaultyCluster
 from reconciler.testing.fleetgen import make_node
 
-from .harness import pkg, policy, recipe
+from .harness import GPU, SHA, TRAINING
 
 
 def test_observers_run_on_the_loop_thread_while_workers_do_the_api_calls() -> None:
@@ -22,8 +23,8 @@ def test_observers_run_on_the_loop_thread_while_workers_do_the_api_calls() -> No
     api_threads: set[int] = set()
     recorded = FaultyCluster(sim, before={"patch_node": lambda *a, **kw: api_threads.add(threading.get_ident())})
     seen: list[tuple[int, Event]] = []
-    r = recipe(pkg("driver", interrupt="reboot"))
-    pol = policy(count=4, initialBatch=4)
+    r = recipe("tune", package("driver", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING)
+    pol = policy(count=4, default_strategy="fixed", initialBatch=4)
     rollout = Rollout(r, pol, compute_plan(r, pol, observe(sim)), recorded, sim, run_id="run-threads", workers=4,
                       on_event=lambda ev: seen.append((threading.get_ident(), ev)))
     res = rollout.run()

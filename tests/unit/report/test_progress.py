@@ -8,14 +8,15 @@ from reconciler.model.run import Event
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
 from reconciler.report.progress import ProgressBoard, predicted_schedule
+from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.fleetgen import make_node
-from tests.unit.execute.harness import pkg, policy, recipe
+from tests.unit.execute.harness import GPU, SHA, TRAINING
 
 
 def _run(n: int = 8, *, count: int = 2, fail: set[str] | None = None) -> tuple[object, object]:
     sim = SimFleet([make_node(f"n{i}", {"pool": "gpu"}) for i in range(1, n + 1)])
-    r = recipe(pkg("driver", interrupt="reboot"))
-    pol = policy(count=count, initialBatch=count)
+    r = recipe("tune", package("driver", sha=SHA, interrupt="reboot"), selector=GPU, protect=TRAINING)
+    pol = policy(count=count, default_strategy="fixed", initialBatch=count)
     plan = compute_plan(r, pol, observe(sim))
     return plan, Rollout(r, pol, plan, sim, sim, run_id="run-board").run()
 

@@ -1,0 +1,51 @@
+"""The test builders (reconciler/testing): records are what the adapters read from the objects,
+and the policy shorthand means the model form."""
+
+from __future__ import annotations
+
+import pytest
+
+from reconciler.adapters.kubeobjects import node_from, pod_from
+from reconciler.testing import builders as b
+from reconciler.testing.fleetgen import make_node, make_pod
+
+
+def test_a_node_record_is_what_the_adapters_read_from_its_object() -> None:
+    n = b.node("n1", labels={"pool": "gpu"}, taints=["gpu=yes:NoSchedule"], ready=False, created=300.0)
+    assert (n.uid, n.boot_id, n.created, n.ready) == ("uid-n1", "boot-1", 300.0, False)
+    assert dict(n.labels) == {"pool": "gpu"}  # no kubelet labels unless asked
+    assert [str(t) for t in n.taints] == ["gpu=yes:NoSchedule"]
+    ready = n.condition("Ready")
+    assert ready is not None and ready.reason == "KubeletNotReady"
+    assert b.node("n2", ready=None).ready is None and b.node("n2", ready=None).conditions == ()
+
+
+def test_make_node_and_make_pod_carry_the_new_keywords_into_the_object() -> None:
+    obj = make_node("n1", {}, uid="u1", boot_id="b9", kubelet_labels=False)
+    assert node_from(obj).uid == "u1" and node_from(obj).boot_id == "b9" and obj["metadata"]["labels"] == {}
+    pod = pod_from(make_pod("ns", "p", "n1", owner=("Node", "n1"), phase="Pending", ready=True, start=None,
+                            deletion=5.0, annotations={"a": "b"}, uid="pu"))
+    assert (pod.uid, pod.ready, pod.start_time, pod.deletion_ts, dict(pod.annotations)) == ("pu", True, None, 5.0,
+                                                                                             {"a": "b"})
+    assert pod.owners[0].api_version == "v1"  # a mirror pod's owner is its Node
+    assert pod_from(make_pod("ns", "q", "n1", phase="Succeeded")).ready is False  # default: Ready only when Running
+
+
+def test_a_pod_and_a_pdb_keep_the_builders_defaults() -> None:
+    p = b.pod("web", phase="Succeeded", deleting=True, mirror=True)
+    assert (p.uid, p.node_name, p.ready, p.deletion_ts, p.mirror, p.start_time) == (
+        "uid-default-web", "n1", True, 1.0, True, None)
+    assert p.controller is not None and (p.controller.kind, p.controller.name) == ("ReplicaSet", "web-owner")
+    budget = b.pdb("web", {"app": "web"}, allowed=0, unhealthy_policy="AlwaysAllow")
+    assert budget.disruptions_allowed == 0 and budget.selector == b.as_selector({"app": "web"})
+    assert budget.unhealthy_pod_eviction_policy.value == "AlwaysAllow" and budget.expected_pods == 0
+
+
+def test_the_policy_shorthand_builds_the_model_form() -> None:
+    short = b.policy(count=2, default_strategy="fixed", initialBatch=2)
+    assert short == b.policy(default_budget=b.budget(count=2), default_strategy=b.strategy("fixed", initialBatch=2))
+    assert b.policy(percent=25).default.strategy is None
+    with pytest.raises(ValueError, match="not both"):
+        b.policy(count=1, default_budget=b.budget(count=1))
+    with pytest.raises(ValueError, match="need default_strategy"):
+        b.policy(count=1, initialBatch=2)
