@@ -25,7 +25,10 @@ from typing import Any
 def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """Serve ``handler`` on loopback while the block runs; yields the base URL."""
     srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=srv.serve_forever, name=f"fake-http-{handler.__name__}", daemon=True)
+    # a short poll interval: shutdown() waits for the serving loop's next poll (0.5 s by default,
+    # which was half a second of every test's teardown)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02},
+                         name=f"fake-http-{handler.__name__}", daemon=True)
     t.start()
     try:
         yield f"http://127.0.0.1:{srv.server_address[1]}"
