@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 FLEET = ROOT / "examples" / "fleets" / "gpu-24.yaml"
 
 
+@pytest.mark.slow
 def test_plan_report_draws_lanes_per_node_in_chromium(browser: Browser, tmp_path: Path) -> None:
     out = tmp_path / "plan.html"
     assert main(["plan", str(ROOT / "recipes" / "gpu-training-tuning.yaml"), "--cluster", f"sim:{FLEET}",
@@ -36,6 +37,7 @@ def test_plan_report_draws_lanes_per_node_in_chromium(browser: Browser, tmp_path
         assert near(counts, COLORS[phase]) > 50, phase
 
 
+@pytest.mark.slow
 def test_apply_report_draws_the_actual_run(browser: Browser, tmp_path: Path) -> None:
     out = tmp_path / "apply.html"
     assert main(["apply", str(ROOT / "recipes" / "gpu-training-tuning.yaml"), "--cluster", f"sim:{FLEET}",
@@ -78,6 +80,7 @@ def _big_run(nodes_per_zone: int = 1000, batch: int = 3) -> RunResult:
     return RunResult("r1", "h" * 64, "drivers", "succeeded", [], comps, events, max(e.t for e in events))
 
 
+@pytest.mark.slow
 def test_a_2000_node_report_is_bounded_and_still_draws(browser: Browser, tmp_path: Path) -> None:
     run = _big_run()
     page = render_html([ReportRun(run, "predicted", "synthetic")], title="big")
@@ -92,6 +95,7 @@ def test_a_2000_node_report_is_bounded_and_still_draws(browser: Browser, tmp_pat
     assert near(counts, COLORS["reboot"]) > 100
 
 
+@pytest.mark.slow
 def test_mermaid_gantt_of_the_pr_comment_renders_with_batches_in_order(
     browser: Browser, mermaid_js: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

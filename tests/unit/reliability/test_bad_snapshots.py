@@ -144,6 +144,7 @@ def test_bad_snapshot_is_rejected_with_its_location(case: Case, good_fleet: Path
         check_message(line, case.path, case.expect, case.where)
 
 
+@pytest.mark.slow
 def test_annotation_of_200_mb_is_rejected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     objs = generate.base()
     objs[0]["metadata"]["annotations"] = {"example.com/blob": "A" * (200 * 1024 * 1024)}

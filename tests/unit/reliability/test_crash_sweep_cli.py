@@ -65,6 +65,7 @@ def _complete(path: Path) -> dict[str, bool]:
     return out
 
 
+@pytest.mark.slow
 def test_a_crash_after_every_write_exits_137_and_saves_a_resumable_fleet(
         files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

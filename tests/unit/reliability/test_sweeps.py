@@ -89,6 +89,7 @@ def test_a_sample_of_reads_failing_once(reference: tuple[dict[str, Any], Scenari
     assert not failures, failures
 
 
+@pytest.mark.slow
 def test_transient_error_then_crash_then_resume(reference: tuple[dict[str, Any], Scenario]) -> None:
     """A write fails, the run goes on, and is killed a few writes later (every 4th write)."""
     state, base = reference
@@ -214,6 +215,7 @@ def _gated() -> tuple[Any, Any]:
     return recipe, config
 
 
+@pytest.mark.slow
 def test_crash_after_every_write_with_a_readiness_gate_then_resume() -> None:
     """Every node waits at the gate for the simulated validator (n6 is never passed: it fails with
     ReadinessGateTimeout and stays cordoned); a crash after any write, then a resumed run, ends

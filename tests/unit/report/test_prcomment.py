@@ -3,6 +3,8 @@ truncation note, escaping of recipe/cluster text, commit status verdicts."""
 
 from __future__ import annotations
 
+import pytest
+
 from reconciler.load import Inputs
 from reconciler.report.compare import compare_revisions
 from reconciler.report.prcomment import COMMENT_LIMIT, commit_status, marker, render_comments
@@ -39,6 +41,7 @@ def test_summary_first_then_details() -> None:
     assert commit_status(compare(6))[0] == "success"
 
 
+@pytest.mark.slow
 def test_huge_fleet_is_truncated_under_the_limit_with_a_note() -> None:
     # every node different (one package each, a different version): grouping cannot help
     base = recipe("tuning", TUNED, selector={"pool": "gpu"}, budget=budget(count=3))
