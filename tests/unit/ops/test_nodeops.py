@@ -26,6 +26,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.observed import NodeInfo
 from reconciler.ops.nodeops import IGNORE_LABEL, ignore_patch, recipes_on, rerun_patch, reset_package_patch, reset_patch
 from reconciler.ops.patches import NodePatch, plan_node_patches, select_nodes, write_node_patches
+from reconciler.testing import builders as b
 
 R = "gpu-setup"
 STATE = dump_state({
@@ -39,7 +40,7 @@ CORDON = dump_model(CordonRecord(runId="run-1", at=5.0))
 
 def node(name: str = "n1", *, unschedulable: bool = False, labels: dict[str, str] | None = None,
          **ann: str) -> NodeInfo:
-    return NodeInfo(name, labels=labels or {}, annotations=ann, unschedulable=unschedulable, resource_version="7")
+    return b.node(name, labels=labels, annotations=ann, unschedulable=unschedulable, resource_version="7")
 
 
 def ours(**extra: str) -> dict[str, str]:
