@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache, parse_resource_version
+from reconciler.testing import builders
 from reconciler.testing.fleetgen import make_node, make_pod
 
 
@@ -154,15 +155,14 @@ def test_observe_reports_a_change_only_when_a_reader_would_see_one() -> None:
 
 def test_same_but_version_ignores_only_the_version_and_managed_fields() -> None:
     from reconciler.adapters.kubecache import same_but_version
-    from reconciler.model.observed import NodeInfo
 
     a = {"metadata": {"name": "p", "resourceVersion": "1", "managedFields": [{"time": "t1"}]}, "status": {"x": 1}}
     b = {"metadata": {"name": "p", "resourceVersion": "2", "managedFields": [{"time": "t2"}]}, "status": {"x": 1}}
     assert same_but_version(a, b)
     assert not same_but_version(a, {**b, "status": {"x": 2}})
     assert not same_but_version(a, {**b, "metadata": {**b["metadata"], "labels": {"k": "v"}}})
-    assert same_but_version(NodeInfo("n", resource_version="1"), NodeInfo("n", resource_version="2"))
-    assert not same_but_version(NodeInfo("n", unschedulable=True), NodeInfo("n"))
+    assert same_but_version(builders.node("n", resource_version="1"), builders.node("n", resource_version="2"))
+    assert not same_but_version(builders.node("n", unschedulable=True), builders.node("n"))
     assert not same_but_version("a", "b")
 
 

@@ -154,8 +154,8 @@ class _Flaky:
 
     def get_node(self, name: str) -> NodeInfo:
         n = self.nodes[name]
-        return NodeInfo(n.name, labels={**n.labels, IGNORE_LABEL: "true"} if name == "n2" else n.labels,
-                        resource_version="8")
+        return b.node(n.name, labels={**n.labels, IGNORE_LABEL: "true"} if name == "n2" else n.labels,
+                      resource_version="8")
 
     def patch_node(self, name: str, *, annotations: object = None, labels: dict[str, str | None] | None = None,
                    unschedulable: object = None, resource_version: str | None = None) -> NodeInfo:
