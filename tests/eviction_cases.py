@@ -100,6 +100,17 @@ def sim_objects(case: Case, namespace: str = "conf", app: str = "app") -> list[d
     objs += [make_pod(namespace, name, "conf-node", labels={"app": app}, owner=("ReplicaSet", f"{app}-5d8f7"),
                       ready=i >= case.not_ready, start=AT, grace=1)
              for i, name in enumerate(pod_names(case, app))]
+    return objs + pdb_objects(case, namespace, app)
+
+
+def pdb_objects(case: Case, namespace: str, app: str) -> list[dict[str, Any]]:
+    """The case's PodDisruptionBudgets (``<app>-pdb-<j>``, selecting ``app=<app>``), for the
+    simulated fleet and for a real API server alike.
+
+    Raises:
+        AssertionError: a case's PDB spec names a field other than :data:`PDB_FIELDS`.
+    """
+    objs = []
     for j, spec in enumerate(case.pdbs):
         assert set(spec) <= PDB_FIELDS, f"{case.id}: make_pdb takes only {sorted(PDB_FIELDS)}"
         objs.append(make_pdb(namespace, f"{app}-pdb-{j}", {"app": app}, min_available=spec.get("minAvailable"),
