@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.errors import ServerError, TooManyRequestsError
-from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod, pdb_keywords
 
 EVICTED, REFUSED, MULTIPLE = "evicted", "429", "500"
-PDB_FIELDS = {"minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"}  # what a case's PDB spec may give
 AT = 1796040000.0  # 2026-11-30T12:00:00Z: when the simulated case's objects were created
 
 
@@ -108,12 +107,7 @@ def pdb_objects(case: Case, namespace: str, app: str) -> list[dict[str, Any]]:
     simulated fleet and for a real API server alike.
 
     Raises:
-        AssertionError: a case's PDB spec names a field other than :data:`PDB_FIELDS`.
+        ValueError: a case's PDB spec names a field make_pdb does not write (:func:`pdb_keywords`).
     """
-    objs = []
-    for j, spec in enumerate(case.pdbs):
-        assert set(spec) <= PDB_FIELDS, f"{case.id}: make_pdb takes only {sorted(PDB_FIELDS)}"
-        objs.append(make_pdb(namespace, f"{app}-pdb-{j}", {"app": app}, min_available=spec.get("minAvailable"),
-                             max_unavailable=spec.get("maxUnavailable"),
-                             unhealthy_policy=spec.get("unhealthyPodEvictionPolicy")))
-    return objs
+    return [make_pdb(namespace, f"{app}-pdb-{j}", {"app": app}, **pdb_keywords(spec))
+            for j, spec in enumerate(case.pdbs)]

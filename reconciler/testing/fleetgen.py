@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,25 @@ def make_pdb(namespace: str, name: str, match_labels: dict[str, str], *, min_ava
     if status:
         pdb["status"] = status
     return pdb
+
+
+#: ``make_pdb``'s keyword for each ``spec`` field it writes (the selector is its own argument).
+_PDB_SPEC_KEYWORDS = {"minAvailable": "min_available", "maxUnavailable": "max_unavailable",
+                      "unhealthyPodEvictionPolicy": "unhealthy_policy"}
+
+
+def pdb_keywords(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A PodDisruptionBudget ``spec`` in the API's field names, without the selector
+    (``{"minAvailable": 2, "unhealthyPodEvictionPolicy": "AlwaysAllow"}``) → the keywords of
+    :func:`make_pdb` that write it (``{"min_available": 2, "unhealthy_policy": "AlwaysAllow"}``).
+
+    Raises:
+        ValueError: a field :func:`make_pdb` does not write (the selector among them).
+    """
+    unknown = sorted(set(spec) - set(_PDB_SPEC_KEYWORDS))
+    if unknown:
+        raise ValueError(f"make_pdb writes only {sorted(_PDB_SPEC_KEYWORDS)} of a PDB spec, not {unknown}")
+    return {_PDB_SPEC_KEYWORDS[k]: v for k, v in spec.items()}
 
 
 def gpu_fleet(nodes_per_zone: int = 12, zones: tuple[str, ...] = ("us-east-1a", "us-east-1b"),

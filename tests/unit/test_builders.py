@@ -9,7 +9,7 @@ from reconciler.adapters.kubeobjects import node_from, pod_from
 from reconciler.model.observed import NodeCondition
 from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 from reconciler.testing import builders as b
-from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod, pdb_keywords
 
 
 def test_a_node_record_is_what_the_adapters_read_from_its_object() -> None:
@@ -61,6 +61,15 @@ def test_resource_versions_heartbeats_conditions_and_budget_counts_reach_the_rec
     raw = make_pdb("ml", "inference", {}, generation=3, current_healthy=5, resource_version="4")
     assert raw["metadata"] == {"name": "inference", "namespace": "ml", "resourceVersion": "4", "generation": 3}
     assert raw["status"] == {"currentHealthy": 5} and "status" not in make_pdb("ml", "x", {})
+
+
+def test_a_pdb_spec_in_the_api_names_becomes_make_pdb_keywords() -> None:
+    kw = pdb_keywords({"maxUnavailable": "50%", "unhealthyPodEvictionPolicy": "AlwaysAllow"})
+    assert kw == {"max_unavailable": "50%", "unhealthy_policy": "AlwaysAllow"}
+    assert make_pdb("ns", "p", {"app": "a"}, **kw)["spec"] == {
+        "selector": {"matchLabels": {"app": "a"}}, "unhealthyPodEvictionPolicy": "AlwaysAllow", "maxUnavailable": "50%"}
+    with pytest.raises(ValueError, match=r"not \['selector'\]"):
+        pdb_keywords({"minAvailable": 1, "selector": {}})
 
 
 def test_the_policy_shorthand_builds_the_model_form() -> None:
