@@ -25,18 +25,17 @@ def _uid(kind: str, name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"fleetgen/{kind}/{name}"))
 
 
-def _metadata(name: str, namespace: str | None, uid: str, resource_version: str | None, created: float | None) -> Obj:
-    """``metadata`` in the API server's field order (name, namespace, uid, resourceVersion,
-    generation, creationTimestamp, labels, ...): ``namespace`` and ``resourceVersion`` only when
-    given, ``creationTimestamp`` when ``created`` (epoch seconds) is."""
+def _metadata(name: str, namespace: str | None, uid: str, resource_version: str | None, created: float) -> Obj:
+    """``metadata`` up to ``creationTimestamp`` (``created``, epoch seconds), in the API server's
+    field order (name, namespace, uid, resourceVersion, creationTimestamp; the caller adds labels
+    and the rest after it); ``namespace`` and ``resourceVersion`` only when given."""
     meta: Obj = {"name": name}
     if namespace is not None:
         meta["namespace"] = namespace
     meta["uid"] = uid
     if resource_version is not None:
         meta["resourceVersion"] = resource_version
-    if created is not None:
-        meta["creationTimestamp"] = format_time(created)
+    meta["creationTimestamp"] = format_time(created)
     return meta
 
 
