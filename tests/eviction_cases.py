@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.errors import ServerError, TooManyRequestsError
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod, pdb_keywords
 
 EVICTED, REFUSED, MULTIPLE = "evicted", "429", "500"
+AT = 1796040000.0  # 2026-11-30T12:00:00Z: when the simulated case's objects were created
 
 
 @dataclass(frozen=True)
@@ -91,26 +93,21 @@ def victim_index(case: Case) -> int:
 
 def sim_objects(case: Case, namespace: str = "conf", app: str = "app") -> list[dict[str, Any]]:
     """The case as Kubernetes objects for the simulated fleet: one Ready node, the ReplicaSet's
-    pods on it (the first ``not_ready`` Running but not Ready) and the PDBs."""
-    ts = "2026-11-30T12:00:00Z"
-    objs: list[dict[str, Any]] = [{
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "conf-node", "creationTimestamp": ts},
-        "status": {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ts}]},
-    }]
-    for i, name in enumerate(pod_names(case, app)):
-        ready = "False" if i < case.not_ready else "True"
-        objs.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"namespace": namespace, "name": name, "labels": {"app": app},
-                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{app}-5d8f7",
-                                              "uid": "0000-rs", "controller": True}]},
-            "spec": {"nodeName": "conf-node", "terminationGracePeriodSeconds": 1,
-                     "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
-            "status": {"phase": "Running", "startTime": ts,
-                       "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": ts}]},
-        })
-    for j, spec in enumerate(case.pdbs):
-        objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                     "metadata": {"namespace": namespace, "name": f"{app}-pdb-{j}", "generation": 1},
-                     "spec": {**spec, "selector": {"matchLabels": {"app": app}}}})
-    return objs
+    pods on it (the first ``not_ready`` Running but not Ready, a grace period of 1 s) and the PDBs,
+    created at :data:`AT` (fleetgen's builders)."""
+    objs = [make_node("conf-node", {}, created=AT)]
+    objs += [make_pod(namespace, name, "conf-node", labels={"app": app}, owner=("ReplicaSet", f"{app}-5d8f7"),
+                      ready=i >= case.not_ready, start=AT, grace=1)
+             for i, name in enumerate(pod_names(case, app))]
+    return objs + pdb_objects(case, namespace, app)
+
+
+def pdb_objects(case: Case, namespace: str, app: str) -> list[dict[str, Any]]:
+    """The case's PodDisruptionBudgets (``<app>-pdb-<j>``, selecting ``app=<app>``), for the
+    simulated fleet and for a real API server alike.
+
+    Raises:
+        ValueError: a case's PDB spec names a field make_pdb does not write (:func:`pdb_keywords`).
+    """
+    return [make_pdb(namespace, f"{app}-pdb-{j}", {"app": app}, **pdb_keywords(spec))
+            for j, spec in enumerate(case.pdbs)]

@@ -39,7 +39,7 @@ from reconciler.ports import Clock, Cluster, StageSpec
 from reconciler.service import ApplySettings, apply_recipes
 from reconciler.testing import builders as b
 from reconciler.testing.faults import FaultyCluster
-from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod, pdb_keywords
 
 RECIPE = "conf"
 SELECT_KEY = "conformance.test/selected"
@@ -355,10 +355,7 @@ class SimWorld:
                 objs.append(make_pod("conf", f"{w.app}-5d8f7-{j:02d}", self.names[w.node], labels={"app": w.app},
                                      owner=("ReplicaSet", f"{w.app}-5d8f7"), ready=j >= w.not_ready, grace=1))
             if w.pdb is not None:
-                spec = dict(w.pdb)
-                objs.append(make_pdb("conf", f"{w.app}-pdb", {"app": w.app},
-                                     min_available=spec.pop("minAvailable", None),
-                                     max_unavailable=spec.pop("maxUnavailable", None), **_pdb_extra(spec)))
+                objs.append(make_pdb("conf", f"{w.app}-pdb", {"app": w.app}, **pdb_keywords(w.pdb)))
         self.sim = SimFleet(objs, sc.sim_config())
         self.cluster: Cluster = self.sim
         self.clock: Clock = self.sim
@@ -375,13 +372,6 @@ class SimWorld:
     def set_pdb(self, app: str, spec: Mapping[str, Any]) -> None:
         """Through the simulated fleet's test helper."""
         self.sim.set_pdb("conf", f"{app}-pdb", **spec)
-
-
-def _pdb_extra(spec: Mapping[str, Any]) -> dict[str, Any]:
-    extra = dict(spec)
-    policy = extra.pop("unhealthyPodEvictionPolicy", None)
-    assert not extra, extra
-    return {"unhealthy_policy": policy} if policy else {}
 
 
 __all__ = ["SCENARIOS", "Outcome", "Scenario", "SimWorld", "World", "run_scenario"]

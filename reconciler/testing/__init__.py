@@ -4,8 +4,10 @@ Which builder for which level:
 
 * **Kubernetes objects** (dicts in the API's shape, as ``kubectl get -o yaml`` prints them):
   :mod:`reconciler.testing.fleetgen` (``make_node``, ``make_pod``, ``make_pdb``, ``gpu_fleet``,
-  ``write_fleet``). For the simulated fleet (``SimFleet(objects)``, ``--cluster sim:PATH``), a fake
-  API server, ``examples/fleets/`` and benchmarks.
+  ``write_fleet``; ``pdb_keywords`` turns a PDB spec in the API's names into ``make_pdb``'s
+  keywords; ``resource_version=`` where a test needs one). For the simulated fleet
+  (``SimFleet(objects)``, ``--cluster sim:PATH``), a fake API server, a real one's create
+  requests (PDBs), ``examples/fleets/`` and benchmarks.
 * **Observed records** (:class:`~reconciler.model.observed.NodeInfo`, ``PodInfo``, ``PdbInfo``,
   ``ObservedFleet``), for the pure layers (planner, drain rules, decisions): :func:`node`,
   :func:`pod`, :func:`pdb` and :func:`fleet` here (:mod:`reconciler.testing.builders`). Each

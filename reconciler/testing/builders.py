@@ -40,7 +40,7 @@ from reconciler.model.nodestate import (
     inflight_key,
     state_key,
 )
-from reconciler.model.observed import NodeInfo, ObservedFleet, PdbInfo, PodInfo
+from reconciler.model.observed import NodeCondition, NodeInfo, ObservedFleet, PdbInfo, PodInfo
 from reconciler.model.policy import (
     Budget,
     Compartment,
@@ -323,6 +323,8 @@ def node(
     ready: bool | None = True,
     boot_id: str = "boot-1",
     uid: str | None = None,
+    resource_version: str = "",
+    conditions: Iterable[NodeCondition] = (),
 ) -> NodeInfo:
     """A :class:`NodeInfo`: a Node object (:func:`reconciler.testing.fleetgen.make_node`) read as
     the adapters read one (:func:`reconciler.adapters.kubeobjects.node_from`), so it is what they
@@ -332,7 +334,8 @@ def node(
     :func:`state_annotations`). ``unschedulable`` defaults to ``cordoned_by_us``; taints may be
     given as ``key[=value]:Effect`` strings; ``uid`` defaults to ``uid-<name>``; ``labels`` are
     exactly the node's (no kubelet labels); ``created`` (epoch seconds) is kept at second
-    precision, as ``creationTimestamp`` is."""
+    precision, as ``creationTimestamp`` is. ``resource_version`` is ``metadata.resourceVersion``
+    ("" = none); ``conditions`` come after Ready in ``conditions`` (an external validator's)."""
     ann = dict(annotations or {})
     if recipe is not None:
         ann.update(
@@ -359,7 +362,19 @@ def node(
         uid=f"uid-{name}" if uid is None else uid,
         boot_id=boot_id,
         kubelet_labels=False,
+        resource_version=resource_version or None,
+        conditions=[_condition_obj(c) for c in conditions],
     ))
+
+
+def _condition_obj(c: NodeCondition) -> dict[str, str]:
+    """A :class:`NodeCondition` as a ``status.conditions`` entry (empty reason/message left out)."""
+    obj = {"type": c.type, "status": c.status}
+    if c.reason:
+        obj["reason"] = c.reason
+    if c.message:
+        obj["message"] = c.message
+    return obj
 
 
 def pod(
@@ -408,15 +423,20 @@ def pdb(
     min_available: int | str | None = None,
     max_unavailable: int | str | None = None,
     unhealthy_policy: str | None = None,
+    current_healthy: int | None = None,
+    desired_healthy: int | None = None,
+    expected_pods: int | None = None,
 ) -> PdbInfo:
     """A :class:`PdbInfo` selecting pods by ``labels`` (``matchLabels``) with
-    ``status.disruptionsAllowed = allowed`` and no other status count (read as 0): a
+    ``status.disruptionsAllowed = allowed`` and the other status counts as given
+    (``currentHealthy``, ``desiredHealthy``, ``expectedPods``; None: not written, read as 0): a
     PodDisruptionBudget object (:func:`reconciler.testing.fleetgen.make_pdb`) read as the adapters
     read one (:func:`reconciler.adapters.kubeobjects.pdb_from`). ``unhealthy_policy`` is
-    ``spec.unhealthyPodEvictionPolicy`` (None: unset)."""
+    ``spec.unhealthyPodEvictionPolicy`` (a string or the enum; None: unset)."""
     return pdb_from(make_pdb(namespace, name, dict(labels), min_available=min_available,
                              max_unavailable=max_unavailable, unhealthy_policy=unhealthy_policy,
-                             disruptions_allowed=allowed))
+                             disruptions_allowed=allowed, current_healthy=current_healthy,
+                             desired_healthy=desired_healthy, expected_pods=expected_pods))
 
 
 def fleet(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,32 +25,51 @@ def _uid(kind: str, name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"fleetgen/{kind}/{name}"))
 
 
+def _metadata(name: str, namespace: str | None, uid: str, resource_version: str | None, created: float) -> Obj:
+    """``metadata`` up to ``creationTimestamp`` (``created``, epoch seconds), in the API server's
+    field order (name, namespace, uid, resourceVersion, creationTimestamp; the caller adds labels
+    and the rest after it); ``namespace`` and ``resourceVersion`` only when given."""
+    meta: Obj = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["uid"] = uid
+    if resource_version is not None:
+        meta["resourceVersion"] = resource_version
+    meta["creationTimestamp"] = format_time(created)
+    return meta
+
+
 def make_node(name: str, labels: dict[str, str], *, created: float = START, annotations: dict[str, str] | None = None,
               unschedulable: bool = False, taints: list[Obj] | None = None, ready: bool | None = True,
-              uid: str | None = None, boot_id: str | None = None, kubelet_labels: bool = True) -> Obj:
+              uid: str | None = None, boot_id: str | None = None, kubelet_labels: bool = True,
+              resource_version: str | None = None, heartbeat: float | None = None,
+              conditions: list[Obj] | None = None) -> Obj:
     """A Node object as ``kubectl get node -o yaml`` prints it (trimmed).
 
     ``uid`` and ``boot_id`` (``status.nodeInfo.bootID``) default to values derived from ``name``;
     ``ready`` None leaves out the Ready condition (a node the kubelet never reported, read as
     Unknown); ``kubelet_labels`` adds the labels the kubelet sets (``kubernetes.io/hostname``,
     ``kubernetes.io/os``) under ``labels``. ``created`` is epoch seconds, written at second
-    precision (``creationTimestamp``)."""
-    conditions: list[Obj] = [] if ready is None else [
+    precision (``creationTimestamp``). ``resource_version`` writes ``metadata.resourceVersion``
+    (None: none, as in a file); ``heartbeat`` (epoch seconds) the Ready condition's
+    ``lastHeartbeatTime`` (None: none); ``conditions`` are more ``status.conditions`` after Ready
+    (dicts in the API's shape, e.g. an external validator's)."""
+    conds: list[Obj] = [] if ready is None else [
         {"type": "Ready", "status": "True" if ready else "False",
          "reason": "KubeletReady" if ready else "KubeletNotReady", "lastTransitionTime": format_time(created)}]
+    if conds and heartbeat is not None:
+        conds[0]["lastHeartbeatTime"] = format_time(heartbeat)
+    conds += conditions or ()
+    meta = _metadata(name, None, _uid("node", name) if uid is None else uid, resource_version, created)
+    meta["labels"] = ({"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels} if kubelet_labels
+                      else dict(labels))
     node: Obj = {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {
-            "name": name,
-            "uid": _uid("node", name) if uid is None else uid,
-            "creationTimestamp": format_time(created),
-            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels} if kubelet_labels
-            else dict(labels),
-        },
+        "metadata": meta,
         "spec": {"providerID": f"sim://{name}"},
         "status": {
-            "conditions": conditions,
+            "conditions": conds,
             "nodeInfo": {"bootID": _uid("boot", name) if boot_id is None else boot_id, "kubeletVersion": "v1.36.3",
                          "osImage": "Ubuntu 24.04 LTS"},
         },
@@ -71,24 +91,22 @@ def make_pod(namespace: str, name: str, node: str, *, labels: dict[str, str] | N
              owner: tuple[str, str] | None = None, phase: str = "Running", ready: bool | None = None,
              emptydir: bool = False, active_deadline: int | None = None, start: float | None = START,
              grace: int = 30, tolerations: list[Obj] | None = None, annotations: dict[str, str] | None = None,
-             uid: str | None = None, deletion: float | None = None) -> Obj:
+             uid: str | None = None, deletion: float | None = None, resource_version: str | None = None) -> Obj:
     """A Pod object bound to ``node``; ``owner`` = (kind, name) of its controller.
 
     ``ready`` is the Ready condition (None: Ready when ``phase`` is Running); ``start`` is epoch
     seconds, the ``creationTimestamp`` and ``status.startTime`` (None: not started, no
     ``startTime``, created at :data:`START`); ``deletion`` sets ``metadata.deletionTimestamp``
-    (epoch seconds: the pod is terminating); ``uid`` defaults to one derived from the name.
+    (epoch seconds: the pod is terminating); ``uid`` defaults to one derived from the name;
+    ``resource_version`` writes ``metadata.resourceVersion`` (None: none).
     Times are written at second precision."""
+    meta = _metadata(name, namespace, _uid("pod", f"{namespace}/{name}") if uid is None else uid, resource_version,
+                     START if start is None else start)
+    meta["labels"] = dict(labels or {})
     pod: Obj = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": _uid("pod", f"{namespace}/{name}") if uid is None else uid,
-            "creationTimestamp": format_time(START if start is None else start),
-            "labels": dict(labels or {}),
-        },
+        "metadata": meta,
         "spec": {
             "nodeName": node,
             "terminationGracePeriodSeconds": grace,
@@ -122,11 +140,16 @@ def make_pod(namespace: str, name: str, node: str, *, labels: dict[str, str] | N
 
 def make_pdb(namespace: str, name: str, match_labels: dict[str, str], *, min_available: int | str | None = None,
              max_unavailable: int | str | None = None, unhealthy_policy: str | None = None,
-             disruptions_allowed: int | None = None) -> Obj:
+             disruptions_allowed: int | None = None, current_healthy: int | None = None,
+             desired_healthy: int | None = None, expected_pods: int | None = None, generation: int = 1,
+             resource_version: str | None = None) -> Obj:
     """A policy/v1 PodDisruptionBudget; ``unhealthy_policy`` is ``spec.unhealthyPodEvictionPolicy``
     (``IfHealthyBudget`` or ``AlwaysAllow``; None leaves it unset, which the API treats as the first).
-    ``disruptions_allowed`` writes ``status.disruptionsAllowed`` as the disruption controller would
-    have (None: no status yet; the simulated fleet computes its own from the pods)."""
+    ``disruptions_allowed``, ``current_healthy``, ``desired_healthy`` and ``expected_pods`` write
+    ``status.disruptionsAllowed``, ``currentHealthy``, ``desiredHealthy`` and ``expectedPods`` as
+    the disruption controller would have (each None: not written; all None: no status yet, the
+    simulated fleet computes its own from the pods). ``generation`` is ``metadata.generation``;
+    ``resource_version`` writes ``metadata.resourceVersion`` (None: none)."""
     spec: Obj = {"selector": {"matchLabels": dict(match_labels)}}
     if unhealthy_policy is not None:
         spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
@@ -134,11 +157,36 @@ def make_pdb(namespace: str, name: str, match_labels: dict[str, str], *, min_ava
         spec["minAvailable"] = min_available
     if max_unavailable is not None:
         spec["maxUnavailable"] = max_unavailable
-    pdb: Obj = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                "metadata": {"name": name, "namespace": namespace, "generation": 1}, "spec": spec}
-    if disruptions_allowed is not None:
-        pdb["status"] = {"disruptionsAllowed": disruptions_allowed}
+    meta: Obj = {"name": name, "namespace": namespace}
+    if resource_version is not None:
+        meta["resourceVersion"] = resource_version
+    meta["generation"] = generation
+    pdb: Obj = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta, "spec": spec}
+    counts = {"disruptionsAllowed": disruptions_allowed, "currentHealthy": current_healthy,
+              "desiredHealthy": desired_healthy, "expectedPods": expected_pods}
+    status = {k: v for k, v in counts.items() if v is not None}
+    if status:
+        pdb["status"] = status
     return pdb
+
+
+#: ``make_pdb``'s keyword for each ``spec`` field it writes (the selector is its own argument).
+_PDB_SPEC_KEYWORDS = {"minAvailable": "min_available", "maxUnavailable": "max_unavailable",
+                      "unhealthyPodEvictionPolicy": "unhealthy_policy"}
+
+
+def pdb_keywords(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A PodDisruptionBudget ``spec`` in the API's field names, without the selector
+    (``{"minAvailable": 2, "unhealthyPodEvictionPolicy": "AlwaysAllow"}``) → the keywords of
+    :func:`make_pdb` that write it (``{"min_available": 2, "unhealthy_policy": "AlwaysAllow"}``).
+
+    Raises:
+        ValueError: a field :func:`make_pdb` does not write (the selector among them).
+    """
+    unknown = sorted(set(spec) - set(_PDB_SPEC_KEYWORDS))
+    if unknown:
+        raise ValueError(f"make_pdb writes only {sorted(_PDB_SPEC_KEYWORDS)} of a PDB spec, not {unknown}")
+    return {_PDB_SPEC_KEYWORDS[k]: v for k, v in spec.items()}
 
 
 def gpu_fleet(nodes_per_zone: int = 12, zones: tuple[str, ...] = ("us-east-1a", "us-east-1b"),

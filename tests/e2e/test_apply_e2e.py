@@ -18,6 +18,7 @@ from kubernetes import client
 
 from reconciler.cli.main import main
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, condition_type, cordon_key, failure_key
+from reconciler.testing.fleetgen import make_pdb
 
 SHA = "sha256:" + "e" * 64
 
@@ -104,9 +105,8 @@ def test_full_apply_across_twelve_nodes(controlplane: Any, controlplane_reboots:
                      "tolerations": [{"key": RUNTIME_REQUIRED_TAINT_KEY, "operator": "Exists"}],
                      "containers": [{"name": "c", "image": "registry.example/inference:1"}]}}}})
     apps.create_namespaced_daemon_set(namespace, _daemonset(namespace, test_id))
-    policy.create_namespaced_pod_disruption_budget(namespace, {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "inference"},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "inference"}}}})
+    policy.create_namespaced_pod_disruption_budget(namespace, make_pdb(namespace, "inference", {"app": "inference"},
+                                                                       max_unavailable=1))
     # a training pod that must not be interrupted; it finishes after 15 s
     core.create_namespaced_pod(namespace, {
         "metadata": {"name": "train-llm", "labels": {"workload": "long-running-training"},

@@ -18,7 +18,7 @@ from kubernetes import client
 from reconciler.adapters.kube import KubeCluster
 from reconciler.adapters.sim import SimFleet
 from tests.e2e.test_kube_adapter import deployment, running_pods, wait_for
-from tests.eviction_cases import CASES, EVICTED, Case, outcome, pod_names, sim_objects, victim_index
+from tests.eviction_cases import CASES, EVICTED, Case, outcome, pdb_objects, pod_names, sim_objects, victim_index
 
 
 def _real_answer(case: Case, kube: KubeCluster, api: Any, namespace: str, group: str) -> str:
@@ -35,9 +35,8 @@ def _real_answer(case: Case, kube: KubeCluster, api: Any, namespace: str, group:
     for p in pods[: case.not_ready]:
         wait_for(lambda p=p: (q := kube.get_pod(namespace, p.name)) is not None and not q.ready,
                  f"{p.name} not Ready")
-    for j, spec in enumerate(case.pdbs):
-        pol.create_namespaced_pod_disruption_budget(namespace, {
-            "metadata": {"name": f"{app}-pdb-{j}"}, "spec": {**spec, "selector": {"matchLabels": labels}}})
+    for budget in pdb_objects(case, namespace, app):
+        pol.create_namespaced_pod_disruption_budget(namespace, budget)
     mine = lambda: [b for b in kube.list_pdbs() if b.namespace == namespace]  # noqa: E731
     if len(case.pdbs) == 1:
         wait_for(lambda: any(b.expected_pods == case.replicas and b.current_healthy == case.healthy

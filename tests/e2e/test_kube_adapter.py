@@ -40,6 +40,7 @@ from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.recipe import EnvVar, Interrupt
 from reconciler.model.selector import Taint
 from reconciler.ports import LeaseSpec, StageSpec
+from reconciler.testing.fleetgen import make_pdb
 from tests.controlplane.cluster import ControlPlane, RebootEmulator
 
 T = TypeVar("T")
@@ -74,10 +75,6 @@ def deployment(name: str, replicas: int, group: str, labels: dict[str, str]) -> 
             },
         },
     }
-
-
-def pdb(name: str, labels: dict[str, str], min_available: int) -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {"minAvailable": min_available, "selector": {"matchLabels": labels}}}
 
 
 def running_pods(kube: KubeCluster, ns: str, app: str, n: int) -> list[Any]:
@@ -290,7 +287,8 @@ def test_evict_pod_allowed_by_pdb_is_recreated_elsewhere(
     make_nodes(3)
     labels = {"app": "web"}
     client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment("web", 2, test_id, labels))
-    client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, pdb("web", labels, 1))
+    client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(
+        namespace, make_pdb(namespace, "web", labels, min_available=1))
     pods = running_pods(kube, namespace, "web", 2)
     allowed(kube, namespace, "web", 1)
     victim = pods[0]
@@ -312,7 +310,8 @@ def test_evict_blocked_by_pdb_is_429_disruption_budget(
     make_nodes(1)
     labels = {"app": "db"}
     client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment("db", 1, test_id, labels))
-    client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, pdb("db", labels, 1))
+    client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(
+        namespace, make_pdb(namespace, "db", labels, min_available=1))
     (pod,) = running_pods(kube, namespace, "db", 1)
     wait_for(
         lambda: any(b.name == "db" and b.expected_pods == 1 for b in kube.list_pdbs() if b.namespace == namespace),
@@ -336,8 +335,8 @@ def test_evict_with_two_pdbs_is_500_server_error(
     client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment("twice", 1, test_id, labels))
     (pod,) = running_pods(kube, namespace, "twice", 1)
     pol = client.PolicyV1Api(api)
-    pol.create_namespaced_pod_disruption_budget(namespace, pdb("one", labels, 0))
-    pol.create_namespaced_pod_disruption_budget(namespace, pdb("two", labels, 0))
+    pol.create_namespaced_pod_disruption_budget(namespace, make_pdb(namespace, "one", labels, min_available=0))
+    pol.create_namespaced_pod_disruption_budget(namespace, make_pdb(namespace, "two", labels, min_available=0))
     # The server refuses before looking at any budget status (eviction.go), so no wait for the
     # disruption controller here (it only re-syncs one of two PDBs that select the same pod).
     wait_for(lambda: len([b for b in kube.list_pdbs() if b.namespace == namespace]) == 2, "two PDBs listed")

@@ -22,6 +22,7 @@ from kubernetes import client
 from reconciler.adapters.kube import KubeCluster
 from reconciler.adapters.kubewatch import WatchClock
 from reconciler.ports import Clock, Cluster
+from reconciler.testing.fleetgen import make_pdb, pdb_keywords
 from tests.e2e.test_kube_adapter import deployment, running_pods, wait_for
 from tests.lifecycle_cases import SCENARIOS, SELECT_KEY, Outcome, Scenario, SimWorld, Workload, run_scenario
 
@@ -64,8 +65,8 @@ class RealWorld:
                      f"{p.name} not Ready")
         if w.pdb is None:
             return
-        client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, {
-            "metadata": {"name": f"{w.app}-pdb"}, "spec": {**w.pdb, "selector": {"matchLabels": labels}}})
+        client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(
+            namespace, make_pdb(namespace, f"{w.app}-pdb", labels, **pdb_keywords(w.pdb)))
         healthy = w.replicas - w.not_ready
         wait_for(lambda: any(b.namespace == namespace and b.expected_pods == w.replicas
                              and b.current_healthy == healthy for b in kube.list_pdbs()),

@@ -36,6 +36,7 @@ from reconciler.model.nodestate import cordon_key, failure_key, inflight_key, pa
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
 from reconciler.testing.faults import Fault, FaultyCluster
+from reconciler.testing.fleetgen import make_pdb
 
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "examples" / "rbac" / "reconciler-rbac.yaml"  # rendered from the chart (scripts/render-rbac)
@@ -94,9 +95,8 @@ def workload(core: Any, apps: Any, policy: Any, ns: str, group: str, replicas: i
                  "template": {"metadata": {"labels": {"app": "web"}},
                               "spec": {"nodeSelector": {"e2e.test/group": group},
                                        "containers": [{"name": "c", "image": "registry.example/web:1"}]}}}})
-    policy.create_namespaced_pod_disruption_budget(ns, {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
-        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": "web"}}}})
+    policy.create_namespaced_pod_disruption_budget(ns, make_pdb(ns, "web", {"app": "web"},
+                                                                max_unavailable=max_unavailable))
 
     def running() -> bool:
         pods = core.list_namespaced_pod(ns, label_selector="app=web").items

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from reconciler.adapters.kubeobjects import node_from, pod_from
+from reconciler.model.observed import NodeCondition
+from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 from reconciler.testing import builders as b
-from reconciler.testing.fleetgen import make_node, make_pod
+from reconciler.testing.fleetgen import make_node, make_pdb, make_pod, pdb_keywords
 
 
 def test_a_node_record_is_what_the_adapters_read_from_its_object() -> None:
@@ -39,6 +41,35 @@ def test_a_pod_and_a_pdb_keep_the_builders_defaults() -> None:
     budget = b.pdb("web", {"app": "web"}, allowed=0, unhealthy_policy="AlwaysAllow")
     assert budget.disruptions_allowed == 0 and budget.selector == b.as_selector({"app": "web"})
     assert budget.unhealthy_pod_eviction_policy.value == "AlwaysAllow" and budget.expected_pods == 0
+
+
+def test_resource_versions_heartbeats_conditions_and_budget_counts_reach_the_records() -> None:
+    obj = make_node("n1", {}, resource_version="12", heartbeat=1795000040.0,
+                    conditions=[{"type": "example.com/Validated", "status": "False", "reason": "R"}])
+    assert list(obj["metadata"]) == ["name", "uid", "resourceVersion", "creationTimestamp", "labels"]  # the API's order
+    assert obj["status"]["conditions"][0]["lastHeartbeatTime"] == "2026-11-18T11:07:20Z"
+    assert make_node("n1", {}, ready=None, heartbeat=5.0)["status"]["conditions"] == []
+    n = b.node("n1", resource_version="7", conditions=[NodeCondition("example.com/Validated", "True", "", "ok")])
+    assert n.resource_version == "7" and [c.type for c in n.conditions] == ["Ready", "example.com/Validated"]
+    assert n.condition("example.com/Validated") == NodeCondition("example.com/Validated", "True", "", "ok")
+    assert b.node("n1").resource_version == "" and "resourceVersion" not in make_node("n1", {})["metadata"]
+    assert make_pod("ns", "p", "n1", resource_version="8")["metadata"]["resourceVersion"] == "8"
+    budget = b.pdb("web", {"app": "web"}, allowed=0, current_healthy=1, desired_healthy=2, expected_pods=3,
+                   unhealthy_policy=UnhealthyPodEvictionPolicy.ALWAYS_ALLOW)
+    assert (budget.current_healthy, budget.desired_healthy, budget.expected_pods) == (1, 2, 3)
+    assert budget.unhealthy_pod_eviction_policy is UnhealthyPodEvictionPolicy.ALWAYS_ALLOW
+    raw = make_pdb("ml", "inference", {}, generation=3, current_healthy=5, resource_version="4")
+    assert raw["metadata"] == {"name": "inference", "namespace": "ml", "resourceVersion": "4", "generation": 3}
+    assert raw["status"] == {"currentHealthy": 5} and "status" not in make_pdb("ml", "x", {})
+
+
+def test_a_pdb_spec_in_the_api_names_becomes_make_pdb_keywords() -> None:
+    kw = pdb_keywords({"maxUnavailable": "50%", "unhealthyPodEvictionPolicy": "AlwaysAllow"})
+    assert kw == {"max_unavailable": "50%", "unhealthy_policy": "AlwaysAllow"}
+    assert make_pdb("ns", "p", {"app": "a"}, **kw)["spec"] == {
+        "selector": {"matchLabels": {"app": "a"}}, "unhealthyPodEvictionPolicy": "AlwaysAllow", "maxUnavailable": "50%"}
+    with pytest.raises(ValueError, match=r"not \['selector'\]"):
+        pdb_keywords({"minAvailable": 1, "selector": {}})
 
 
 def test_the_policy_shorthand_builds_the_model_form() -> None:

@@ -16,13 +16,15 @@ from kubernetes import client
 from reconciler.adapters import kube as kube_mod
 from reconciler.adapters.kube import KubeCluster
 from reconciler.errors import TransientError
+from reconciler.testing.fleetgen import make_node
 from tests.httpfake import QuietHandler
 
 
 def _node(i: int) -> dict[str, Any]:
-    return {"metadata": {"name": f"n{i:02d}", "uid": f"u{i}", "labels": {"pool": "gpu"}, "resourceVersion": str(i + 1),
-                         "managedFields": [{"manager": "kwok", "fieldsV1": {"f:status": {}}}]},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"bootID": f"b{i}"}}}
+    obj = make_node(f"n{i:02d}", {"pool": "gpu"}, uid=f"u{i}", boot_id=f"b{i}", resource_version=str(i + 1),
+                    kubelet_labels=False)
+    obj["metadata"]["managedFields"] = [{"manager": "kwok", "fieldsV1": {"f:status": {}}}]  # as a server lists it
+    return obj
 
 
 class _Api(QuietHandler):

@@ -18,14 +18,11 @@ from kubernetes import client
 from reconciler.adapters.kube import KubeCluster
 from reconciler.errors import ConflictError, NotFoundError, TooManyRequestsError, TransientError
 from reconciler.ports import StageSpec
+from reconciler.testing.fleetgen import make_node, make_pod
 from tests.httpfake import QuietHandler, serving
 
-_NODE = {"kind": "Node", "apiVersion": "v1",
-         "metadata": {"name": "n/1", "uid": "u1", "resourceVersion": "7", "labels": {"pool": "gpu"}},
-         "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"bootID": "b1"}}}
-_POD = {"kind": "Pod", "apiVersion": "v1",
-        "metadata": {"name": "p", "namespace": "node-reconciler", "uid": "pu", "resourceVersion": "8"},
-        "spec": {"nodeName": "n/1"}, "status": {"phase": "Pending"}}
+_NODE = make_node("n/1", {"pool": "gpu"}, uid="u1", boot_id="b1", resource_version="7", kubelet_labels=False)
+_POD = make_pod("node-reconciler", "p", "n/1", phase="Pending", uid="pu", resource_version="8")
 
 
 class _Api(QuietHandler):

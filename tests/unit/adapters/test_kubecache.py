@@ -9,15 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache, parse_resource_version
+from reconciler.testing import builders
+from reconciler.testing.fleetgen import make_node, make_pod
 
 
 def node(name: str, rv: str, **ann: str) -> dict[str, Any]:
-    return {"kind": "Node", "metadata": {"name": name, "resourceVersion": rv, "annotations": dict(ann)}}
+    return make_node(name, {}, resource_version=rv, annotations=ann)
 
 
-def pod(name: str, rv: str, phase: str = "Running", ns: str = "ns") -> dict[str, Any]:
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": ns, "resourceVersion": rv},
-            "status": {"phase": phase}}
+def pod(name: str, rv: str, phase: str = "Running", ns: str = "ns", node: str = "") -> dict[str, Any]:
+    return make_pod(ns, name, node, phase=phase, resource_version=rv)
 
 
 def synced_cache(**kw: Any) -> WatchCache:
@@ -154,15 +155,14 @@ def test_observe_reports_a_change_only_when_a_reader_would_see_one() -> None:
 
 def test_same_but_version_ignores_only_the_version_and_managed_fields() -> None:
     from reconciler.adapters.kubecache import same_but_version
-    from reconciler.model.observed import NodeInfo
 
     a = {"metadata": {"name": "p", "resourceVersion": "1", "managedFields": [{"time": "t1"}]}, "status": {"x": 1}}
     b = {"metadata": {"name": "p", "resourceVersion": "2", "managedFields": [{"time": "t2"}]}, "status": {"x": 1}}
     assert same_but_version(a, b)
     assert not same_but_version(a, {**b, "status": {"x": 2}})
     assert not same_but_version(a, {**b, "metadata": {**b["metadata"], "labels": {"k": "v"}}})
-    assert same_but_version(NodeInfo("n", resource_version="1"), NodeInfo("n", resource_version="2"))
-    assert not same_but_version(NodeInfo("n", unschedulable=True), NodeInfo("n"))
+    assert same_but_version(builders.node("n", resource_version="1"), builders.node("n", resource_version="2"))
+    assert not same_but_version(builders.node("n", unschedulable=True), builders.node("n"))
     assert not same_but_version("a", "b")
 
 
@@ -186,8 +186,8 @@ def test_an_event_no_newer_than_the_entry_is_not_converted() -> None:
 
 def test_forget_node_drops_the_node_and_the_pods_bound_to_it() -> None:
     c = synced_cache()
-    bound = {**pod("stage-a", "5"), "spec": {"nodeName": "n1"}}
-    other = {**pod("stage-b", "6"), "spec": {"nodeName": "n2"}}
+    bound = pod("stage-a", "5", node="n1")
+    other = pod("stage-b", "6", node="n2")
     for k in ("n1", "n2"):
         c.track(NODES, k)
         c.store(NODES, node(k, "3"))

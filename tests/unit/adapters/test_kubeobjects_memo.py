@@ -11,15 +11,17 @@ from pydantic import ValidationError
 
 from reconciler.adapters import kubeobjects
 from reconciler.adapters.kubeobjects import parse_time, pod_from
+from reconciler.testing.fleetgen import make_pod
 
 DEFAULT_TOLERATIONS = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
                         "tolerationSeconds": 300}]
 
 
-def _pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ns",
-                         "ownerReferences": [{"kind": "ReplicaSet", "name": "rs", "controller": True, "uid": "u"}]},
-            "spec": {"nodeName": "n1", **spec}, "status": {"phase": "Running", "startTime": "2026-12-01T20:49:44Z"}}
+STARTED = "2026-12-01T20:49:44Z"
+
+
+def _pod(name: str, tolerations: list[Any] | None = None) -> dict[str, Any]:
+    return make_pod("ns", name, "n1", owner=("ReplicaSet", "rs"), start=parse_time(STARTED), tolerations=tolerations)
 
 
 def test_identical_fields_share_records() -> None:

@@ -14,23 +14,18 @@ from hypothesis import strategies as st
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache
 from reconciler.adapters.kubeobjects import node_from
 from reconciler.adapters.kubewatch import WatchClock, _lines, concerns_tracked, resume_version, wakes_only
+from reconciler.testing.fleetgen import START, make_node, make_pod
 
 
-def node(name: str, rv: str, *, labels: dict[str, str] | None = None, heartbeat: str = "2026-01-01T00:00:00Z",
-         taints: list[dict[str, str]] | None = None) -> dict[str, Any]:
-    return {"kind": "Node", "apiVersion": "v1",
-            "metadata": {"name": name, "uid": "u-" + name, "resourceVersion": rv, "labels": labels or {}},
-            "spec": {"taints": taints or []},
-            "status": {"conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": heartbeat}],
-                       "nodeInfo": {"bootID": "b1"}}}
+def node(name: str, rv: str, *, labels: dict[str, str] | None = None, heartbeat: float = START,
+         taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return make_node(name, labels or {}, resource_version=rv, heartbeat=heartbeat, taints=taints, uid="u-" + name,
+                     boot_id="b1", kubelet_labels=False)
 
 
 def pod(name: str, rv: str, node_name: str, ns: str = "load", phase: str = "Running",
         labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"kind": "Pod", "apiVersion": "v1",
-            "metadata": {"name": name, "namespace": ns, "resourceVersion": rv, "labels": labels or {}},
-            "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "x"}]},
-            "status": {"phase": phase}}
+    return make_pod(ns, name, node_name, labels=labels, phase=phase, resource_version=rv)
 
 
 def line(obj: dict[str, Any], event: str = "MODIFIED") -> bytes:
@@ -126,7 +121,7 @@ def test_the_echo_of_our_own_write_and_a_heartbeat_do_not_wake_but_a_change_does
     clock = clock_with(c)
     c.store(NODES, node("n1", "10"))  # our PATCH's answer
     assert clock._woken("nodes", "MODIFIED", node("n1", "10")) is None  # its echo
-    assert clock._woken("nodes", "MODIFIED", node("n1", "11", heartbeat="2026-01-01T00:00:40Z")) is None
+    assert clock._woken("nodes", "MODIFIED", node("n1", "11", heartbeat=START + 40)) is None
     assert c.lookup(NODES, "n1")[1].resource_version == "11"  # kept current all the same
     cordon = [{"key": "k", "value": "", "effect": "NoSchedule"}]
     assert clock._woken("nodes", "MODIFIED", node("n1", "12", taints=cordon)) == "n1"

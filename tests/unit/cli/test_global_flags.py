@@ -19,8 +19,7 @@ from reconciler.testing.fleetgen import make_node, write_fleet
 from tests.httpfake import QuietHandler, token_kubeconfig
 from tests.unit.ops.conftest import RunCli
 
-NODES = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": lbl, "annotations": {},
-                                                             "resourceVersion": "1"}, "spec": {}, "status": {}}
+NODES = [make_node(n, lbl, resource_version="1", ready=None, kubelet_labels=False)
          for n, lbl in (("n1", {"zone": "a"}), ("n2", {"zone": "b"}))]
 
 

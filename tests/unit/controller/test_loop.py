@@ -10,8 +10,8 @@ from typing import Any
 
 from reconciler.adapters.simconfig import SimConfig, StageFailure
 from reconciler.model.nodestate import inflight_key
-from reconciler.model.observed import NodeInfo
 from reconciler.ops.controls import control_patch, store_for
+from reconciler.testing import builders
 from tests.gitops.tools import kstatus
 from tests.unit.controller.conftest import conditions, make, recipe_object
 
@@ -98,7 +98,7 @@ def _stop_when_in_progress(ctl: Any, writer: Any, action: Any) -> None:
 
 def test_new_work_preempts_a_pass_and_the_next_pass_resumes_and_finishes() -> None:
     ctl, sim, writer = make([recipe_object("gpu-training-tuning.yaml")])
-    _stop_when_in_progress(ctl, writer, lambda: ctl.on_node("ADDED", None, NodeInfo(name="new-node")))
+    _stop_when_in_progress(ctl, writer, lambda: ctl.on_node("ADDED", None, builders.node("new-node")))
     ctl._in_pass.set()  # the handler below runs inside the pass
     assert ctl.reconcile(["startup"]) == "preempted"
     assert not sim.leases  # released on the way out

@@ -9,7 +9,8 @@ from reconciler.controller.triggers import controls_trigger, node_trigger, pdb_t
 from reconciler.model.nodestate import IGNORE_LABEL, RECONCILE_REQUEST_KEY, RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import Taint
-from reconciler.testing import as_selector
+from reconciler.testing import as_selector, builders
+from reconciler.testing.fleetgen import make_pdb
 
 GPU = [as_selector({"pool": "gpu"})]
 TAINT = Taint(key=RUNTIME_REQUIRED_TAINT_KEY, value="true", effect="NoSchedule")
@@ -17,8 +18,8 @@ TAINT = Taint(key=RUNTIME_REQUIRED_TAINT_KEY, value="true", effect="NoSchedule")
 
 def n(labels: dict[str, str] | None = None, *, taints: tuple[Taint, ...] = (), ready: bool | None = True,
       annotations: dict[str, str] | None = None, unschedulable: bool = False) -> NodeInfo:
-    return NodeInfo(name="n1", labels={"pool": "gpu", **(labels or {})}, annotations=annotations or {},
-                    taints=taints, ready=ready, unschedulable=unschedulable)
+    return builders.node("n1", labels={"pool": "gpu", **(labels or {})}, annotations=annotations, taints=taints,
+                         ready=ready, unschedulable=unschedulable)
 
 
 @pytest.mark.parametrize(("event", "old", "new", "expected"), [
@@ -78,8 +79,8 @@ def test_controls_trigger(old: dict[str, str] | None, new: dict[str, str] | None
 
 
 def pdb(gen: int, allowed: int) -> dict[str, object]:
-    return {"metadata": {"namespace": "ml", "name": "inference", "generation": gen},
-            "status": {"disruptionsAllowed": allowed, "currentHealthy": 5}}
+    return make_pdb("ml", "inference", {"app": "inference"}, generation=gen, disruptions_allowed=allowed,
+                    current_healthy=5)
 
 
 @pytest.mark.parametrize(("event", "old", "new", "expected"), [

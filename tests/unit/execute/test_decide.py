@@ -8,6 +8,7 @@ from reconciler.execute.decide import CordonAction, decide_cordon, decide_releas
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, status_key
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import Taint
+from reconciler.testing import builders as b
 
 R = "tune"
 CLAIM = '{"runId":"run-1"}'
@@ -19,8 +20,8 @@ def node(*, unschedulable: bool = False, claims: tuple[str, ...] = (), taints: t
          statuses: dict[str, str] | None = None, boot: str = "b1", ready: bool | None = True) -> NodeInfo:
     ann = {cordon_key(r): CLAIM for r in claims}
     labels = {status_key(r): s for r, s in (statuses or {}).items()}
-    return NodeInfo("n1", labels=labels, annotations=ann, unschedulable=unschedulable, taints=taints,
-                    boot_id=boot, ready=ready, resource_version="9")
+    return b.node("n1", labels=labels, annotations=ann, unschedulable=unschedulable, taints=taints, boot_id=boot,
+                  ready=ready, resource_version="9")
 
 
 @pytest.mark.parametrize(("n", "action", "claim", "cordon", "others"), [
@@ -112,8 +113,7 @@ _BOTH = ReadinessGate.model_validate({"conditionType": "example.com/Validated",
 
 
 def _gnode(conditions: tuple[tuple[str, str], ...] = (), labels: dict[str, str] | None = None) -> NodeInfo:
-    return NodeInfo("n1", labels=labels or {},
-                    conditions=tuple(NodeCondition(t, s, "R", "m") for t, s in conditions))
+    return b.node("n1", labels=labels, conditions=[NodeCondition(t, s, "R", "m") for t, s in conditions])
 
 
 @pytest.mark.parametrize(("gate", "node", "ready", "says"), [

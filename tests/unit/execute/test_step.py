@@ -47,7 +47,7 @@ from reconciler.model.nodestate import (
     failure_key,
     inflight_key,
 )
-from reconciler.model.observed import NodeCondition, NodeInfo, PodInfo
+from reconciler.model.observed import NodeCondition, NodeInfo
 from reconciler.model.plan import NodePlan, Step
 from reconciler.model.recipe import DrainOptions, Interrupt, ReadinessGate
 from reconciler.model.utctime import to_rfc3339
@@ -103,8 +103,8 @@ def node(*, unschedulable: bool = False, ours: bool = False, ready: bool | None 
         ann[inflight_key(R)] = dump_model(inflight)
     if failed:
         ann[failure_key(R)] = '{"runId":"run-0","reason":"StageFailed"}'
-    return NodeInfo("n1", labels={"pool": "gpu", **(labels or {})}, annotations=ann, unschedulable=unschedulable,
-                    ready=ready, boot_id=boot, resource_version="7", conditions=conditions)
+    return b.node("n1", labels={"pool": "gpu", **(labels or {})}, annotations=ann, unschedulable=unschedulable,
+                  ready=ready, boot_id=boot, resource_version="7", conditions=conditions)
 
 
 def fl(phase: str, **kw: Any) -> InFlight:
@@ -113,10 +113,8 @@ def fl(phase: str, **kw: Any) -> InFlight:
                                     **kw})
 
 
-WEB = PodInfo(namespace="default", name="web", uid="u-web", node_name="n1", labels={}, annotations={},
-              phase="Running", owners=(b.pod("web").owners))
-JOB = PodInfo(namespace="ml", name="train", uid="u-train", node_name="n1", labels={"protect": "yes"},
-              annotations={}, phase="Running", owners=(b.pod("train").owners))
+WEB = b.pod("web", uid="u-web")
+JOB = b.pod("train", namespace="ml", labels={"protect": "yes"}, uid="u-train")
 
 
 def mem(phase: Phase, **kw: Any) -> Memory:

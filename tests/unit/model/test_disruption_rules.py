@@ -17,10 +17,8 @@ from reconciler.model.disruption import (
     scaled_value,
 )
 from reconciler.model.observed import PdbInfo
-from reconciler.model.selector import LabelSelector
 from reconciler.model.vocab import UnhealthyPodEvictionPolicy as Policy
-
-SEL = LabelSelector(matchLabels={"app": "web"})
+from reconciler.testing import builders as b
 
 
 @pytest.mark.parametrize(
@@ -83,8 +81,8 @@ def test_budget_status_as_the_disruption_controller(
 
 def pdb(name: str = "web", *, current: int, desired: int, allowed: int, policy: Policy = Policy.IF_HEALTHY_BUDGET,
         ) -> PdbInfo:
-    return PdbInfo("default", name, SEL, current_healthy=current, desired_healthy=desired,
-                   disruptions_allowed=allowed, unhealthy_pod_eviction_policy=policy)
+    return b.pdb(name, {"app": "web"}, allowed=allowed, current_healthy=current, desired_healthy=desired,
+                 unhealthy_policy=policy)
 
 
 HEALTHY = pdb(current=2, desired=1, allowed=1)  # budget healthy, one disruption allowed

@@ -24,6 +24,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.observed import NodeInfo
 from reconciler.ops.migrate import import_node, plan_import
 from reconciler.ops.nodeops import IGNORE_LABEL
+from reconciler.testing import builders
 from reconciler.testing.fleetgen import make_node
 from tests.unit.ops.conftest import RunCli, load_fleet, write_fleet
 
@@ -175,7 +176,7 @@ def test_import_then_plan_shows_only_the_remaining_work(halfway: Path, recipe: P
 
 def test_import_node_rules() -> None:
     def mk(ann: dict[str, str], labels: dict[str, str] | None = None, unschedulable: bool = False) -> NodeInfo:
-        return NodeInfo("n", labels=labels or {}, annotations=ann, unschedulable=unschedulable, resource_version="3")
+        return builders.node("n", labels=labels, annotations=ann, unschedulable=unschedulable, resource_version="3")
 
     s = old_state(BASE_DONE)
     assert import_node(mk({}), NAME, "skyhook") is None

@@ -25,8 +25,8 @@ from reconciler.model.nodestate import (
     state_key,
     status_key,
 )
-from reconciler.model.observed import NodeInfo
 from reconciler.report.metrics import MetricsError, MetricSet, rollout_metrics, write_textfile
+from reconciler.testing import builders
 from reconciler.testing.fleetgen import make_node
 from tests.httpfake import QuietHandler
 from tests.unit.ops.conftest import RunCli, write_fleet
@@ -41,12 +41,12 @@ def _st(state: str, stage: str = "config", restarts: int = 0) -> str:
 
 
 NODES = [
-    NodeInfo("n1", annotations={state_key(R): _st("complete"), status_key(R): "complete"}),
-    NodeInfo("n2", annotations={state_key(R): _st("erroring", "apply", 2), status_key(R): "erroring",
-                                failure_key(R): dump_model(FailureRecord(runId="r", reason="StageFailed"))}),
-    NodeInfo("n3", annotations={state_key(R): _st("in_progress", "apply"), status_key(R): "in_progress",
-                                inflight_key(R): dump_model(InFlight(runId="r", planHash="h", phase="stages"))}),
-    NodeInfo("n4"),
+    builders.node("n1", annotations={state_key(R): _st("complete"), status_key(R): "complete"}),
+    builders.node("n2", annotations={state_key(R): _st("erroring", "apply", 2), status_key(R): "erroring",
+                                     failure_key(R): dump_model(FailureRecord(runId="r", reason="StageFailed"))}),
+    builders.node("n3", annotations={state_key(R): _st("in_progress", "apply"), status_key(R): "in_progress",
+                                     inflight_key(R): dump_model(InFlight(runId="r", planHash="h", phase="stages"))}),
+    builders.node("n4"),
 ]
 RESULT = RunResult(
     run_id="r", plan_hash="h", recipe=R, result="halted",

@@ -26,6 +26,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.observed import NodeInfo
 from reconciler.ops.nodeops import IGNORE_LABEL, ignore_patch, recipes_on, rerun_patch, reset_package_patch, reset_patch
 from reconciler.ops.patches import NodePatch, plan_node_patches, select_nodes, write_node_patches
+from reconciler.testing import builders as b
 
 R = "gpu-setup"
 STATE = dump_state({
@@ -39,7 +40,7 @@ CORDON = dump_model(CordonRecord(runId="run-1", at=5.0))
 
 def node(name: str = "n1", *, unschedulable: bool = False, labels: dict[str, str] | None = None,
          **ann: str) -> NodeInfo:
-    return NodeInfo(name, labels=labels or {}, annotations=ann, unschedulable=unschedulable, resource_version="7")
+    return b.node(name, labels=labels, annotations=ann, unschedulable=unschedulable, resource_version="7")
 
 
 def ours(**extra: str) -> dict[str, str]:
@@ -153,8 +154,8 @@ class _Flaky:
 
     def get_node(self, name: str) -> NodeInfo:
         n = self.nodes[name]
-        return NodeInfo(n.name, labels={**n.labels, IGNORE_LABEL: "true"} if name == "n2" else n.labels,
-                        resource_version="8")
+        return b.node(n.name, labels={**n.labels, IGNORE_LABEL: "true"} if name == "n2" else n.labels,
+                      resource_version="8")
 
     def patch_node(self, name: str, *, annotations: object = None, labels: dict[str, str | None] | None = None,
                    unschedulable: object = None, resource_version: str | None = None) -> NodeInfo:

@@ -9,7 +9,6 @@ import pytest
 from ruamel.yaml import YAML
 
 from reconciler.load import load_inputs
-from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import Recipe
 from reconciler.packages.render import (
     config_map_name,
@@ -22,6 +21,7 @@ from reconciler.packages.render import (
     package_config_map,
     stage_files,
 )
+from reconciler.testing import builders
 from reconciler.testing.fleetgen import make_node
 from tests.unit.ops.conftest import RunCli, write_fleet
 from tests.unit.ops.test_package_config import make_package, step
@@ -66,7 +66,7 @@ def recipe(recipe_file: Path) -> Recipe:
     return r
 
 
-NODE = NodeInfo("gpu-a-001", labels={"pool": "gpu", "zone": "a"}, annotations={"x/y": "1"})
+NODE = builders.node("gpu-a-001", labels={"pool": "gpu", "zone": "a"}, annotations={"x/y": "1"})
 
 
 def test_package_config_map_holds_the_configmap_files(recipe: Recipe) -> None:
