@@ -64,6 +64,11 @@ def _node_name(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("nodeName") or "")
 
 
+#: Parsed nodes :meth:`FleetIndex.node` keeps (a NodeInfo is about 1.3 KB): the nodes a rollout
+#: works on and the scheduler's candidates, not every node of a large fleet (issue 13).
+NODE_CACHE_SIZE = 1024
+
+
 class _Budget:
     """One PDB's parsed spec and the running counts over the pods it selects."""
 
@@ -111,7 +116,8 @@ class FleetIndex:
 
     # ------------------------------------------------------------------ nodes
     def node(self, name: str) -> NodeInfo:
-        """The node's NodeInfo, parsed again only when its resourceVersion changed.
+        """The node's NodeInfo, parsed again only when its resourceVersion changed (or when it
+        left the cache: at most :data:`NODE_CACHE_SIZE` nodes are kept, the oldest dropped first).
 
         Raises:
             KeyError: no such node.
@@ -122,14 +128,28 @@ class FleetIndex:
         if hit is not None and hit[0] == rv:
             return hit[1]
         info = node_from(raw)
-        self._node_cache[name] = (rv, info)
+        cache = self._node_cache
+        if hit is None and len(cache) >= NODE_CACHE_SIZE:
+            del cache[next(iter(cache))]  # the oldest entry: the cache holds the nodes in work, not the fleet
+        cache[name] = (rv, info)
         return info
 
     def node_changed(self, name: str) -> None:
         """After any change to node ``name`` (or its removal)."""
         self._node_cache.pop(name, None)
         if name in self._nodes:
-            heapq.heappush(self._heap, (len(self.pods_on.get(name, ())), name))
+            self._push(len(self.pods_on.get(name, ())), name)
+
+    def _push(self, load: int, name: str) -> None:
+        """A scheduler heap entry for ``name`` at ``load`` pods. Entries are superseded, not
+        removed (:meth:`pick_node` drops stale ones as it meets them), so a node written many
+        times between two picks has many; past twice the fleet the heap is rebuilt from the
+        current loads (amortised O(1) per push; it grew by every node write of a run before)."""
+        heap = self._heap
+        heapq.heappush(heap, (load, name))
+        if len(heap) > 2 * len(self._nodes) + 1024:
+            self._heap = [(len(self.pods_on.get(n, ())), n) for n in self._nodes]
+            heapq.heapify(self._heap)
 
     def _schedulable(self, name: str) -> bool:
         if name not in self._nodes:
@@ -180,7 +200,7 @@ class FleetIndex:
         if node:
             self.pods_on.setdefault(node, set()).add(key)
             if schedule:
-                heapq.heappush(self._heap, (len(self.pods_on[node]), node))
+                self._push(len(self.pods_on[node]), node)
         meta = pod["metadata"]
         ns, labels = meta.get("namespace") or "default", meta.get("labels") or {}
         healthy = pod_healthy(pod)
@@ -208,7 +228,7 @@ class FleetIndex:
             on.discard(key)
             if not on:
                 del self.pods_on[node]
-            heapq.heappush(self._heap, (len(on), node))
+            self._push(len(on), node)
         healthy = key in self._healthy
         self._healthy.discard(key)
         ctrl = controller_of(pod)

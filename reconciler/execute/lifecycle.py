@@ -163,6 +163,10 @@ def _evict_result(e: ClusterError) -> EvictResult:
     return EvictResult(EvictAnswer.OTHER, e.message)
 
 
+#: The view a cycle starts from (and a node run holds between cycles): nothing read yet.
+_EMPTY_VIEW = View()
+
+
 class NodeRun:
     """One node's lifecycle in one run. Call :meth:`advance` (or the begin/perform/resume triple)
     until :attr:`outcome` is no longer RUNNING.
@@ -176,7 +180,7 @@ class NodeRun:
         self.plan = plan
         self.memory = Memory()
         self.wake: float | None = None
-        self._view = View()
+        self._view = _EMPTY_VIEW
         self._now = 0.0
         self._utc = 0.0
         self._steps = 0
@@ -247,7 +251,7 @@ class NodeRun:
         perform, or None when the cycle is over (:attr:`wake` says when to come back)."""
         self._now = self.ctx.clock.now()
         self._utc = self.ctx.clock.utc()
-        self._view = View()
+        self._view = _EMPTY_VIEW
         self._steps = 0
         return self._decide()
 
@@ -373,5 +377,6 @@ class NodeRun:
             self._view = View(fresh=fresh, evictions=answer.evictions)
             return self._decide()
         self.wake = t.wake
+        self._view = _EMPTY_VIEW  # the cycle's reads are not kept between cycles (nor after the run)
         return None
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from reconciler.adapters import simindex
 from reconciler.adapters.sim import SimFleet
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
@@ -71,3 +74,37 @@ def test_unschedulable_replacement_waits_with_its_uid() -> None:
     sim.advance(40)
     bound = sim.get_pod("web", new.name)
     assert bound is not None and bound.uid == new.uid and bound.node_name == "n2" and bound.ready
+
+
+def test_node_cache_is_bounded_and_answers_stay_current(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parsed-node cache keeps at most NODE_CACHE_SIZE nodes (the oldest leave first); a node
+    read again after it left is parsed afresh, and the scheduler still sees cordons made since."""
+    monkeypatch.setattr(simindex, "NODE_CACHE_SIZE", 3)
+    objs = [make_node(f"n{i}", {"pool": "gpu"}) for i in range(8)]
+    objs += [make_pod("web", "web-a", "n0", labels={"app": "web"}, owner=("ReplicaSet", "web"))]
+    sim = SimFleet(objs, CFG)
+    index = sim._index
+    seen = [index.node(f"n{i}") for i in range(8)]
+    assert [n.name for n in seen] == [f"n{i}" for i in range(8)]
+    assert len(index._node_cache) == 3 and set(index._node_cache) == {"n5", "n6", "n7"}
+    for i in range(1, 8):
+        sim.patch_node(f"n{i}", unschedulable=True)  # every node but n0 cordoned; n0 left the cache
+    assert len(index._node_cache) <= 3
+    assert [n.unschedulable for n in sim.list_nodes()] == [False] + [True] * 7
+    sim.evict_pod("web", "web-a", "", grace_seconds=1)
+    sim.advance(12)  # the replacement can only go to n0, read afresh
+    assert {p.node_name for p in sim.list_pods() if p.namespace == "web"} == {"n0"}
+
+
+def test_scheduler_heap_stays_bounded_under_many_node_writes() -> None:
+    """Every node write supersedes the node's heap entry; thousands of writes between two picks
+    leave the heap within twice the fleet (plus slack), and the scheduler's choice is unchanged."""
+    sim = _fleet()
+    index = sim._index
+    for i in range(3000):
+        sim.patch_node(f"n{1 + i % 3}", annotations={"k": str(i)})
+    assert len(index._heap) <= 2 * 3 + 1024
+    sim.patch_node("n1", unschedulable=True)
+    sim.evict_pod("web", "web-a", "", grace_seconds=1)
+    sim.advance(12)
+    assert sorted(p.node_name for p in sim.list_pods() if p.namespace == "web") == ["n2", "n3"]
