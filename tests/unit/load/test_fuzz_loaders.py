@@ -31,6 +31,8 @@ from reconciler.errors import InputError, InputErrors
 from reconciler.load import load_inputs
 from reconciler.packages.config import load_package, validate_package
 
+pytestmark = pytest.mark.slow  # fuzz sweeps with a fixed example budget: CI runs them, the fast tier not
+
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SHA = "sha256:" + "ab" * 32

@@ -15,12 +15,15 @@ import os
 import tempfile
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reconciler.adapters.simwrite import dumps_list
 from reconciler.errors import InputError
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
+
+pytestmark = pytest.mark.slow  # fuzz sweeps with a fixed example budget: CI runs them, the fast tier not
 
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -132,6 +132,7 @@ def check_rejected(case: Case, cluster_files: tuple[Path, str, Path], tmp_path: 
     CORPUS_FIGURES["inputs_rejected"] += 1
 
 
+@pytest.mark.slow  # the whole corpus (174 cases, about 7 s); the fast tier keeps the tests below
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_corpus_input_is_rejected_with_position_and_no_writes(
         case: Case, cluster_files: tuple[Path, str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

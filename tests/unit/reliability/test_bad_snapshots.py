@@ -133,6 +133,7 @@ def test_the_fleets_the_cases_start_from_are_valid(good_fleet: Path, tmp_path: P
         assert json.loads(capsys.readouterr().out)["summary"]["nodes"] == 3
 
 
+@pytest.mark.slow  # the whole corpus (166 cases, about 11 s); the fast tier keeps the tests below
 @pytest.mark.parametrize("case", CASES, ids=[c.path.name for c in CASES])
 def test_bad_snapshot_is_rejected_with_its_location(case: Case, good_fleet: Path, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
