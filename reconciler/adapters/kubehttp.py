@@ -237,7 +237,12 @@ class Transport:
             hdrs[name] = value
         if "user-agent" not in {k.lower() for k in hdrs}:
             raise Unsupported("no User-Agent header")  # urllib3 would add its own
-        origin = (u.scheme, u.host, u.port or (443 if u.scheme == "https" else 80))
+        host = u.host
+        if host.endswith(".") or "%" in host:
+            raise Unsupported("host with a trailing dot or a zone id")  # urllib3 rewrites these
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]  # an IPv6 literal: http.client brackets it in the Host header again
+        origin = (u.scheme, host, u.port or (443 if u.scheme == "https" else 80))
         target = u.request_uri
         connect_timeout, read_timeout = timeout
         resent = False
@@ -316,9 +321,11 @@ def _dropped(sock: socket.socket) -> bool:
     """Whether an idle connection was closed (or written to) by the server: readable with
     nothing asked (urllib3's ``is_connection_dropped``)."""
     try:
-        poller = select.poll()
-        poller.register(sock, select.POLLIN)
-        return bool(poller.poll(0))
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock], [], [], 0)[0])
     except (OSError, ValueError):
         return True
 
@@ -348,9 +355,14 @@ def _tls_context(kw: Mapping[str, Any]) -> ssl.SSLContext:
     else:
         ctx.load_default_certs()
     if kw.get("cert_file"):
-        ctx.load_cert_chain(kw["cert_file"], kw.get("key_file"))
+        # an encrypted key raises (urllib3 refuses it too) instead of OpenSSL asking on the terminal
+        ctx.load_cert_chain(kw["cert_file"], kw.get("key_file"), password=_no_password)
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
+
+
+def _no_password() -> bytes:
+    raise ssl.SSLError("the client key is encrypted")
 
 
 def _resend_budget() -> tuple[int, frozenset[str]]:

@@ -484,3 +484,18 @@ def test_tls_without_verification(tls_server: tuple[str, Path]) -> None:
     finally:
         kubehttp.close_transport(api)
         api.close()
+
+
+def test_a_request_the_transport_cannot_reproduce_takes_the_api_client_path(server: str) -> None:
+    api = _api(server)
+    api.default_headers["X-Number"] = 5  # not a string: urllib3 sends it as "5", the transport does not try
+    t = _transport(api)
+    try:
+        assert send_request(api, "GET", "/api/v1/nodes/a", "get") == _OK
+        assert t.connections_opened == 0
+        assert ("X-Number", "5") in _Rec.seen[-1]["headers"]
+        with pytest.raises(kubehttp.Unsupported):
+            t.request("GET", "http://kube.example.com./api", {"User-Agent": "x"}, None, (1, 1))
+    finally:
+        kubehttp.close_transport(api)
+        api.close()
