@@ -3,8 +3,9 @@ request handler, and the pieces every fake repeats.
 
 * :func:`serving` — context manager: ``ThreadingHTTPServer`` on ``127.0.0.1`` and a free port for
   ``handler``, served from a daemon thread; yields the base URL (``http://127.0.0.1:<port>``);
-  shut down, closed and joined on exit. The ``http_server`` fixture (tests/conftest.py) is the
-  same as a factory whose servers stop at the end of the test.
+  shut down, closed and joined on exit; ``ssl_context`` makes it an https server. The
+  ``http_server`` fixture (tests/conftest.py) is the same as a factory whose servers stop at the
+  end of the test.
 * :class:`QuietHandler` — a ``BaseHTTPRequestHandler`` that logs nothing, with
   :meth:`~QuietHandler.read_body` and :meth:`~QuietHandler.send_json`.
 * :func:`token_kubeconfig` — a kubeconfig file pointing at a fake API server with a bearer token.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,9 +24,13 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    """Serve ``handler`` on loopback while the block runs; yields the base URL."""
+def serving(handler: type[BaseHTTPRequestHandler], *, ssl_context: ssl.SSLContext | None = None) -> Iterator[str]:
+    """Serve ``handler`` on loopback while the block runs; yields the base URL (``http://``
+    even with ``ssl_context``, a server-side context: then it speaks TLS, the handshake done by
+    the handler thread on its first read)."""
     srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if ssl_context is not None:
+        srv.socket = ssl_context.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
     # a short poll interval: shutdown() waits for the serving loop's next poll (0.5 s by default,
     # which was half a second of every test's teardown)
     t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02},

@@ -207,15 +207,17 @@ class WatchClock:
                     for line in _lines(resp):
                         if self._stop.is_set():
                             return
-                        if self.cache is not None and not concerns_tracked(kind, line, self.cache):
+                        fields = scan(line) if self.cache is not None else None  # the one byte scan
+                        if self.cache is not None and not concerns_tracked(kind, line, self.cache, fields):
                             self.events_skipped += 1
-                            rv = resume_version(rv, line)
+                            rv = resume_version(rv, line, fields)
                             continue
-                        if self.cache is not None and kind == PODS and (nodes := wakes_only(line, self.cache)):
+                        if (self.cache is not None and kind == PODS
+                                and (nodes := wakes_only(line, self.cache, fields))):
                             # a workload pod of a tracked node: its node is woken (a drain waits for
                             # it to go); nothing of it is kept, so it need not be decoded
                             self.events_skipped += 1
-                            rv = resume_version(rv, line)
+                            rv = resume_version(rv, line, fields)
                             self._wake(nodes)
                             continue
                         ev = orjson.loads(line)
@@ -253,58 +255,100 @@ class WatchClock:
 #: How the API server starts the line of an event that may be skipped (compact JSON, WatchEvent's
 #: field order: type, then object). Any other line is decoded.
 _OBJECT_EVENTS = (b'{"type":"ADDED",', b'{"type":"MODIFIED",', b'{"type":"DELETED",')
-_NAME = re.compile(rb'"name":"([^"\\]*)"')
-_NODE_NAME = re.compile(rb'"nodeName":"([^"\\]*)"')
-_NAMESPACE = re.compile(rb'"namespace":"([^"\\]*)"')
 _RESOURCE_VERSION = re.compile(rb'"resourceVersion":"([1-9][0-9]*)"')
+#: The fields the triage looks at, in one pattern so that a line is scanned once (issue 17): the
+#: separate scans of ``"name"``, ``"nodeName"``, ``"namespace"`` and ``"resourceVersion"`` cost
+#: 14 µs on a 4 KB pod event against 10 µs for this one, and a wake-only pod event was scanned
+#: seven times (its triage, the wake-up test, the resume point). Values with an escape are not
+#: matched (the API server never escapes a name). In valid JSON a match starts at the quote that
+#: opens a key and ends at the one that closes its value, so matches never overlap and this finds
+#: exactly what one pattern per key would.
+_FIELDS = re.compile(rb'"(name|nodeName|namespace|resourceVersion)":"([^"\\]*)"')
+_INTEGER = re.compile(rb"[1-9][0-9]*")
 
 
-def _texts(pattern: re.Pattern[bytes], line: bytes) -> list[str]:
-    return [m.decode("utf-8", "replace") for m in pattern.findall(line)]
+class Fields:
+    """What one scan of a raw ADDED/MODIFIED/DELETED line found (:func:`scan`): every
+    ``"name":"…"``, ``"nodeName":"…"``, ``"namespace":"…"`` string (in line order) and every
+    ``"resourceVersion":"<integer>"`` as an int."""
+
+    __slots__ = ("names", "namespaces", "node_names", "versions")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.node_names: list[str] = []
+        self.namespaces: list[str] = []
+        self.versions: list[int] = []
 
 
-def concerns_tracked(kind: str, line: bytes, cache: WatchCache) -> bool:
+def scan(line: bytes) -> Fields | None:
+    """The fields of the raw watch event ``line`` in one pass; None when the line is not an
+    ADDED/MODIFIED/DELETED event in the API server's compact layout (it must be decoded)."""
+    if not line.startswith(_OBJECT_EVENTS):
+        return None
+    f = Fields()
+    for key, value in _FIELDS.findall(line):
+        if key == b"name":
+            f.names.append(value.decode("utf-8", "replace"))
+        elif key == b"nodeName":
+            f.node_names.append(value.decode("utf-8", "replace"))
+        elif key == b"namespace":
+            f.namespaces.append(value.decode("utf-8", "replace"))
+        elif _INTEGER.fullmatch(value):
+            f.versions.append(int(value))
+    return f
+
+
+_UNSCANNED: Any = object()
+
+
+def concerns_tracked(kind: str, line: bytes, cache: WatchCache, fields: Fields | None = _UNSCANNED) -> bool:
     """Whether the raw watch event ``line`` of ``kind`` (``nodes``/``pods``) may concern a tracked
     node or pod of ``cache``; False only when it certainly does not (then it need not be decoded).
+    ``fields``: ``scan(line)`` when already made (else it is made here).
 
     The test is a superset: every ``"name":"…"`` string of a node's line (its ``metadata.name`` is
     one of them), every ``"nodeName":"…"`` of a pod's line (``spec.nodeName``) and every
     (``"namespace":"…"``, ``"name":"…"``) pair (its key) are looked up; keys of labels,
     annotations or volume attributes that happen to be called so only add candidates. A line that
     is not an ADDED/MODIFIED/DELETED event in the API server's compact layout is always decoded."""
-    if not line.startswith(_OBJECT_EVENTS):
+    f = scan(line) if fields is _UNSCANNED else fields
+    if f is None:
         return True
-    names = _texts(_NAME, line)
     if kind == NODES:
-        return cache.tracks_any(NODES, names)
-    if cache.tracks_any(NODES, _texts(_NODE_NAME, line)):
+        return cache.tracks_any(NODES, f.names)
+    if cache.tracks_any(NODES, f.node_names):
         return True
-    return cache.tracks_any(PODS, [(ns, n) for ns in _texts(_NAMESPACE, line) for n in names])
+    return cache.tracks_any(PODS, [(ns, n) for ns in f.namespaces for n in f.names])
 
 
-def wakes_only(line: bytes, cache: WatchCache) -> set[str]:
+def wakes_only(line: bytes, cache: WatchCache, fields: Fields | None = _UNSCANNED) -> set[str]:
     """For a raw pod event ``line`` that :func:`concerns_tracked` let through: the tracked nodes
     it may be bound to, when that is all it can matter for, i.e. none of its (``namespace``,
     ``name``) candidates is a tracked pod (the cache keeps nothing of it; the watch would only
     wake its node). Empty when it must be decoded (a tracked stage pod, or another layout). Every
     ``"nodeName":"…"`` of the line is a candidate (the pod's ``spec.nodeName`` is one of them), so
     the set may hold a node the pod is not bound to: a spurious wake-up costs one look at that
-    node, never a missed one."""
-    if not line.startswith(_OBJECT_EVENTS):
+    node, never a missed one. ``fields``: ``scan(line)`` when already made."""
+    f = scan(line) if fields is _UNSCANNED else fields
+    if f is None:
         return set()
-    names = _texts(_NAME, line)
-    if cache.tracks_any(PODS, [(ns, n) for ns in _texts(_NAMESPACE, line) for n in names]):
+    if cache.tracks_any(PODS, [(ns, n) for ns in f.namespaces for n in f.names]):
         return set()
-    return {n for n in _texts(_NODE_NAME, line) if cache.tracks_any(NODES, (n,))}
+    return {n for n in f.node_names if cache.tracks_any(NODES, (n,))}
 
 
-def resume_version(current: str, line: bytes) -> str:
+def resume_version(current: str, line: bytes, fields: Fields | None = _UNSCANNED) -> str:
     """The resourceVersion to resume the watch from after skipping the event ``line``: the smallest
     ``"resourceVersion":"<integer>"`` of the line (its ``metadata.resourceVersion`` is one of them,
     so the result is never ahead of the stream), but not below ``current``; ``current`` when the
-    line has none or ``current`` is not an integer (KEP-5504)."""
+    line has none or ``current`` is not an integer (KEP-5504). ``fields``: ``scan(line)`` when
+    already made (None: a line of another layout, whose versions are then scanned here)."""
     cur = parse_resource_version(current)
-    found = [int(m) for m in _RESOURCE_VERSION.findall(line)]
+    if fields is _UNSCANNED or fields is None:
+        found = [int(m) for m in _RESOURCE_VERSION.findall(line)]
+    else:
+        found = fields.versions
     if cur is None or not found:
         return current
     return str(max(cur, min(found)))

@@ -4,16 +4,19 @@ cannot kill the watch thread."""
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reconciler.adapters import kubewatch
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache
 from reconciler.adapters.kubeobjects import node_from
-from reconciler.adapters.kubewatch import WatchClock, _lines, concerns_tracked, resume_version, wakes_only
+from reconciler.adapters.kubewatch import WatchClock, _lines, concerns_tracked, resume_version, scan, wakes_only
 from reconciler.testing.fleetgen import START, make_node, make_pod
 
 
@@ -90,6 +93,27 @@ def test_an_event_of_a_tracked_object_is_never_skipped(labels: dict[str, str], n
         assert name not in tracked_nodes
     if not concerns_tracked("pods", line(pod(name, "7", node_name, ns=ns, labels=labels)), c):
         assert node_name not in tracked_nodes and (ns, name) not in tracked_pods
+
+
+def _per_key(key: str, line: bytes) -> list[str]:
+    """What a scan of ``line`` for ``"<key>":"…"`` alone finds (the triage's former one pattern per key)."""
+    return [m.decode("utf-8", "replace") for m in re.findall(rb'"' + key.encode() + rb'":"([^"\\]*)"', line)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(labels=st.dictionaries(st.one_of(st.sampled_from(["name", "nodeName", "namespace", "resourceVersion"]), _text),
+                              st.one_of(_names, _text, st.integers(0, 10**6).map(str)), max_size=6),
+       name=_names, node_name=_names, ns=st.sampled_from(["load", "reconciler"]), rv=st.integers(1, 10**9))
+def test_the_single_scan_finds_what_one_scan_per_key_found(labels: dict[str, str], name: str, node_name: str,
+                                                           ns: str, rv: int) -> None:
+    for raw in (line(node(name, str(rv), labels=labels)), line(pod(name, str(rv), node_name, ns=ns, labels=labels))):
+        f = scan(raw)
+        assert f is not None
+        assert f.names == _per_key("name", raw)
+        assert f.node_names == _per_key("nodeName", raw)
+        assert f.namespaces == _per_key("namespace", raw)
+        assert f.versions == [int(m) for m in re.findall(rb'"resourceVersion":"([1-9][0-9]*)"', raw)]
+    assert scan(b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}}') is None
 
 
 @settings(max_examples=300, deadline=None)
@@ -246,7 +270,15 @@ def test_a_pod_event_is_decoded_or_wakes_its_tracked_node(labels: dict[str, str]
         assert node_name not in tracked_nodes or node_name in woken
 
 
-def test_the_loop_wakes_the_node_of_a_workload_pod_undecoded() -> None:
+def test_the_loop_wakes_the_node_of_a_workload_pod_undecoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned: list[bytes] = []
+    real_scan = kubewatch.scan
+
+    def counting(raw: bytes) -> Any:
+        scanned.append(raw)
+        return real_scan(raw)
+
+    monkeypatch.setattr(kubewatch, "scan", counting)
     c = cache_tracking(nodes=("n1",))
     clock = clock_with(c)
     streams = [FakeStream([line(pod("w1", "201", "n1")) + b"\n", line(pod("w2", "202", "n2")) + b"\n"])]
@@ -269,3 +301,4 @@ def test_the_loop_wakes_the_node_of_a_workload_pod_undecoded() -> None:
     clock._loop("pods", lister)
     assert clock.events_seen == 0 and clock.events_skipped == 2
     assert clock._changed == {"n1"}
+    assert len(scanned) == 2  # each line scanned once: triage, wake-up and resume point share it

@@ -1,0 +1,449 @@
+"""A keep-alive HTTP/1.1 transport to the Kubernetes API server on the standard library (issue 17).
+
+Why: on a real kube-apiserver, the ``kubernetes`` client's REST layer (urllib3's PoolManager,
+connection pool, Retry and response objects over ``http.client``) costs about 1 ms of CPU per
+request, most of the client-side CPU of a changed node. :func:`transport_for` gives
+:func:`reconciler.adapters.kube.send_request` a :class:`Transport` that sends the very same bytes
+(request line, headers, body) over one persistent ``http.client`` connection per thread.
+
+What stays the ApiClient's: the URL, the headers and the authentication still come from
+``ApiClient.param_serialize`` (default headers such as User-Agent, the bearer token after the
+configuration's ``refresh_api_key_hook``, run before each request as today); the body is
+``json.dumps(body)`` encoded as UTF-8, as the REST layer serialises a dict. Only the
+``call_api`` step (urllib3) is replaced.
+
+When it is used (decided once per ApiClient, :func:`transport_for`): only for an ApiClient whose
+REST layer is the stock one (``RESTClientObject`` over a plain ``urllib3.PoolManager``: no proxy,
+no SOCKS) built from settings this module reproduces exactly: ``verify_ssl`` (``cert_reqs``),
+``ssl_ca_cert``, ``ca_cert_data``, ``cert_file``/``key_file``, ``connection_pool_maxsize``. Any
+other setting (``assert_hostname``, ``tls_server_name``, ``socket_options``, ``keep_alive``,
+``retries``, ``client_go_retries``, a proxy that applies to the host, a non-http(s) host) means
+None: the caller keeps the ApiClient path. The TLS settings are the ones urllib3 took when the
+ApiClient was made (``pool_manager.connection_pool_kw``), so a later change of the configuration
+affects neither path.
+
+Resending (never more than urllib3 with the client's default ``Retry(3)``, which is what the
+``kubernetes`` client uses when ``configuration.retries`` is None):
+
+* A connection that could not be made (refused, unresolvable name, connect timeout: the request
+  was never sent) is tried again, up to ``Retry.DEFAULT``'s connect budget (3 more attempts,
+  no back-off), for every method, as urllib3 does. A failed TLS handshake is not retried (urllib3
+  retries it; the certificate will not change).
+* Before an idle connection is reused it is checked for a close by the server (readable with
+  nothing asked: EOF), as urllib3 does; such a connection is replaced before anything is sent.
+* A *reused* connection that fails after the request was written but before any answer byte
+  (``RemoteDisconnected``, ``ConnectionResetError``, ``BrokenPipeError``: the server closed it
+  while we were sending) is resent once on a new connection, only for the methods urllib3 retries
+  after a request was sent (``Retry.DEFAULT.allowed_methods``: GET, HEAD, PUT, DELETE, OPTIONS,
+  TRACE). POST and PATCH (an eviction, a pod create, a node patch) are never resent once written:
+  urllib3 does not resend them either.
+* Read timeouts and failures after the first answer byte are never resent (urllib3 resends them
+  for GET/PUT/DELETE; this transport does less).
+
+Errors: transport failures are raised as ``OSError`` (``TimeoutError``, ``ConnectionError``,
+``ssl.SSLError``, ``socket.gaierror``) or ``urllib3.exceptions.ProtocolError`` wrapping an
+``http.client.HTTPException`` (the same class urllib3 raises, so
+:func:`reconciler.adapters.kubeconn.classify` words them alike); a request this transport cannot
+send as the ApiClient would is :class:`Unsupported` (the caller then uses the ApiClient path). No
+exception raised here carries a header value (the bearer token). Redirects (3xx) are not
+followed: they are returned as answers like any other status.
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import socket
+import ssl
+import threading
+import weakref
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+from kubernetes.client import rest
+from kubernetes.client.api_client import ApiClient
+from urllib3.util import create_urllib3_context, parse_url
+from urllib3.util.retry import Retry
+
+#: ``connection_pool_kw`` keys of urllib3 this transport reproduces.
+_UNDERSTOOD_POOL_KW = frozenset({"cert_reqs", "ca_certs", "cert_file", "key_file", "ca_cert_data", "maxsize"})
+#: Send-phase errors after which an idempotent request on a reused connection is resent once.
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+
+
+class InvalidHeader(ValueError):
+    """A request header value that cannot be sent (CR, LF or NUL in it); the message names the
+    header, never the value (it may be the bearer token). Nothing was sent."""
+
+
+class Unsupported(Exception):
+    """This request cannot be sent here exactly as the ApiClient would send it (a non-http(s)
+    URL, a header value that is not a string, no User-Agent); nothing was sent."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One HTTP answer: ``status`` code, ``headers`` (names as sent by the server, repeated
+    headers joined with ``", "`` as urllib3's HTTPHeaderDict does), ``data`` the whole body
+    (gzip/deflate content encoding already undone)."""
+
+    status: int
+    headers: Mapping[str, str]
+    data: bytes
+
+
+class _Slot:
+    """One thread's connection: the ``http.client`` connection, the origin it is for
+    (scheme, host, port) and the transport generation it belongs to (see :meth:`Transport.close`)."""
+
+    __slots__ = ("__weakref__", "busy", "conn", "generation", "origin")
+
+    def __init__(self, conn: http.client.HTTPConnection, origin: tuple[str, str, int], generation: int) -> None:
+        self.conn = conn
+        self.origin = origin
+        self.generation = generation
+        self.busy = False
+
+
+class Transport:
+    """Keep-alive HTTP/1.1 to one API server: one persistent connection per calling thread.
+
+    Thread-safe. :meth:`close` closes every idle connection (one in use is closed by its thread
+    when its request ends); later requests open new ones. A thread's connection is also closed
+    when the thread ends (its ``threading.local`` slot is released)."""
+
+    def __init__(self, tls: ssl.SSLContext | None, *, connect_retries: int,
+                 resend_methods: frozenset[str]) -> None:
+        """``tls``: the context for https origins (None: https is :class:`Unsupported`);
+        ``connect_retries``: further attempts after a failed TCP connect; ``resend_methods``:
+        the methods resent once after a stale reused connection (see the module docstring)."""
+        self._tls = tls
+        self._connect_retries = connect_retries
+        self._resend_methods = resend_methods
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
+        self._generation = 0
+        #: TCP connections opened so far (for tests and diagnostics)
+        self.connections_opened = 0
+
+    # -- connections ----------------------------------------------------------------------------
+
+    def _new_conn(self, origin: tuple[str, str, int], connect_timeout: float) -> http.client.HTTPConnection:
+        scheme, host, port = origin
+        conn: http.client.HTTPConnection
+        if scheme == "https":
+            if self._tls is None:
+                raise Unsupported("https without a TLS context")
+            conn = http.client.HTTPSConnection(host, port, timeout=connect_timeout, context=self._tls)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=connect_timeout)
+        conn.auto_open = 0  # never reconnect behind our back: a reconnect is a decision made here
+        sock = self._tcp_connect(host, port, connect_timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # urllib3's default socket option
+            if scheme == "https":
+                assert self._tls is not None
+                # the TLS handshake runs under the connect timeout, as in urllib3
+                sock = self._tls.wrap_socket(sock, server_hostname=_server_hostname(host))
+        except BaseException:
+            sock.close()
+            raise
+        conn.sock = sock
+        with self._lock:
+            self.connections_opened += 1
+        return conn
+
+    def _tcp_connect(self, host: str, port: int, connect_timeout: float) -> socket.socket:
+        """The TCP connection alone (a failure here is known to precede any byte sent), tried
+        again up to ``connect_retries`` times without delay. Raises OSError."""
+        tries = 0
+        while True:
+            try:
+                return socket.create_connection((host, port), connect_timeout)
+            except OSError:
+                if tries >= self._connect_retries:
+                    raise
+                tries += 1
+
+    def _slot(self, origin: tuple[str, str, int], connect_timeout: float) -> tuple[_Slot, bool]:
+        """This thread's connection for ``origin``, marked busy, and whether it is a reused one.
+        The generation check and the busy mark are made under the lock :meth:`close` takes, so
+        a connection is never closed by another thread while a request uses it."""
+        slot: _Slot | None = getattr(self._local, "slot", None)
+        if slot is not None:
+            with self._lock:
+                current = slot.generation == self._generation
+                if current:
+                    slot.busy = True
+            if current and slot.origin == origin and slot.conn.sock is not None and not _dropped(slot.conn.sock):
+                return slot, True
+            slot.busy = False
+            self._discard(slot)
+        conn = self._new_conn(origin, connect_timeout)
+        with self._lock:
+            slot = _Slot(conn, origin, self._generation)
+            slot.busy = True
+            self._slots.add(slot)
+        weakref.finalize(slot, conn.close)
+        self._local.slot = slot
+        return slot, False
+
+    def _discard(self, slot: _Slot) -> None:
+        slot.conn.close()
+        if getattr(self._local, "slot", None) is slot:
+            self._local.slot = None
+
+    def close(self) -> None:
+        """Close every idle connection; one in use is closed when its request ends."""
+        with self._lock:
+            self._generation += 1
+            slots = list(self._slots)
+            self._slots.clear()
+            for slot in slots:
+                if not slot.busy:
+                    slot.conn.close()
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def request(self, method: str, url: str, headers: Mapping[str, Any], body: bytes | None,
+                timeout: tuple[float, float]) -> Answer:
+        """Send one request and read the whole answer.
+
+        ``url``: absolute ``http(s)://host[:port]/path?query`` as ``param_serialize`` made it;
+        ``headers``: as ``param_serialize`` returned them (sent in that order after ``Host``,
+        ``Accept-Encoding: identity`` and ``Content-Length``, as urllib3 sends them); ``body``:
+        the exact bytes (None: no body, ``Content-Length: 0`` for POST/PUT/PATCH); ``timeout``:
+        (connect, read) seconds. Returns the answer whatever its status.
+
+        Raises:
+            Unsupported: nothing sent, use the ApiClient path.
+            InvalidHeader: nothing sent, a header value cannot be sent.
+            OSError, urllib3.exceptions.ProtocolError: transport failure (see the module docstring
+                for what is resent before that).
+        """
+        u = parse_url(url)
+        if u.scheme not in ("http", "https") or not u.host:
+            raise Unsupported(f"scheme {u.scheme!r}")
+        hdrs: dict[str, str] = {}
+        for name, value in headers.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise Unsupported(f"header {name!r} is not a string")
+            if "\r" in value or "\n" in value or "\0" in value:
+                raise InvalidHeader(f"request header {name} has an invalid value")  # never the value itself
+            hdrs[name] = value
+        if "user-agent" not in {k.lower() for k in hdrs}:
+            raise Unsupported("no User-Agent header")  # urllib3 would add its own
+        host = u.host
+        if host.endswith(".") or "%" in host:
+            raise Unsupported("host with a trailing dot or a zone id")  # urllib3 rewrites these
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]  # an IPv6 literal: http.client brackets it in the Host header again
+        origin = (u.scheme, host, u.port or (443 if u.scheme == "https" else 80))
+        target = u.request_uri
+        connect_timeout, read_timeout = timeout
+        resent = False
+        while True:
+            slot, reused = self._slot(origin, connect_timeout)
+            try:
+                answer = self._exchange(slot, method, target, hdrs, body, read_timeout)
+            except _STALE:
+                self._discard(slot)
+                if reused and not resent and method.upper() in self._resend_methods:
+                    resent = True
+                    continue
+                raise
+            except http.client.HTTPException as e:
+                self._discard(slot)
+                raise urllib3.exceptions.ProtocolError("Connection aborted.", e) from None
+            except BaseException:
+                self._discard(slot)
+                raise
+            finally:
+                with self._lock:
+                    slot.busy = False
+                    stale_generation = slot.generation != self._generation
+                if stale_generation:  # closed by close() meanwhile
+                    self._discard(slot)
+            return answer
+
+    def _exchange(self, slot: _Slot, method: str, target: str, headers: dict[str, str], body: bytes | None,
+                  read_timeout: float) -> Answer:
+        conn = slot.conn
+        assert conn.sock is not None
+        conn.sock.settimeout(read_timeout)
+        try:
+            conn.request(method, target, body=body, headers=headers)
+        except BrokenPipeError:
+            pass  # as urllib3: the server may have answered before closing; the answer is read below
+        except ConnectionResetError:
+            pass  # likewise (urllib3 passes ECONNRESET here too)
+        resp = conn.getresponse()
+        try:
+            data = resp.read()
+        except http.client.IncompleteRead as e:
+            raise urllib3.exceptions.ProtocolError("Connection broken: IncompleteRead", e) from None
+        # the answer started: from here on a failure is raised, never resent
+        except _STALE as e:
+            raise urllib3.exceptions.ProtocolError("Connection broken", e) from None
+        answer_headers: dict[str, str] = {}
+        for k, v in resp.getheaders():
+            answer_headers[k] = f"{answer_headers[k]}, {v}" if k in answer_headers else v
+        if resp.will_close:
+            self._discard(slot)
+        encoding = (resp.getheader("Content-Encoding") or "").strip().lower()
+        if encoding and encoding != "identity":
+            data = _decoded(data, encoding)
+        return Answer(resp.status, answer_headers, data)
+
+
+def _decoded(data: bytes, encoding: str) -> bytes:
+    """``data`` with its gzip/deflate content encoding undone (as urllib3 does by default).
+    Raises ProtocolError for another encoding or a broken stream."""
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            return zlib.decompress(data, 16 + zlib.MAX_WBITS)
+        if encoding == "deflate":
+            try:
+                return zlib.decompress(data)
+            except zlib.error:
+                return zlib.decompress(data, -zlib.MAX_WBITS)
+    except zlib.error as e:
+        raise urllib3.exceptions.ProtocolError("Received response with content-encoding but failed to decode it",
+                                               e) from None
+    raise urllib3.exceptions.ProtocolError(f"unsupported content-encoding {encoding!r}")
+
+
+def _dropped(sock: socket.socket) -> bool:
+    """Whether an idle connection was closed (or written to) by the server: readable with
+    nothing asked (urllib3's ``is_connection_dropped``)."""
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+def _server_hostname(host: str) -> str:
+    """The name for SNI and certificate matching: an IPv6 literal without brackets or zone id,
+    as urllib3 passes it."""
+    name = host.strip("[]")
+    if "%" in name:
+        name = name[: name.rfind("%")]
+    return name
+
+
+# ------------------------------------------------------------------------------------------------
+# which ApiClient gets a transport
+
+
+def _tls_context(kw: Mapping[str, Any]) -> ssl.SSLContext:
+    """The SSLContext urllib3 would build for ``kw`` (``connection_pool_kw``): its defaults
+    (TLS 1.2+, no compression, no tickets, ALPN http/1.1), ``cert_reqs``, the CA file/data or the
+    system store, the client certificate. Raises ssl.SSLError/OSError when a file is unreadable."""
+    cert_reqs = kw.get("cert_reqs", ssl.CERT_REQUIRED)
+    ctx = create_urllib3_context(cert_reqs=cert_reqs)
+    ctx.verify_mode = cert_reqs
+    if kw.get("ca_certs") or kw.get("ca_cert_data"):
+        ctx.load_verify_locations(kw.get("ca_certs"), None, kw.get("ca_cert_data"))
+    else:
+        ctx.load_default_certs()
+    if kw.get("cert_file"):
+        # an encrypted key raises (urllib3 refuses it too) instead of OpenSSL asking on the terminal
+        ctx.load_cert_chain(kw["cert_file"], kw.get("key_file"), password=_no_password)
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def _no_password() -> bytes:
+    raise ssl.SSLError("the client key is encrypted")
+
+
+def _resend_budget() -> tuple[int, frozenset[str]]:
+    """(connect retries, methods resent after a stale connection) from urllib3's ``Retry.DEFAULT``
+    (what the client uses when ``configuration.retries`` is None): never more than it allows."""
+    r = Retry.DEFAULT
+    limits = [x for x in (r.total, r.connect) if x is not None]
+    if any(x is False for x in limits) or any(not isinstance(x, int) for x in limits):
+        return 0, frozenset()
+    connect = max(0, min(limits)) if limits else 0
+    allowed = r.allowed_methods
+    reads = [x for x in (r.total, r.read) if x is not None]
+    if allowed is None or any(x is False or not isinstance(x, int) or x < 1 for x in reads):
+        return connect, frozenset()
+    return connect, frozenset(m.upper() for m in allowed)
+
+
+def build_transport(api_client: ApiClient) -> Transport | None:
+    """A Transport for ``api_client``, or None when its settings are not ones this module
+    reproduces exactly (see the module docstring). Does no I/O but reading the CA and client
+    certificate files; an error reading them also means None (the ApiClient path reports it)."""
+    cfg = api_client.configuration
+    if type(api_client).call_api is not ApiClient.call_api:
+        return None
+    rc = getattr(api_client, "rest_client", None)
+    if type(rc) is not rest.RESTClientObject:
+        return None
+    pm = rc.pool_manager
+    if type(pm) is not urllib3.PoolManager or pm.headers:
+        return None
+    kw = dict(pm.connection_pool_kw)
+    if not set(kw) <= _UNDERSTOOD_POOL_KW:
+        return None
+    if kw.get("cert_reqs", ssl.CERT_REQUIRED) not in (ssl.CERT_REQUIRED, ssl.CERT_NONE):
+        return None
+    if getattr(cfg, "retries", None) is not None or getattr(cfg, "client_go_retries", False):
+        return None
+    if getattr(cfg, "assert_hostname", None) is not None or getattr(cfg, "tls_server_name", None):
+        return None
+    if getattr(cfg, "socket_options", None) is not None or getattr(cfg, "keep_alive", False):
+        return None
+    host = str(cfg.host or "")
+    if not host.startswith(("http://", "https://")):
+        return None
+    proxy = getattr(cfg, "proxy", None)
+    if proxy and not rest.should_bypass_proxies(host, getattr(cfg, "no_proxy", None) or ""):
+        return None
+    tls: ssl.SSLContext | None = None
+    try:
+        tls = _tls_context(kw)
+    except (ssl.SSLError, OSError, ValueError):
+        if host.startswith("https://"):
+            return None
+    connect, resend = _resend_budget()
+    return Transport(tls, connect_retries=connect, resend_methods=resend)
+
+
+_TRANSPORTS: weakref.WeakKeyDictionary[ApiClient, Transport | None] = weakref.WeakKeyDictionary()
+_TRANSPORTS_LOCK = threading.Lock()
+
+
+def transport_for(api_client: ApiClient) -> Transport | None:
+    """The ApiClient's Transport (built on first call, :func:`build_transport`), or None when
+    the ApiClient path must be used; the decision is cached per ApiClient."""
+    try:
+        return _TRANSPORTS[api_client]
+    except KeyError:
+        pass
+    except TypeError:  # not weak-referenceable or not hashable (a test double)
+        return None
+    with _TRANSPORTS_LOCK:
+        if api_client not in _TRANSPORTS:
+            _TRANSPORTS[api_client] = build_transport(api_client)
+        return _TRANSPORTS[api_client]
+
+
+def close_transport(api_client: ApiClient) -> None:
+    """Close the ApiClient's transport connections, if it has a transport (no-op otherwise)."""
+    try:
+        t = _TRANSPORTS.get(api_client)
+    except TypeError:
+        return
+    if t is not None:
+        t.close()
