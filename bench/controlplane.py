@@ -34,16 +34,38 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 SHA = "sha256:" + "f" * 64
 COUNTS: collections.Counter[tuple[str, str]] = collections.Counter()
+KEPT = collections.Counter()  # of COUNTS, the requests sent over the keep-alive transport ("requests")
 
 
 def _count_requests() -> None:
+    """Count every request the reconciler sends: through the ``kubernetes`` client's REST layer
+    and through the keep-alive transport (reconciler/adapters/kubehttp.py), which bypasses it."""
     from kubernetes.client import rest
 
     orig = rest.RESTClientObject.request
+    try:
+        from reconciler.adapters import kubehttp
+    except ImportError:  # a tree from before the transport (``PYTHONPATH=OLD_TREE``)
+        kubehttp = None  # type: ignore[assignment]
 
     def counting(self: Any, method: str, url: str, *a: Any, **kw: Any) -> Any:
-        if threading.current_thread().name == "reboot-emulator":  # the test harness, not the reconciler
-            return orig(self, method, url, *a, **kw)
+        _tally(method, url)
+        return orig(self, method, url, *a, **kw)
+
+    rest.RESTClientObject.request = counting  # type: ignore[method-assign]
+    if kubehttp is not None:
+        orig_kept = kubehttp.Transport.request
+
+        def counting_kept(self: Any, method: str, url: str, *a: Any, **kw: Any) -> Any:
+            _tally(method, url)
+            KEPT["requests"] += 1
+            return orig_kept(self, method, url, *a, **kw)
+
+        kubehttp.Transport.request = counting_kept  # type: ignore[method-assign]
+
+
+def _tally(method: str, url: str) -> None:
+    if threading.current_thread().name != "reboot-emulator":  # the test harness, not the reconciler
         path = re.sub(r"\?.*", "", url.split("://", 1)[-1].split("/", 1)[-1])
         parts = path.split("/")
         # /api/v1/namespaces/ns/pods/name/eviction → resource "pods/eviction"
@@ -59,9 +81,6 @@ def _count_requests() -> None:
         if verb == "GET":
             verb = "WATCH" if "watch=true" in query.lower() else ("LIST" if len(rest_parts) == 1 else "GET")
         COUNTS[(verb, res)] += 1
-        return orig(self, method, url, *a, **kw)
-
-    rest.RESTClientObject.request = counting  # type: ignore[method-assign]
 
 
 CLOCKS: list[Any] = []
@@ -295,6 +314,7 @@ def main() -> None:
                                  ("config-only change", "vm.swappiness=1")):
                 _recipe(recipe, value, a.stage_seconds)
                 COUNTS.clear()
+                KEPT.clear()
                 ADVANCES.clear()
                 srv0 = _server_counts(cp)
                 cpu0 = cp.cpu_seconds()
@@ -320,7 +340,7 @@ def main() -> None:
                 evicted = sum(1 for e in doc["timeline"] if e["event"] == "evict")
                 batches = sum(len(c["batches"]) for c in doc["compartments"])
                 rows.append((label, changed, evicted, batches, dict(COUNTS), dict(srv), cpu, wall,
-                             ideal_from_timeline(doc), comp_cpu, watch))
+                             ideal_from_timeline(doc), comp_cpu, {**watch, "kept": KEPT["requests"]}))
         finally:
             emu.stop()
     print(f"control plane: {a.nodes} kwok nodes, {a.nodes * a.pods_per_node} pods, stages of {a.stage_seconds:g} s, "
@@ -344,7 +364,8 @@ def main() -> None:
               f"({(writes - per_run - evicted) / max(changed, 1):.1f} + evictions) + {per_run} per run "
               "(Lease renewals, namespace, run owner, package ConfigMaps)")
         print("  our requests by verb/resource: " + ", ".join(
-            f"{v} {verb} {r}" for (verb, r), v in sorted(ours.items(), key=lambda kv: -kv[1])))
+            f"{v} {verb} {r}" for (verb, r), v in sorted(ours.items(), key=lambda kv: -kv[1]))
+              + f"; {watch['kept']} of all over the keep-alive transport (reconciler/adapters/kubehttp.py)")
         print(f"  our reads: {sum(reads.values())} ({sum(reads.values()) / max(changed, 1):.1f} per node); "
               f"watch events decoded {watch['decoded']}, skipped undecoded {watch['skipped']}; "
               f"{watch.get('advances', 0)} node advances in {watch.get('passes', 0)} loop passes "
