@@ -18,7 +18,7 @@ after every change it makes; the raw objects stay the fleet's (the index holds k
 from __future__ import annotations
 
 import heapq
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
@@ -96,7 +96,9 @@ class FleetIndex:
 
     def __init__(self, nodes: dict[str, Obj], pods: dict[Key, Obj], pdbs: dict[Key, Obj]) -> None:
         self._nodes, self._pods = nodes, pods
-        self._node_cache: dict[str, tuple[Any, NodeInfo]] = {}
+        # ordered: the oldest entry leaves in O(1) (``next(iter(dict))`` after deletions at the
+        # front walks every deleted slot: listing 10,000 nodes through a bounded plain dict took 0.58 s)
+        self._node_cache: OrderedDict[str, tuple[Any, NodeInfo]] = OrderedDict()
         self._pod_cache: dict[Key, PodInfo] = {}
         self.pods_on: dict[str, set[Key]] = {}
         self._healthy: set[Key] = set()
@@ -130,7 +132,7 @@ class FleetIndex:
         info = node_from(raw)
         cache = self._node_cache
         if hit is None and len(cache) >= NODE_CACHE_SIZE:
-            del cache[next(iter(cache))]  # the oldest entry: the cache holds the nodes in work, not the fleet
+            cache.popitem(last=False)  # the oldest entry: the cache holds the nodes in work, not the fleet
         cache[name] = (rv, info)
         return info
 
