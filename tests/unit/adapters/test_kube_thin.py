@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
@@ -183,8 +184,11 @@ def test_the_token_refresh_hook_no_longer_reads_the_environment_per_request(
     reads: list[int] = []
     real = conf_mod.getproxies
 
+    me = threading.get_ident()
+
     def counting() -> dict[str, str]:
-        reads.append(1)
+        if threading.get_ident() == me:  # not a thread an earlier test left running (CI runs e2e first)
+            reads.append(1)
         return real()
 
     monkeypatch.setattr(conf_mod, "getproxies", counting)
@@ -192,9 +196,12 @@ def test_the_token_refresh_hook_no_longer_reads_the_environment_per_request(
     try:
         loaded = len(reads)
         proxy = kc.api_client.configuration.proxy
+        kc.get_node("n/1")  # the first request may set up what a process sets up once
+        assert len(reads) <= loaded + 1
+        first = len(reads)
         for _ in range(5):
             kc.get_node("n/1")
-        assert len(reads) == loaded, "the environment was read again per request"
+        assert len(reads) == first, "the environment was read again per request"
         assert kc.api_client.configuration.proxy == proxy
         assert _Api.seen[-1]["auth"] == "Bearer tok"  # the hook still sets the token
     finally:
