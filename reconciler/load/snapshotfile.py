@@ -486,6 +486,8 @@ def _yaml_error(e: Exception, file: str) -> InputError:
         mark = e.problem_mark or e.context_mark
         pos = SourcePos(file, mark.line + 1, mark.column + 1) if mark is not None else SourcePos(file, 1, 1)
         what = " ".join(x for x in (e.context, e.problem) if x)
+        if "maximum nesting depth" in (e.problem or ""):  # libyaml >= 0.2.6 (PyYAML 6.0.4) has its own bound
+            return InputError(f"YAML nesting is deeper than {MAX_DEPTH} levels", pos)
         return InputError(f"YAML syntax error: {what or e}", pos)
     return InputError(f"YAML error: {' '.join(str(e).split())}", SourcePos(file, 1, 1))
 
