@@ -177,7 +177,11 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         """Every object, as Kubernetes dicts, nodes first then pods and PDBs (sorted by name), then
         the stage pods and a ConfigMap holding the simulated clock, so :meth:`from_file` resumes
         the simulation where it stopped (pending reboots, terminations and stages included).
-        ``copy_objects=False`` returns the fleet's own dicts (for writing them out at once)."""
+        ``copy_objects=False`` returns the fleet's own dicts (for writing them out at once). PDB
+        statuses are computed first, as the disruption controller (which never lags here) would
+        have written them: a saved fleet carries the counts of the pods it saves."""
+        for key in self.pdbs:
+            self._refresh_pdb_status(key)
         out: list[Obj] = [self.nodes[k] for k in sorted(self.nodes)]
         out += [self.pods[k] for k in sorted(self.pods)]
         out += [self.pdbs[k] for k in sorted(self.pdbs)]

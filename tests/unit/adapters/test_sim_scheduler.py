@@ -4,6 +4,7 @@ survives a save and resume (it used to exist only as an in-memory timer)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,17 @@ def test_scheduler_heap_stays_bounded_under_many_node_writes() -> None:
     sim.evict_pod("web", "web-a", "", grace_seconds=1)
     sim.advance(12)
     assert sorted(p.node_name for p in sim.list_pods() if p.namespace == "web") == ["n2", "n3"]
+
+
+def test_a_saved_fleet_carries_the_budgets_current_status(tmp_path: Path) -> None:
+    """The disruption controller never lags in the simulated fleet: a save writes each PDB's
+    status as the pods it saves give it, not as it was last read."""
+    sim = _fleet()
+    sim.evict_pod("web", "web-a", "", grace_seconds=1)
+    sim.advance(1.5)
+    assert sim.list_pdbs()[0].current_healthy == 1  # read while the replacement is Pending
+    sim.advance(20)  # bound, started, Ready
+    path = tmp_path / "fleet.json"
+    sim.save(str(path))
+    (pdb,) = [o for o in json.loads(path.read_text())["items"] if o["kind"] == "PodDisruptionBudget"]
+    assert pdb["status"]["currentHealthy"] == 2 and pdb["status"]["disruptionsAllowed"] == 1
