@@ -96,8 +96,8 @@ class FleetIndex:
 
     def __init__(self, nodes: dict[str, Obj], pods: dict[Key, Obj], pdbs: dict[Key, Obj]) -> None:
         self._nodes, self._pods = nodes, pods
-        # ordered: the oldest entry leaves in O(1) (``next(iter(dict))`` after deletions at the
-        # front walks every deleted slot: listing 10,000 nodes through a bounded plain dict took 0.58 s)
+        # ordered: the oldest entry leaves in O(1) (``popitem(last=False)``; on a plain dict
+        # ``next(iter(d))`` walks the slots freed by earlier deletions at the front)
         self._node_cache: OrderedDict[str, tuple[Any, NodeInfo]] = OrderedDict()
         self._pod_cache: dict[Key, PodInfo] = {}
         self.pods_on: dict[str, set[Key]] = {}
