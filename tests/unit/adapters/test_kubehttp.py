@@ -103,6 +103,17 @@ def _transport(api: client.ApiClient) -> kubehttp.Transport:
     return t
 
 
+def _get_over_transport(api: client.ApiClient) -> None:
+    """One GET through ``send_request`` that must take the keep-alive transport and answer
+    ``_OK``; closes the transport and the ApiClient either way."""
+    try:
+        _transport(api)
+        assert send_request(api, "GET", "/api/v1/nodes/a", "get") == _OK
+    finally:
+        kubehttp.close_transport(api)
+        api.close()
+
+
 @pytest.fixture
 def legacy(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     """Call to make ``send_request`` take the ApiClient (urllib3) path."""
@@ -393,12 +404,7 @@ def test_a_proxy_the_host_bypasses_still_gets_the_transport(server: str) -> None
     api = _api(server, proxy="http://127.0.0.1:1", no_proxy="localhost,127.0.0.1")
     api.close()
     api = client.ApiClient(api.configuration)  # the REST layer reads the proxy when it is made
-    try:
-        _transport(api)
-        assert send_request(api, "GET", "/api/v1/nodes/a", "get") == _OK
-    finally:
-        kubehttp.close_transport(api)
-        api.close()
+    _get_over_transport(api)
 
 
 def test_with_a_proxy_requests_take_the_api_client_path(server: str) -> None:
@@ -477,13 +483,7 @@ def test_tls_verification_failure_reads_as_before(tls_server: tuple[str, Path], 
 
 def test_tls_without_verification(tls_server: tuple[str, Path]) -> None:
     url, _ = tls_server
-    api = _api(url, verify_ssl=False)
-    try:
-        _transport(api)
-        assert send_request(api, "GET", "/api/v1/nodes/a", "get") == _OK
-    finally:
-        kubehttp.close_transport(api)
-        api.close()
+    _get_over_transport(_api(url, verify_ssl=False))
 
 
 def test_a_request_the_transport_cannot_reproduce_takes_the_api_client_path(server: str) -> None:
