@@ -184,6 +184,13 @@ class PodPort(Protocol):
         (field selector ``spec.nodeName``)."""
         ...
 
+    def pods_by_node(self) -> Mapping[str, tuple[PodInfo, ...]]:
+        """Every pod bound to a node, by node name, each node's sorted by namespace/name, as one
+        observation (:func:`reconciler.model.observed.group_pods` of all pods: one LIST on a real
+        cluster). A mapping that converts a node's pods when first read is allowed where nothing
+        can change them meanwhile (the read-only simulated fleet ``plan`` reads)."""
+        ...
+
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """One pod, or None when it does not exist."""
         ...

@@ -80,7 +80,7 @@ from reconciler.errors import (
     TooManyRequestsError,
     TransientError,
 )
-from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
+from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo, group_pods
 from reconciler.model.selector import Taint
 from reconciler.ports import LeaseInfo, LeaseSpec, StageSpec, StageStatus
 
@@ -676,6 +676,10 @@ class KubeCluster:
             self._lister("/api/v1/pods", lambda: self._core.list_pod_for_all_namespaces), what, pod_from,
             field_selector=fs, label_selector=label_selector,
         )
+
+    def pods_by_node(self) -> dict[str, tuple[PodInfo, ...]]:
+        """Every bound pod by node (:meth:`list_pods` of all namespaces, one paginated LIST, grouped)."""
+        return group_pods(self.list_pods())
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """One pod, or None when it does not exist."""

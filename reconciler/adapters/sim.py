@@ -86,6 +86,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
     def __init__(self, objects: list[Obj], config: SimConfig | None = None, crash_after: int | None = None,
                  *, copy_objects: bool = True, read_only: bool = False):
         self._copy_objects = copy_objects
+        self._read_only = read_only
         self.config = config or SimConfig()
         self.crash_after = crash_after
         self.save_on_crash: str | None = None
@@ -122,7 +123,6 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         else:
             start = parse_time(self.config.startTime) if self.config.startTime else None
             self.epoch = start if start is not None else self._newest_timestamp()
-        self._read_only = read_only
         if not read_only:
             self._schedule_deadlines()
         self._restore_timers()

@@ -55,6 +55,7 @@ class SimCore:
     _uid: int
     _rv: int
     _now: float
+    _read_only: bool
 
     def save(self, path: str) -> None:
         """Write the fleet to ``path`` (:meth:`reconciler.adapters.sim.SimFleet.save`)."""
@@ -102,6 +103,8 @@ class SimCore:
         return str(uuid.uuid5(uuid.NAMESPACE_OID, f"sim/{self._uid}"))  # deterministic, varied
 
     def _write(self, verb: str, target: str) -> None:
+        if self._read_only:  # what it hands out (pods_by_node) is read from its objects later
+            raise RuntimeError(f"a read-only simulated fleet was asked to {verb} {target}")
         self.writes += 1
         self.calls.append((verb, target))
 

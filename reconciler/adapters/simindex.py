@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -281,3 +281,27 @@ class FleetIndex:
                            scale=sum(self.scale.get(c, n) for c, n in b.ctrls.items()), healthy=b.healthy)
         return replace(b.info, disruptions_allowed=st.disruptions_allowed, current_healthy=st.current_healthy,
                        desired_healthy=st.desired_healthy, expected_pods=st.expected_pods)
+
+
+class NodePods(Mapping[str, tuple[PodInfo, ...]]):
+    """``ObservedFleet.pods_by_node`` over a :class:`FleetIndex` whose fleet nothing changes (a
+    read-only simulated fleet): node name → its pods sorted by namespace/name, each node's
+    converted (:meth:`FleetIndex.pod`) when first read and kept. The same keys and values as
+    :func:`reconciler.model.observed.group_pods` of every pod."""
+
+    def __init__(self, index: FleetIndex) -> None:
+        self._index = index
+        self._read: dict[str, tuple[PodInfo, ...]] = {}
+
+    def __getitem__(self, node: str) -> tuple[PodInfo, ...]:
+        got = self._read.get(node)
+        if got is None:
+            keys = self._index.pods_on[node]  # KeyError: no pod is bound to it
+            got = self._read[node] = tuple(self._index.pod(k) for k in sorted(keys))
+        return got
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index.pods_on)
+
+    def __len__(self) -> int:
+        return len(self._index.pods_on)

@@ -7,14 +7,16 @@ re-creation and the scheduler, pods that start and pods that end (``activeDeadli
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 from reconciler.adapters.kubeobjects import format_time, parse_time, pod_from
 from reconciler.adapters.simcore import Obj, SimCore
+from reconciler.adapters.simindex import NodePods
 from reconciler.errors import ConflictError, NotFoundError, ServerError, TooManyRequestsError
 from reconciler.model.disruption import EvictionAnswer, eviction_answer
-from reconciler.model.observed import PdbInfo, PodInfo
+from reconciler.model.observed import PdbInfo, PodInfo, group_pods
 
 #: Controllers whose pods the simulated fleet re-creates after an eviction (DaemonSet pods stay).
 RECREATED_BY = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job")
@@ -27,6 +29,15 @@ class SimPods(SimCore):
         """All pods, or those bound to ``node_name``."""
         keys = sorted(self.pods) if node_name is None else self._index.pods_of_node(node_name)
         return [self._index.pod(k) for k in keys]
+
+    def pods_by_node(self) -> Mapping[str, tuple[PodInfo, ...]]:
+        """Every bound pod by node (:meth:`PodPort.pods_by_node`). A read-only fleet (``plan``),
+        which refuses writes, hands out a view that converts a node's pods when first read: the
+        planner reads only the pods of the nodes it would cordon (a tenth of a 10,000-node
+        fleet's 30,000 pods in ``bench/snapshot.py``)."""
+        if self._read_only:
+            return NodePods(self._index)
+        return group_pods(self.list_pods())
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """One pod or None."""

@@ -79,6 +79,10 @@ class FencedCluster:
         """See :meth:`Cluster.list_pods`."""
         return self.roles.pods.list_pods(node_name)
 
+    def pods_by_node(self) -> Mapping[str, tuple[PodInfo, ...]]:
+        """See :meth:`PodPort.pods_by_node`."""
+        return self.roles.pods.pods_by_node()
+
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
         """See :meth:`Cluster.get_pod`."""
         return self.roles.pods.get_pod(namespace, name)

@@ -6,7 +6,7 @@ Times are seconds since the epoch (floats); ``None`` when absent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -160,13 +160,17 @@ class ObservedFleet:
     @classmethod
     def build(cls, nodes: list[NodeInfo], pods: list[PodInfo], pdbs: list[PdbInfo]) -> ObservedFleet:
         """Index ``pods`` by ``node_name`` (unbound pods are dropped) and ``nodes`` by name."""
-        by_node: dict[str, list[PodInfo]] = {}
-        for p in pods:
-            if p.node_name:
-                by_node.setdefault(p.node_name, []).append(p)
+        return cls.of(nodes, group_pods(pods), pdbs)
+
+    @classmethod
+    def of(cls, nodes: list[NodeInfo], pods_by_node: Mapping[str, tuple[PodInfo, ...]],
+           pdbs: list[PdbInfo]) -> ObservedFleet:
+        """The fleet from pods already grouped as :func:`group_pods` groups them (a mapping that
+        converts each node's pods when first read is allowed: the planner reads only the pods of
+        the nodes it cordons); ``nodes`` indexed by name."""
         return cls(
             nodes={n.name: n for n in sorted(nodes, key=_BY_NAME)},
-            pods_by_node={k: tuple(sorted(v, key=_BY_NAMESPACE_NAME)) for k, v in by_node.items()},
+            pods_by_node=pods_by_node,
             pdbs=tuple(sorted(pdbs, key=_BY_NAMESPACE_NAME)),
         )
 
@@ -177,3 +181,13 @@ class ObservedFleet:
     def pdbs_for(self, pod: PodInfo) -> list[PdbInfo]:
         """PDBs selecting ``pod``."""
         return [b for b in self.pdbs if b.selects(pod)]
+
+
+def group_pods(pods: Iterable[PodInfo]) -> dict[str, tuple[PodInfo, ...]]:
+    """``pods`` bound to a node, by node name, each node's sorted by namespace/name; unbound pods
+    (no ``spec.nodeName``) are dropped: the shape of :attr:`ObservedFleet.pods_by_node`."""
+    by_node: dict[str, list[PodInfo]] = {}
+    for p in pods:
+        if p.node_name:
+            by_node.setdefault(p.node_name, []).append(p)
+    return {k: tuple(sorted(v, key=_BY_NAMESPACE_NAME)) for k, v in by_node.items()}

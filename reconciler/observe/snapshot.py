@@ -15,4 +15,4 @@ def observe(cluster: Cluster | ClusterPorts) -> ObservedFleet:
         ClusterError: the cluster could not be listed.
     """
     ports = ClusterPorts.of(cluster)
-    return ObservedFleet.build(ports.nodes.list_nodes(), ports.pods.list_pods(), ports.pods.list_pdbs())
+    return ObservedFleet.of(ports.nodes.list_nodes(), ports.pods.pods_by_node(), ports.pods.list_pdbs())

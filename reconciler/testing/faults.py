@@ -62,7 +62,8 @@ WRITE_METHODS = frozenset({
 
 #: Port methods that only read.
 READ_METHODS = frozenset({
-    "list_nodes", "get_node", "list_pods", "get_pod", "list_pdbs", "daemonset_exists", "stage_status", "get_lease",
+    "list_nodes", "get_node", "list_pods", "pods_by_node", "get_pod", "list_pdbs", "daemonset_exists",
+    "stage_status", "get_lease",
 })
 
 
@@ -310,6 +311,12 @@ class FaultyCluster:
         """Forwarded ``Cluster.list_pods``."""
         out: list[PodInfo] = self._call("list_pods", f"pods/{node_name or '*'}", f"list pods on {node_name}",
                                         self.roles.pods.list_pods, node_name)
+        return out
+
+    def pods_by_node(self) -> Mapping[str, tuple[PodInfo, ...]]:
+        """Forwarded ``PodPort.pods_by_node`` (target ``pods/*``, as listing every pod)."""
+        out: Mapping[str, tuple[PodInfo, ...]] = self._call("pods_by_node", "pods/*", "list pods",
+                                                            self.roles.pods.pods_by_node)
         return out
 
     def get_pod(self, namespace: str, name: str) -> PodInfo | None:
