@@ -97,6 +97,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # two writer processes racing their pushes
 def test_two_concurrent_writer_processes_lose_nothing(bare: Path, tmp_path: Path) -> None:
     StatusPusher(str(bare), "reconciler-status").write({"README": b"status\n"}, "init\n")
     start = tmp_path / "go"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +35,8 @@ INTERRUPTS = [None, None, "reboot", "noop", "service:kubelet", "service:containe
 STAGES = ["apply", "config", "interrupt", "post-interrupt", "upgrade", "uninstall"]
 STATES = ["complete", "complete", "complete", "in_progress", "erroring", "unknown", "skipped"]
 LABELS = st.fixed_dictionaries({"pool": st.sampled_from(["gpu", "cpu"]), "zone": st.sampled_from(["a", "b", "c"])})
+
+pytestmark = pytest.mark.slow  # property sweeps (120 examples each): CI runs them, the fast tier not
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
