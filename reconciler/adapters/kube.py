@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
+import msgspec
 import orjson
 import urllib3
 from kubernetes import client, config
@@ -80,6 +81,7 @@ from reconciler.errors import (
     TooManyRequestsError,
     TransientError,
 )
+from reconciler.load.snapshotfast import list_page_decoder
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo, group_pods
 from reconciler.model.selector import Taint
 from reconciler.ports import LeaseInfo, LeaseSpec, StageSpec, StageStatus
@@ -219,6 +221,18 @@ def _decode(data: bytes, what: str) -> Obj:
     except ValueError:  # orjson.JSONDecodeError is a ValueError
         raise TransientError(f"{what}: answer is not JSON: {data[:200]!r}") from None
     return obj if isinstance(obj, dict) else {}
+
+
+def _decode_page(data: bytes, what: str) -> Obj:
+    """A LIST answer's page with each item pruned to the fields the record converters read
+    (:func:`reconciler.load.snapshotfast.list_page_decoder`: about 2.5x less CPU than decoding
+    whole kwok pods with orjson, and half the conversion time on the smaller dicts); any answer it
+    does not take whole is decoded by :func:`_decode`, with its errors."""
+    try:
+        page = list_page_decoder().decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError, TypeError):
+        return _decode(data, what)
+    return page if isinstance(page, dict) else {}
 
 
 def thin_requests(api_client: client.ApiClient) -> bool:
@@ -597,7 +611,7 @@ class KubeCluster:
                         out, token, restarts = [], None, restarts + 1
                         continue
                     raise
-                page = _decode(data, what)
+                page = _decode_page(data, what)
                 del data
                 out.extend(convert(i) for i in page.get("items") or () if isinstance(i, dict))
                 meta = page.get("metadata")
