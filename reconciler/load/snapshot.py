@@ -68,7 +68,9 @@ def _ref(obj: Any) -> str:
     if not isinstance(name, str) or not name:
         return _visible(str(kind))
     if kind in NAMESPACED:
-        return _visible(f"{kind}/{ns if isinstance(ns, str) and ns else 'default'}/{name}")
+        if ns is not None and not isinstance(ns, str):  # a bad namespace: not named as if it were the default
+            return _visible(f"{kind}/{name}")
+        return _visible(f"{kind}/{ns or 'default'}/{name}")
     return _visible(f"{kind}/{name}")
 
 

@@ -363,7 +363,7 @@ def parse_json(text: str, file: str) -> Any:
     except _BadNumber as e:
         at = _number_offset(text, e.literal.rstrip("."))
         pos = _offset_pos(text, at, file) if at >= 0 else SourcePos(file, 1, 1)
-        raise InputError(f"number {e.literal} {e.why}", pos) from None
+        raise InputError(f"number {e.literal} {e.why}", pos, _number_field(text, at) if at >= 0 else "") from None
     finally:
         sys.setrecursionlimit(old)
     if _SURROGATE_HINT.search(text):  # one scan; the exact pattern only when there is a candidate
@@ -372,6 +372,61 @@ def parse_json(text: str, file: str) -> Any:
             raise InputError(f"{m.group(0)} is a lone UTF-16 surrogate escape, not a character",
                              _offset_pos(text, m.start(), file))
     return data
+
+
+def _number_field(text: str, at: int) -> str:
+    """The object and field holding the value at offset ``at`` of JSON ``text``, as the
+    validation's errors name them (``items[3] (Node/gpu-a-001) status.capacity.cpu``), or "" when
+    it cannot be found (the text is decoded again up to there, numbers not converted)."""
+    from reconciler.load.snapshot import _ref  # the same object label as the validation's errors
+
+    try:
+        path = _json_path_at(text, at)
+        n = 2 if path[:1] == ["items"] and len(path) > 1 else 1 if text.lstrip()[:1] == "[" and path else 0
+        obj, _ = _LENIENT.raw_decode(text, _json_offset(text, path[:n]))
+    except (ValueError, IndexError, RecursionError):
+        return ""
+    ref = _ref(obj)
+    return " ".join(x for x in (format_path(path[:n]) or "document", f"({ref})" if ref else "",
+                                format_path(path[n:])) if x)
+
+
+#: Decodes JSON without converting numbers (a bad one is what is being looked for).
+_LENIENT = json.JSONDecoder(parse_float=lambda _: 0.0, parse_int=lambda _: 0, parse_constant=lambda _: 0.0)
+
+
+def _json_path_at(text: str, at: int) -> list[str | int]:
+    """The keys and indexes from the top of JSON ``text`` down to the innermost value that starts
+    at or contains offset ``at`` (each container's members before it are decoded to find their
+    ends)."""
+    scan = json.decoder.scanstring  # type: ignore[attr-defined]
+
+    def ws(j: int) -> int:
+        m = _WS.match(text, j)
+        return m.end() if m else j
+
+    path: list[str | int] = []
+    i = ws(0)
+    while i < len(text) and text[i] in "{[":
+        obj, j, n = text[i] == "{", ws(i + 1), 0
+        key: str | int = 0
+        while j < len(text) and text[j] not in "}]":
+            if obj:
+                key, j = scan(text, j + 1)
+                j = ws(ws(j) + 1)  # past ':'
+            else:
+                key = n
+            _, end = _LENIENT.raw_decode(text, j)
+            if j <= at < end:
+                break
+            j, n = ws(end), n + 1
+            if text[j:j + 1] == ",":
+                j = ws(j + 1)
+        else:
+            return path
+        path.append(key)
+        i = j
+    return path
 
 
 def _number_offset(text: str, literal: str) -> int:
@@ -557,6 +612,26 @@ def _err(file: str, event: Any, message: str) -> InputError:
     return InputError(message, _pos(file, event))
 
 
+def _yaml_field(stack: list[_Frame], doc_no: int) -> str:
+    """The object and field of the scalar being read under the open ``stack`` of mappings and
+    sequences, as the validation's errors name them (``items[3] (Node/gpu-a-001) status.x``; the
+    object's kind and name when they came before the field, as kubectl writes them)."""
+    from reconciler.load.snapshot import _ref  # the same object label as the validation's errors
+
+    path: list[str | int] = []
+    for fr in stack:
+        if type(fr.value) is dict:
+            path.append(fr.key if isinstance(fr.key, str | int) and not isinstance(fr.key, bool) else str(fr.key))
+        else:
+            path.append(len(fr.value))
+    if not path or (type(stack[-1].value) is dict and stack[-1].key is None):
+        return ""  # a mapping key, not a value
+    n = 2 if path[:1] == ["items"] and len(path) > 1 else 1 if type(stack[0].value) is list else 0
+    ref = _ref(stack[n].value) if len(stack) > n else ""
+    head = " ".join(x for x in (f"document {doc_no + 1}" if doc_no > 0 else "", format_path(path[:n])) if x)
+    return " ".join(x for x in (head or "document", f"({ref})" if ref else "", format_path(path[n:])) if x)
+
+
 def _events_to_data(loader: Any, file: str) -> tuple[list[Any], list[int]]:
     scalar_ev, alias_ev = yaml.ScalarEvent, yaml.AliasEvent
     seq_start, map_start = yaml.SequenceStartEvent, yaml.MappingStartEvent
@@ -588,7 +663,11 @@ def _events_to_data(loader: Any, file: str) -> tuple[list[Any], list[int]]:
             if tag == _MERGE and stack and type(stack[-1].value) is dict and stack[-1].key is None:
                 value: Any = _MERGE_KEY
             else:
-                value = _scalar(file, ev, tag)
+                try:
+                    value = _scalar(file, ev, tag)
+                except InputError as e:
+                    e.field = _yaml_field(stack, doc_no)
+                    raise
             if ev.anchor is not None:
                 anchors[ev.anchor] = (value, 1)
         elif cls is alias_ev:
