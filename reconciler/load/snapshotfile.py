@@ -380,6 +380,8 @@ def _number_field(text: str, at: int) -> str:
     it cannot be found (the text is decoded again up to there, numbers not converted)."""
     from reconciler.load.snapshot import _ref  # the same object label as the validation's errors
 
+    if len(text) > NUMBER_FIELD_MAX_CHARS:
+        return ""
     try:
         path = _json_path_at(text, at)
         n = 2 if path[:1] == ["items"] and len(path) > 1 else 1 if text.lstrip()[:1] == "[" and path else 0
@@ -390,6 +392,10 @@ def _number_field(text: str, at: int) -> str:
     return " ".join(x for x in (format_path(path[:n]) or "document", f"({ref})" if ref else "",
                                 format_path(path[n:])) if x)
 
+
+#: Texts longer than this get no object and field for a bad number, only its line:column: finding
+#: them decodes the containers around it again (the whole ``items`` array of a List).
+NUMBER_FIELD_MAX_CHARS = 64 * 1024 * 1024
 
 #: Decodes JSON without converting numbers (a bad one is what is being looked for).
 _LENIENT = json.JSONDecoder(parse_float=lambda _: 0.0, parse_int=lambda _: 0, parse_constant=lambda _: 0.0)

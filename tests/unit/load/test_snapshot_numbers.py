@@ -60,3 +60,17 @@ def test_a_bad_namespace_is_not_named_as_the_default(tmp_path: Path) -> None:
     with pytest.raises(InputError) as got:
         load_snapshot(str(path))
     assert got.value.field.startswith("items[1] (Pod/p) metadata.namespace"), str(got.value)
+
+
+def test_past_the_size_bound_the_error_keeps_its_position_without_the_field(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from reconciler.load import snapshotfile
+
+    name, text, value, _, message = CASES[0]
+    monkeypatch.setattr(snapshotfile, "NUMBER_FIELD_MAX_CHARS", len(text) - 1)
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as got:
+        load_snapshot(str(path))
+    assert got.value.field == "" and message in got.value.message and got.value.pos is not None
+    assert got.value.pos.line == text.count("\n", 0, text.index(value)) + 1
