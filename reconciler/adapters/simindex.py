@@ -296,8 +296,9 @@ class NodePods(Mapping[str, tuple[PodInfo, ...]]):
     def __getitem__(self, node: str) -> tuple[PodInfo, ...]:
         got = self._read.get(node)
         if got is None:
-            keys = self._index.pods_on[node]  # KeyError: no pod is bound to it
-            got = self._read[node] = tuple(self._index.pod(k) for k in sorted(keys))
+            if node not in self._index.pods_on:
+                raise KeyError(node)  # no pod is bound to it
+            got = self._read[node] = tuple(self._index.pod(k) for k in self._index.pods_of_node(node))
         return got
 
     def __iter__(self) -> Iterator[str]:

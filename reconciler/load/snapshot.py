@@ -24,14 +24,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from reconciler.errors import InputError, InputErrors, SourcePos
 from reconciler.load.kubeshapes import MODELS, PATTERN_HELP
-from reconciler.load.snapshotfile import SnapshotText, format_path, read_snapshot
+from reconciler.load.snapshotfile import NAMESPACED, SnapshotText, format_path, object_label, read_snapshot
 
 Obj = dict[str, Any]
 
 #: Errors collected before the loader stops reporting more.
 MAX_REPORTED = 20
 
-NAMESPACED = frozenset({"Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap"})
 _NEAR = {k.lower(): k for k in MODELS} | {k.lower() + "s": k for k in MODELS} | {"pdb": "PodDisruptionBudget",
                                                                                "pdbs": "PodDisruptionBudget"}
 
@@ -59,27 +58,6 @@ class Snapshot:
         return _error(self.source, doc, path, self.objects[i], tuple(field), message)
 
 
-def _ref(obj: Any) -> str:
-    if not isinstance(obj, dict):
-        return ""
-    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "object"
-    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
-    name, ns = meta.get("name"), meta.get("namespace")
-    if not isinstance(name, str) or not name:
-        return _visible(str(kind))
-    if kind in NAMESPACED:
-        if ns is not None and not isinstance(ns, str):  # a bad namespace: not named as if it were the default
-            return _visible(f"{kind}/{name}")
-        return _visible(f"{kind}/{ns or 'default'}/{name}")
-    return _visible(f"{kind}/{name}")
-
-
-def _visible(text: str) -> str:
-    """``text`` shortened, with control and non-ASCII characters escaped (names come from the input)."""
-    short = text[:120] + ("..." if len(text) > 120 else "")
-    return short if short.isprintable() and short.isascii() else short.encode("unicode_escape").decode("ascii")
-
-
 def _where(src: SnapshotText, doc: int, path: tuple[str | int, ...]) -> str:
     head = f"document {src.doc_index[doc] + 1}" if len(src.docs) > 1 else ""
     p = format_path(path)
@@ -88,9 +66,7 @@ def _where(src: SnapshotText, doc: int, path: tuple[str | int, ...]) -> str:
 
 def _error(src: SnapshotText, doc: int, path: tuple[str | int, ...], obj: Any, field: tuple[str | int, ...],
            message: str, *, locate: bool = True) -> InputError:
-    ref = _ref(obj)
-    where = _where(src, doc, path) + (f" ({ref})" if ref else "")
-    fld = f"{where} {format_path(field)}" if field else where
+    fld = object_label(_where(src, doc, path), obj, field)
     return InputError(message, src.locate(doc, (*path, *field)) if locate else SourcePos(src.file), fld)
 
 

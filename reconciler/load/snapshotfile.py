@@ -80,6 +80,49 @@ def format_path(path: Sequence[str | int]) -> str:
     return yamlsafe_format_path(path, _SIMPLE_KEY)
 
 
+#: Kinds whose objects live in a namespace (``default`` when it is absent).
+NAMESPACED = frozenset({"Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap"})
+
+
+def object_ref(obj: Any) -> str:
+    """``Kind/namespace/name`` (``Kind/name`` for cluster-scoped kinds and for a namespace that is
+    not a string) of a snapshot object, shown visibly; "" when ``obj`` is not a mapping."""
+    if not isinstance(obj, dict):
+        return ""
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "object"
+    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    name, ns = meta.get("name"), meta.get("namespace")
+    if not isinstance(name, str) or not name:
+        return _visible(str(kind))
+    if kind in NAMESPACED:
+        if ns is not None and not isinstance(ns, str):  # a bad namespace: not named as if it were the default
+            return _visible(f"{kind}/{name}")
+        return _visible(f"{kind}/{ns or 'default'}/{name}")
+    return _visible(f"{kind}/{name}")
+
+
+def _visible(text: str) -> str:
+    """``text`` shortened, with control and non-ASCII characters escaped (names come from the input)."""
+    short = text[:120] + ("..." if len(text) > 120 else "")
+    return short if short.isprintable() and short.isascii() else short.encode("unicode_escape").decode("ascii")
+
+
+def object_label(where: str, obj: Any, field: Sequence[str | int]) -> str:
+    """How an error names a field: ``where`` the object is (``items[3]``, ``document 2``), its
+    :func:`object_ref` in parentheses, then the field's path: ``items[3] (Node/a) spec.taints[0]``."""
+    ref = object_ref(obj)
+    where = where + (f" ({ref})" if ref else "")
+    return f"{where} {format_path(field)}" if field else where
+
+
+def object_depth(path: Sequence[str | int], top_is_list: bool) -> int:
+    """How many steps of ``path`` (from a document's top) lead to the Kubernetes object holding
+    it: 2 in a List (``items[i]``), 1 in a top-level array, 0 when the document is the object."""
+    if path[:1] == ["items"] and len(path) > 1:
+        return 2
+    return 1 if top_is_list and path else 0
+
+
 @dataclass
 class SnapshotText:
     """A snapshot file's decoded text and its parsed documents.
@@ -378,19 +421,15 @@ def _number_field(text: str, at: int) -> str:
     """The object and field holding the value at offset ``at`` of JSON ``text``, as the
     validation's errors name them (``items[3] (Node/gpu-a-001) status.capacity.cpu``), or "" when
     it cannot be found (the text is decoded again up to there, numbers not converted)."""
-    from reconciler.load.snapshot import _ref  # the same object label as the validation's errors
-
     if len(text) > NUMBER_FIELD_MAX_CHARS:
         return ""
     try:
-        path = _json_path_at(text, at)
-        n = 2 if path[:1] == ["items"] and len(path) > 1 else 1 if text.lstrip()[:1] == "[" and path else 0
-        obj, _ = _LENIENT.raw_decode(text, _json_offset(text, path[:n]))
+        path, starts = _json_path_at(text, at)
+        n = object_depth(path, text[_skip_ws(text, 0):][:1] == "[")
+        obj, _ = _LENIENT.raw_decode(text, starts[n - 1] if n else _skip_ws(text, 0))
     except (ValueError, IndexError, RecursionError):
         return ""
-    ref = _ref(obj)
-    return " ".join(x for x in (format_path(path[:n]) or "document", f"({ref})" if ref else "",
-                                format_path(path[n:])) if x)
+    return object_label(format_path(path[:n]) or "document", obj, path[n:])
 
 
 #: Texts longer than this get no object and field for a bad number, only its line:column: finding
@@ -401,38 +440,41 @@ NUMBER_FIELD_MAX_CHARS = 64 * 1024 * 1024
 _LENIENT = json.JSONDecoder(parse_float=lambda _: 0.0, parse_int=lambda _: 0, parse_constant=lambda _: 0.0)
 
 
-def _json_path_at(text: str, at: int) -> list[str | int]:
+def _skip_ws(text: str, j: int) -> int:
+    """The offset of the first character at or after ``j`` that is not JSON whitespace."""
+    m = _WS.match(text, j)
+    return m.end() if m else j
+
+
+def _json_path_at(text: str, at: int) -> tuple[list[str | int], list[int]]:
     """The keys and indexes from the top of JSON ``text`` down to the innermost value that starts
-    at or contains offset ``at`` (each container's members before it are decoded to find their
-    ends)."""
+    at or contains offset ``at``, and the offset where each of those values starts (each
+    container's members before it are decoded to find their ends)."""
     scan = json.decoder.scanstring  # type: ignore[attr-defined]
-
-    def ws(j: int) -> int:
-        m = _WS.match(text, j)
-        return m.end() if m else j
-
     path: list[str | int] = []
-    i = ws(0)
+    starts: list[int] = []
+    i = _skip_ws(text, 0)
     while i < len(text) and text[i] in "{[":
-        obj, j, n = text[i] == "{", ws(i + 1), 0
+        obj, j, n = text[i] == "{", _skip_ws(text, i + 1), 0
         key: str | int = 0
         while j < len(text) and text[j] not in "}]":
             if obj:
                 key, j = scan(text, j + 1)
-                j = ws(ws(j) + 1)  # past ':'
+                j = _skip_ws(text, _skip_ws(text, j) + 1)  # past ':'
             else:
                 key = n
             _, end = _LENIENT.raw_decode(text, j)
             if j <= at < end:
                 break
-            j, n = ws(end), n + 1
+            j, n = _skip_ws(text, end), n + 1
             if text[j:j + 1] == ",":
-                j = ws(j + 1)
+                j = _skip_ws(text, j + 1)
         else:
-            return path
+            return path, starts
         path.append(key)
+        starts.append(j)
         i = j
-    return path
+    return path, starts
 
 
 def _number_offset(text: str, literal: str) -> int:
@@ -451,8 +493,7 @@ def _json_offset(text: str, path: Sequence[str | int]) -> int:
     scan = json.decoder.scanstring  # type: ignore[attr-defined]
 
     def ws(j: int) -> int:
-        m = _WS.match(text, j)
-        return m.end() if m else j
+        return _skip_ws(text, j)
 
     i = ws(0)
     for depth, key in enumerate(path):
@@ -622,8 +663,6 @@ def _yaml_field(stack: list[_Frame], doc_no: int) -> str:
     """The object and field of the scalar being read under the open ``stack`` of mappings and
     sequences, as the validation's errors name them (``items[3] (Node/gpu-a-001) status.x``; the
     object's kind and name when they came before the field, as kubectl writes them)."""
-    from reconciler.load.snapshot import _ref  # the same object label as the validation's errors
-
     path: list[str | int] = []
     for fr in stack:
         if type(fr.value) is dict:
@@ -632,10 +671,9 @@ def _yaml_field(stack: list[_Frame], doc_no: int) -> str:
             path.append(len(fr.value))
     if not path or (type(stack[-1].value) is dict and stack[-1].key is None):
         return ""  # a mapping key, not a value
-    n = 2 if path[:1] == ["items"] and len(path) > 1 else 1 if type(stack[0].value) is list else 0
-    ref = _ref(stack[n].value) if len(stack) > n else ""
+    n = object_depth(path, type(stack[0].value) is list)
     head = " ".join(x for x in (f"document {doc_no + 1}" if doc_no > 0 else "", format_path(path[:n])) if x)
-    return " ".join(x for x in (head or "document", f"({ref})" if ref else "", format_path(path[n:])) if x)
+    return object_label(head or "document", stack[n].value if len(stack) > n else None, path[n:])
 
 
 def _events_to_data(loader: Any, file: str) -> tuple[list[Any], list[int]]:
