@@ -87,15 +87,19 @@ class _Step(EndPhases, GatePhases, StagePhases, DrainPhases):
 
     def _handler(self) -> Callable[[], float | None]:
         """The phase's handler (every :class:`~reconciler.model.vocab.Phase` has one)."""
-        return {
-            Phase.START: self._phase_start,
-            Phase.CORDON: self._phase_cordon,
-            Phase.WAIT: self._phase_wait,
-            Phase.DRAIN: self._phase_drain,
-            Phase.STAGES: self._phase_stages,
-            Phase.INTERRUPT: self._phase_interrupt,
-            Phase.POST_INTERRUPT: self._phase_post_interrupt,
-            Phase.READINESS_GATE: self._phase_gate,
-            Phase.UNCORDON: self._phase_uncordon,
-            Phase.FAILING: self._phase_failing,
-        }[self.m.phase]
+        return getattr(self, _HANDLERS[self.m.phase])  # type: ignore[no-any-return]
+
+
+#: Each phase's handler method of :class:`_Step` (a table made once, not at every step).
+_HANDLERS: dict[Phase, str] = {
+    Phase.START: "_phase_start",
+    Phase.CORDON: "_phase_cordon",
+    Phase.WAIT: "_phase_wait",
+    Phase.DRAIN: "_phase_drain",
+    Phase.STAGES: "_phase_stages",
+    Phase.INTERRUPT: "_phase_interrupt",
+    Phase.POST_INTERRUPT: "_phase_post_interrupt",
+    Phase.READINESS_GATE: "_phase_gate",
+    Phase.UNCORDON: "_phase_uncordon",
+    Phase.FAILING: "_phase_failing",
+}

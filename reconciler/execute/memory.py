@@ -105,16 +105,17 @@ class Memory:
 
     def copy(self) -> Memory:
         """A copy whose containers are copied; the records in them are immutable, except the
-        :class:`EvictTrack` objects, which are *shared* with this memory (copy on write: a step
-        calls :meth:`own_evictions` on its working copy before it changes a track, so a memory
-        once handed to or returned by :func:`~reconciler.execute.machine.step` never changes).
-        Issue 17: the drain's tracks (one per pod of the node) were copied on every copy, two
-        to four times per step in every phase."""
+        :class:`EvictTrack` and :class:`~reconciler.execute.stagework.StageRun` objects, which
+        are *shared* with this memory (copy on write: a step calls :meth:`own_evictions` or
+        :meth:`own_run` on its working copy before it changes a track or a run, so a memory once
+        handed to or returned by :func:`~reconciler.execute.machine.step` never changes).
+        Issue 17: the drain's tracks (one per pod of the node) and the stage runs (one per
+        package step) were copied on every copy, about twice per step in every phase."""
         new = object.__new__(Memory)
         new.__dict__.update(self.__dict__)
         new.state = dict(self.state)
         new.evictions = dict(self.evictions)
-        new.runs = [r.copy() for r in self.runs]
+        new.runs = list(self.runs)
         new.pending = dict(self.pending)
         new.pending_labels = dict(self.pending_labels)
         new.local_start = dict(self.local_start)
@@ -124,3 +125,10 @@ class Memory:
         """Replace every eviction track by its own copy, so this memory's tracks can be changed
         without changing a memory it was copied from (see :meth:`copy`)."""
         self.evictions = {k: t.copy() for k, t in self.evictions.items()}
+
+    def own_run(self, index: int) -> StageRun:
+        """Replace ``runs[index]`` by its own copy and return it, so it can be changed without
+        changing a memory this one was copied from (see :meth:`copy`). Raises IndexError."""
+        run = self.runs[index].copy()
+        self.runs[index] = run
+        return run

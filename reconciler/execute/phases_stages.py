@@ -82,7 +82,7 @@ class StagePhases(StepCore):
             raise _Need(*looks)
         done_pkgs = {r.step.package for r in runs if r.done}
         wakes: list[float] = []
-        for run in runs:
+        for i, run in enumerate(runs):
             if run.done or (why is not None and not run.running):  # out of scope: let what runs finish
                 continue
             if any(dep not in done_pkgs for dep in run.step.after if any(r.step.package == dep for r in runs)):
@@ -93,7 +93,7 @@ class StagePhases(StepCore):
             if run.running and run.launched == now:  # created in this cycle: looked at after a poll
                 wakes.append(now + self.ctx.poll_seconds)
                 continue
-            w = self._drive_one(run)
+            w = self._drive_one(i)
             if m.outcome is not Outcome.RUNNING:
                 return None
             if w is not None:
@@ -106,8 +106,12 @@ class StagePhases(StepCore):
             return now  # a dependency finished: start its dependents now
         return min(wakes) if wakes else now + self.ctx.poll_seconds
 
-    def _drive_one(self, run: StageRun) -> float | None:
+    def _drive_one(self, index: int) -> float | None:
+        """Advance ``m.runs[index]`` by one look or start; the run is changed on this step's own
+        copy of it (:meth:`Memory.own_run`), taken after the checkpoint, so a failed write's
+        rollback memory keeps the run as it was."""
         self._checkpoint()
+        run = self.m.own_run(index)
         now = self._now
         stage = run.stages[run.index]
         spec = self._spec(run, stage)

@@ -320,9 +320,16 @@ def parse_model(model: type[Frozen], text: str | None) -> Any:
     """Parse a JSON annotation into ``model``; None when absent or malformed (callers report a
     malformed record by its annotation key, e.g. the planner's "annotation … is malformed and was
     ignored"). Read through :func:`reconciler.jsonsafe.parse_json`: bounded depth, no
-    NaN/Infinity, no integer beyond 64 bits, no duplicate keys; never raises."""
+    NaN/Infinity, no integer beyond 64 bits, no duplicate keys; never raises. Memoised by
+    (model, text), as :func:`parse_state` (issue 17: a node's lifecycle reads the same in-flight
+    record at most of its steps); the models are frozen, so a parsed record is shared."""
     if not text:
         return None
+    return _parse_model_cached(model, text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_model_cached(model: type[Frozen], text: str) -> Any:
     try:
         return model.model_validate(parse_json(text, "annotation", allow_duplicates=True))
     except (InputError, ValidationError):

@@ -593,3 +593,49 @@ def test_eviction_tracks_are_shared_copy_on_write() -> None:
     assert after is not track and after.attempts == 1 and not after.asked and after.next_try > NOW
     for snapshot in t.rollbacks.values():
         assert snapshot.evictions["default/web"] == before
+
+
+@pytest.mark.parametrize(("status", "moved"), [(StageStatus("failed", exit_code=3, started=UTC - 10), False),
+                                               (StageStatus("succeeded", started=UTC - 10), True)])
+def test_stage_runs_are_shared_copy_on_write(status: StageStatus, moved: bool) -> None:
+    """Memory.copy shares the stage runs (issue 17: each was copied about twice per step); a
+    stage step changes its own copy of the run it drives, so neither the memory it was given nor
+    the rollback memory of a write it makes sees what the step changed after that write's
+    decision began (a failed retry record: the run as given; the reboot request after the stage
+    succeeded: the run past its stage, as when the interrupt was decided)."""
+    m = stages_mem(running=True)
+    c = m.copy()
+    assert c.runs == m.runs and c.runs is not m.runs and c.runs[0] is m.runs[0]  # shared until owned
+    owned = c.own_run(0)
+    assert owned == m.runs[0] and owned is not m.runs[0] and c.runs[0] is owned
+    run = m.runs[0]
+    before = copy.deepcopy(run)
+    v = stage_view(status, nodes=(node(unschedulable=True, ours=True, inflight=fl("stages"), boot="b1"),))
+    t = step(m, v, PLAN, CTX, NOW, UTC)
+    assert m.runs[0] is run and run == before  # the given memory's run unchanged
+    after = t.memory.runs[0]
+    assert after is not run and after != before  # retried (attempt 2) or moved past its stage
+    expected = replace(before, index=1, done=True, running=False) if moved else before
+    assert t.rollbacks and all(snap.runs[0] == expected for snap in t.rollbacks.values())
+
+
+def test_stage_specs_are_memoised_by_what_they_are_made_of() -> None:
+    """stage_spec answers the same spec object for the same arguments (issue 17), and a spec of
+    another recipe, attempt, lifecycle or interrupt is another spec, built from it."""
+    from reconciler.execute.stagework import stage_spec
+
+    run = build_runs(RECIPE, {}, PLAN.steps)[0]
+    first = stage_spec(RECIPE, "n1", run, "apply", lifecycle="run-1", agent_image=None)
+    assert stage_spec(RECIPE, "n1", run, "apply", lifecycle="run-1", agent_image=None) is first
+    other = RECIPE.model_copy(update={"name": "other"})
+    assert stage_spec(other, "n1", run, "apply", lifecycle="run-1", agent_image=None).recipe == "other"
+    assert stage_spec(RECIPE, "n1", run, "apply", lifecycle="run-2", agent_image=None).run_id == "run-2"
+    retried = replace(run, attempt=2)
+    assert stage_spec(RECIPE, "n1", retried, "apply", lifecycle="run-1", agent_image=None).attempt == 2
+    reboot = interrupt_spec(RECIPE, "n1", PLAN.steps, Interrupt(type="reboot"), lifecycle="run-1", agent_image=None)
+    restart = interrupt_spec(RECIPE, "n1", PLAN.steps, Interrupt(type="service", services=["kubelet"]),
+                             lifecycle="run-1", agent_image=None)
+    assert reboot.interrupt == Interrupt(type="reboot") and restart.interrupt == Interrupt(type="service",
+                                                                                        services=["kubelet"])
+    assert interrupt_spec(RECIPE, "n1", PLAN.steps, Interrupt(type="reboot"), lifecycle="run-1",
+                          agent_image=None) is reboot  # an equal interrupt parsed afresh: the same spec
