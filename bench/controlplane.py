@@ -193,16 +193,17 @@ def _pprof(cp: Any, path: str, seconds: int = 20) -> None:
     Path(path).write_bytes(urllib.request.urlopen(req, context=ctx, timeout=seconds + 30).read())
 
 
-def thread_cpu_seconds(native_id: int | None) -> float:
-    """CPU seconds (user + system) a live thread of this process used so far, from
-    ``/proc/self/task/<tid>/stat`` (0.0 when unknown: not Linux, thread gone)."""
+def thread_cpu_seconds(native_id: int | None) -> tuple[float, float]:
+    """(user, system) CPU seconds a live thread of this process used so far, from
+    ``/proc/self/task/<tid>/stat`` ((0.0, 0.0) when unknown: not Linux, thread gone)."""
     if native_id is None:
-        return 0.0
+        return 0.0, 0.0
     try:
         fields = Path(f"/proc/self/task/{native_id}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 class ThreadCpu:
@@ -211,7 +212,8 @@ class ThreadCpu:
     worker pool's threads end with the run, so their last reading is kept)."""
 
     def __init__(self) -> None:
-        self.seen: dict[int, tuple[str, float, float]] = {}  # tid → (kind, first, last reading)
+        # tid → (kind, first, last reading), each reading (user, system) seconds
+        self.seen: dict[int, tuple[str, tuple[float, float], tuple[float, float]]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="bench-sampler", daemon=True)
 
@@ -249,10 +251,17 @@ class ThreadCpu:
         self._sample()
 
     def by_kind(self) -> dict[str, float]:
-        out: dict[str, float] = collections.defaultdict(float)
+        """CPU seconds (user + system) by kind of thread."""
+        return {k: u + s for k, (u, s) in self.split_by_kind().items()}
+
+    def split_by_kind(self) -> dict[str, tuple[float, float]]:
+        """(user, system) CPU seconds by kind of thread."""
+        user: dict[str, float] = collections.defaultdict(float)
+        system: dict[str, float] = collections.defaultdict(float)
         for kind, first, last in self.seen.values():
-            out[kind] += last - first
-        return dict(out)
+            user[kind] += last[0] - first[0]
+            system[kind] += last[1] - first[1]
+        return {k: (user[k], system[k]) for k in user}
 
 
 def _apply(args: list[str], harness_thread: int | None = None) -> tuple[dict[str, Any], float, float]:
@@ -265,10 +274,10 @@ def _apply(args: list[str], harness_thread: int | None = None) -> tuple[dict[str
     from reconciler.cli.main import main
 
     buf = io.StringIO()
-    c0, t0 = time.process_time() - thread_cpu_seconds(harness_thread), time.perf_counter()
+    c0, t0 = time.process_time() - sum(thread_cpu_seconds(harness_thread)), time.perf_counter()
     with contextlib.redirect_stdout(buf):
         rc = main(args)
-    cpu, wall = time.process_time() - thread_cpu_seconds(harness_thread) - c0, time.perf_counter() - t0
+    cpu, wall = time.process_time() - sum(thread_cpu_seconds(harness_thread)) - c0, time.perf_counter() - t0
     doc = json.loads(buf.getvalue())
     if rc != 0:
         raise SystemExit(f"apply failed: {doc.get('result')}")
@@ -328,7 +337,7 @@ def main() -> None:
                                              *workers], emu._thread.native_id)
                 watch = {"decoded": sum(c.events_seen for c in CLOCKS),
                          "skipped": sum(getattr(c, "events_skipped", 0) for c in CLOCKS), **ADVANCES,
-                         "threads": threads.by_kind()}
+                         "threads": threads.by_kind(), "split": threads.split_by_kind()}
                 for c in CLOCKS:
                     c.close()
                 CLOCKS.clear()
@@ -373,8 +382,10 @@ def main() -> None:
         total = sum(srv.values())
         print(f"  cluster total (apiserver_request_total, all clients: kwok, controllers, scheduler, us): {total}: "
               + ", ".join(f"{v} {verb} {r}" for (verb, r), v in sorted(srv.items(), key=lambda kv: -kv[1])[:12]))
-        print("  reconciler CPU seconds by thread: " + ", ".join(
-            f"{k} {v:.1f}" for k, v in sorted(watch["threads"].items(), key=lambda kv: -kv[1]) if k != "other"))
+        split = watch["split"]
+        print("  reconciler CPU seconds by thread (user + system): " + ", ".join(
+            f"{k} {v:.1f} ({split[k][0]:.1f} + {split[k][1]:.1f})"
+            for k, v in sorted(watch["threads"].items(), key=lambda kv: -kv[1]) if k != "other"))
         print("  CPU seconds during the run: reconciler " + f"{cpu:.1f}, " + ", ".join(
             f"{k} {v:.1f}" for k, v in sorted(comp_cpu.items(), key=lambda kv: -kv[1])))
 

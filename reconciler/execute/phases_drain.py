@@ -10,6 +10,7 @@ from reconciler.execute.decide import (
 from reconciler.execute.effects import (
     Evict,
     EvictAnswer,
+    EvictResult,
 )
 from reconciler.execute.memory import MAX_RECORDONS, EvictTrack
 from reconciler.execute.stepcore import StepCore
@@ -189,6 +190,8 @@ class DrainPhases(StepCore):
                 wait = opts.evictionRetrySeconds if res.disruption_budget else max(
                     opts.evictionRetrySeconds, res.retry_after or 0)
                 tr.next_try = now + wait
+                if tr.attempts == 1:  # said once per pod and drain, as kubectl drain says it (it repeats it)
+                    self._event(EventKind.EVICT_REFUSED, _refusal(ref, res, wait, opts.timeoutSeconds))
             elif res.answer is EvictAnswer.SERVER:
                 pdbs = [b.ref for b in self._pdbs() if b.selects(tr.pod)]
                 if len(pdbs) < 2:  # not the several-PDBs refusal: an API server error, retried (§1.9)
@@ -271,3 +274,11 @@ class DrainPhases(StepCore):
         self._defer({inflight_key(self.recipe.name): self._inflight(Phase.STAGES)})
         m.phase = Phase.STAGES
         return self._phase_stages()
+
+
+def _refusal(ref: str, res: EvictResult, wait: float, timeout: float) -> str:
+    """The detail of an :attr:`EventKind.EVICT_REFUSED` event: the pod, why the API server refused
+    its eviction (429: a PodDisruptionBudget, with the budget's own words, or throttling) and what
+    happens next (``kubectl drain``: "error when evicting ... (will retry after 5s)")."""
+    why = res.message.strip() or ("a PodDisruptionBudget forbids it" if res.disruption_budget else "too many requests")
+    return f"{ref}: {why}; retrying every {wait:g} s until the drain timeout ({timeout:g} s)"

@@ -70,6 +70,7 @@ class EventKind(StrEnum):
     WAIT = "wait"
     BLOCKED = "blocked"
     EVICT = "evict"
+    EVICT_REFUSED = "evict-refused"  # a pod's first 429 (PodDisruptionBudget or throttling) in a drain; retried
     DRAINED = "drained"
     STAGE_START = "stage-start"
     STAGE_END = "stage-end"

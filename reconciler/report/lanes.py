@@ -66,7 +66,7 @@ def _segments(events: Sequence[Event], end_of_run: float) -> tuple[list[Segment]
             segs.append(Segment("cordon", t, t))
         elif e == EventKind.WAIT:
             open_.setdefault("wait", (t, ev.detail))
-        elif e == EventKind.EVICT:
+        elif e in (EventKind.EVICT, EventKind.EVICT_REFUSED):
             close("wait", t)
             open_.setdefault("drain", (t, ev.detail))
         elif e == EventKind.DRAINED:

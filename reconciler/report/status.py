@@ -56,6 +56,7 @@ _START = {
     "cordon",
     "wait",
     "evict",
+    "evict-refused",
     "drained",
     "stage-start",
     "stage-end",

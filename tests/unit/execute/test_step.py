@@ -230,8 +230,13 @@ ROWS = [
         effects=(Announce, Announce, PatchNode, StartStage, Announce), phase=Phase.STAGES,
         announce=(EventKind.EVICT, EventKind.DRAINED, EventKind.STAGE_START)),
     Row("drain/429-pdb->retry-later", *drain_mem(EvictResult(EvictAnswer.TOO_MANY, "budget", disruption_budget=True)),
-        effects=(), phase=Phase.DRAIN, wake=5.0,
-        check=lambda t: t.memory.evictions["default/web"].attempts == 1),
+        effects=(Announce,), phase=Phase.DRAIN, wake=5.0, announce=(EventKind.EVICT_REFUSED,),
+        check=lambda t: t.memory.evictions["default/web"].attempts == 1 and t.effects[0].detail.startswith(
+            "default/web: budget; retrying every 5 s until the drain timeout")),
+    Row("drain/429-pdb-again->retried-silently",
+        *drain_mem(EvictResult(EvictAnswer.TOO_MANY, "budget", disruption_budget=True), attempts=1),
+        effects=(), phase=Phase.DRAIN, wake=5.0,  # said once per pod and drain
+        check=lambda t: t.memory.evictions["default/web"].attempts == 2),
     Row("drain/404->gone", drain_mem(EvictResult(EvictAnswer.NOT_FOUND))[0],
         View(evictions={"default/web": EvictResult(EvictAnswer.NOT_FOUND)},
              nodes=(node(unschedulable=True, ours=True, inflight=fl("drain")),)),
@@ -255,7 +260,8 @@ ROWS = [
         reason=FailureReason.DRAIN_TIMEOUT),
     Row("drain/429-retry-after-longer-than-the-pause", *drain_mem(EvictResult(EvictAnswer.TOO_MANY, "slow down",
                                                                           retry_after=30.0)),
-        effects=(), phase=Phase.DRAIN, wake=5.0,  # the drain's poll comes first; the next try waits 30 s
+        effects=(Announce,), phase=Phase.DRAIN, wake=5.0,  # the drain's poll comes first; the next try waits 30 s
+        announce=(EventKind.EVICT_REFUSED,),
         check=lambda t: t.memory.evictions["default/web"].next_try == NOW + 30.0),
     Row("drain/500-one-pdb->retried", drain_mem(EvictResult(EvictAnswer.SERVER, "etcd timeout"))[0],
         View(evictions={"default/web": EvictResult(EvictAnswer.SERVER, "etcd timeout")},

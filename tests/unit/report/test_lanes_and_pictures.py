@@ -29,6 +29,19 @@ def test_phases_follow_the_lifecycle() -> None:
     assert lane.segments[3].detail == "p 1.0.0 apply" and lane.state == "complete"
 
 
+def test_a_drain_held_by_a_disruption_budget_is_drain_from_the_first_refusal() -> None:
+    """An eviction refused (429) opens the drain segment: the time a PodDisruptionBudget holds
+    the node is drain time in the picture, not a gap before it."""
+    ev = [Event(0, "z", "batch-start", "batch 1: n1"), Event(0, "n1", "cordon"),
+          Event(2, "n1", "evict-refused", "serving/web: budget; retrying every 5 s until the drain timeout (600 s)"),
+          Event(300, "n1", "evict", "serving/web"), Event(310, "n1", "drained", "1 pods gone"),
+          Event(310, "n1", "uncordon"), Event(310, "n1", "complete"), Event(310, "z", "batch-end", "batch 1: 1 ok")]
+    (lane,) = node_lanes(_run(ev, [{"name": "z", "batches": [{"number": 1, "nodes": ["n1"]}]}]))
+    assert [(s.phase, s.start, s.end) for s in lane.segments] == [
+        ("cordon", 0, 0), ("drain", 2, 310), ("uncordon", 310, 310)]
+    assert lane.segments[1].detail.startswith("serving/web: budget")
+
+
 def test_folding_keeps_every_node_and_bounds_the_lanes() -> None:
     ev, batches = [], []
     for b in range(1, 701):
