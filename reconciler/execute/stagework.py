@@ -128,7 +128,7 @@ def tolerations(recipe: Recipe) -> tuple[Toleration, ...]:
 #: small frozen model, parsed afresh from the node's record at each step) is keyed by value.
 #: Bounded: cleared when it reaches :data:`_SPEC_MEMO_MAX` entries (a few per node in flight).
 _SPEC_MEMO: dict[tuple[object, ...], tuple[Recipe, StageSpec]] = {}
-_SPEC_MEMO_MAX = 4096
+_SPEC_MEMO_MAX = 2048
 
 
 def stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecycle: str,

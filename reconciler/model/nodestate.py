@@ -328,7 +328,7 @@ def parse_model(model: type[Frozen], text: str | None) -> Any:
     return _parse_model_cached(model, text)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def _parse_model_cached(model: type[Frozen], text: str) -> Any:
     try:
         return model.model_validate(parse_json(text, "annotation", allow_duplicates=True))
