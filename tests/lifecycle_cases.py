@@ -166,9 +166,10 @@ SCENARIOS: tuple[Scenario, ...] = (
                     frozenset({("web", ALLOWED), ("web", REFUSED)}), final={0: DONE_REBOOT, 1: DONE_REBOOT}),
              workloads=(Workload("web", 1, pdb={"minAvailable": 1}),), relax=("web", {"minAvailable": 0})),
     # a not-Ready pod under a PDB whose budget is not healthy (currentHealthy 0 < desiredHealthy 1):
-    # IfHealthyBudget (the default) refuses it until the drain times out: the node fails, stays
+    # no unhealthyPodEvictionPolicy, so IfHealthyBudget (the API's default), refuses it until the
+    # drain times out (tests/eviction_cases.py also sets IfHealthyBudget explicitly): the node fails, stays
     # cordoned by us with the failure record
-    Scenario("notready-pod-pdb-ifhealthybudget", 2, (REBOOT,),
+    Scenario("notready-pod-pdb-unset-policy-ifhealthybudget", 2, (REBOOT,),
              Expect("failed", {0: ("failed", "DrainTimeout")}, frozenset({("web", REFUSED)}),
                     frozenset({(0, "Failed")}),
                     final={0: {"unschedulable": True, "packages": (), "records": FAILED_HELD,

@@ -53,8 +53,10 @@ def _real_answer(case: Case, kube: KubeCluster, api: Any, namespace: str, group:
 
 def _sim_answer(case: Case) -> str:
     sim = SimFleet(sim_objects(case))
-    victim = pod_names(case, "app")[victim_index(case)]
-    return outcome(lambda: sim.evict_pod("conf", victim, "", grace_seconds=1))
+    victim = sim.get_pod("conf", pod_names(case, "app")[victim_index(case)])
+    assert victim is not None
+    # with the pod's own UID as precondition, as the real side sends it (and kubectl drain does)
+    return outcome(lambda: sim.evict_pod("conf", victim.name, victim.uid, grace_seconds=1))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
