@@ -43,27 +43,28 @@ def gated(gate: ReadinessGate = GATE, **kw: Any) -> Any:
 
 
 class Held:
-    """Wraps the simulated validator's pass: records, at the moment it passes a node, whether the
-    node was still cordoned and tainted (what the gate must guarantee)."""
+    """Watches the rollout's node writes through the port (``harness.apply``'s ``before`` hook,
+    no patching of the simulated fleet): for each node, its state on the simulated fleet at the
+    first write the reconciler makes after the validator's condition turned True — whether it was
+    still cordoned and tainted then (what the gate must guarantee) and when."""
 
     def __init__(self, sim: SimFleet) -> None:
         self.seen: dict[str, tuple[bool, bool, float]] = {}
-        orig = sim._validated
+        self._sim = sim
 
-        def validated(node: str, at: float) -> None:
-            info = sim.get_node(node)
-            self.seen[node] = (info.unschedulable, any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in info.taints),
-                               sim.now())
-            orig(node, at)
-
-        sim._validated = validated  # type: ignore[method-assign]
+    def before_patch(self, name: str, **_: Any) -> None:
+        info = self._sim.get_node(name)
+        passed = any(c.type == VALIDATED and c.status == "True" for c in info.conditions)
+        if passed and name not in self.seen:
+            tainted = any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in info.taints)
+            self.seen[name] = (info.unschedulable, tainted, self._sim.now())
 
 
 def test_the_gate_holds_each_node_cordoned_and_tainted_until_the_validator_passes_it() -> None:
     sim = SimFleet(tainted_nodes(2), SimConfig(stageSeconds=30, rebootSeconds=60,
                                                validator=SimValidator(conditionType=VALIDATED, afterSeconds=120)))
     held = Held(sim)
-    run = apply(sim, gated(), ONE_AT_A_TIME)
+    run = apply(sim, gated(), ONE_AT_A_TIME, before={"patch_node": held.before_patch})
     assert [n.state for n in run.result.nodes] == ["complete", "complete"]
     for name in ("n1", "n2"):
         kinds = [e.event for e in run.events(name)]
