@@ -78,6 +78,27 @@ class SimPods(SimCore):
         }
         return info
 
+    def set_pod_ready(self, namespace: str, name: str, ready: bool) -> None:
+        """Test helper (not a write): the kubelet reports the pod Ready or not (its ``Ready``
+        condition, added when missing); the simulated disruption controller counts it at the next
+        read or eviction, as with :meth:`set_pdb`.
+
+        Raises:
+            KeyError: no such pod.
+        """
+        key = (namespace, name)
+        pod = self.pods[key]
+        conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+        status = "True" if ready else "False"
+        ready_conds = [c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"]
+        if ready_conds:
+            for c in ready_conds:
+                c["status"] = status
+        else:
+            conditions.append({"type": "Ready", "status": status})
+        self._bump(pod)
+        self._index.pod_changed(key, pod)
+
     def set_pdb(self, namespace: str, name: str, **spec: Any) -> None:
         """Test helper (not a write): change a PDB's spec as an admin would, e.g. ``minAvailable=0``
         (a None value removes the field); ``metadata.generation`` goes up. The simulated disruption

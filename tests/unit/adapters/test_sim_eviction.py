@@ -52,12 +52,10 @@ def test_drain_of_not_ready_pod_waits_for_a_healthy_budget() -> None:
     sim = SimFleet(sim_objects(case))
     ready, not_ready = pod_names(case, "app")[1], pod_names(case, "app")[0]
     assert outcome(lambda: sim.evict_pod("conf", not_ready, "", grace_seconds=1)) == REFUSED
-    pod = sim.pods[("conf", not_ready)]
-    pod["status"]["conditions"][0]["status"] = "True"  # the pod turns Ready ...
-    sim._index.pod_changed(("conf", not_ready), pod)
-    assert sim.list_pdbs()[0].current_healthy == 2
-    pod["status"]["conditions"][0]["status"] = "False"  # ... and not Ready again, with the other one Ready
-    sim._index.pod_changed(("conf", not_ready), pod)
+    sim.set_pod_ready("conf", not_ready, True)  # the pod turns Ready ...
+    assert sim.list_pdbs()[0].current_healthy == 2 and sim.get_pod("conf", not_ready).ready
+    sim.set_pod_ready("conf", not_ready, False)  # ... and not Ready again, with the other one Ready
+    assert sim.list_pdbs()[0].current_healthy == 1
     assert outcome(lambda: sim.evict_pod("conf", ready, "", grace_seconds=1)) == REFUSED  # 1 < 2: no disruption
 
 
