@@ -153,15 +153,19 @@ class SimCore:
         self._index.node_changed(n["metadata"]["name"])
 
     def _set_ready(self, n: Obj, ready: bool, reason: str, message: str) -> None:
-        conds = n.setdefault("status", {}).setdefault("conditions", [])
         ts = format_time(self.wall())
-        new = {"type": "Ready", "status": "True" if ready else "False", "reason": reason, "message": message,
-               "lastTransitionTime": ts, "lastHeartbeatTime": ts}
+        self._put_ready(n, {"type": "Ready", "status": "True" if ready else "False", "reason": reason,
+                            "message": message, "lastTransitionTime": ts, "lastHeartbeatTime": ts})
+        self._index.node_changed(n["metadata"]["name"])
+
+    def _put_ready(self, obj: Obj, condition: Obj) -> None:
+        """Replace the ``Ready`` condition of a node or pod object by ``condition`` (appended when
+        it has none) and bump its resourceVersion; the caller tells the index."""
+        conds = obj.setdefault("status", {}).setdefault("conditions", [])
         for i, c in enumerate(conds):
-            if c.get("type") == "Ready":
-                conds[i] = new
+            if isinstance(c, dict) and c.get("type") == "Ready":
+                conds[i] = condition
                 break
         else:
-            conds.append(new)
-        self._bump(n)
-        self._index.node_changed(n["metadata"]["name"])
+            conds.append(condition)
+        self._bump(obj)

@@ -88,15 +88,8 @@ class SimPods(SimCore):
         """
         key = (namespace, name)
         pod = self.pods[key]
-        conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-        status = "True" if ready else "False"
-        ready_conds = [c for c in conditions if isinstance(c, dict) and c.get("type") == "Ready"]
-        if ready_conds:
-            for c in ready_conds:
-                c["status"] = status
-        else:
-            conditions.append({"type": "Ready", "status": status})
-        self._bump(pod)
+        self._put_ready(pod, {"type": "Ready", "status": "True" if ready else "False",
+                              "lastTransitionTime": format_time(self.wall())})
         self._index.pod_changed(key, pod)
 
     def set_pdb(self, namespace: str, name: str, **spec: Any) -> None:
