@@ -8,8 +8,9 @@ embedded default, unit tests, what-if) and ``adapters.kube.KubeCluster`` (offici
 client) each play every role with one object (:class:`Cluster`).
 ``Clock`` is injected so waits, timeouts and backoff are testable without sleeping.
 
-Every method that changes the cluster is a *write*; each write is one API request, so tests can
-count writes and crash a run after the N-th (``--sim-crash-after``).
+Every method that changes the cluster is a *write*; each write is one API request
+(:meth:`PodPort.evict_pods`: one per pod), so tests can count writes and crash a run after the
+N-th (``--sim-crash-after``).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from reconciler.errors import ClusterError
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.recipe import EnvVar, Interrupt, Resources
 from reconciler.model.selector import Taint, Toleration
@@ -176,6 +178,37 @@ class NodeInterest(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class PodEviction:
+    """One eviction for :meth:`PodPort.evict_pods`: the pod, the UID it must still have (the
+    eviction's precondition) and ``grace_seconds`` (None: the pod's own grace period)."""
+
+    namespace: str
+    name: str
+    uid: str
+    grace_seconds: int | None = None
+
+    @property
+    def ref(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+
+def evict_one_by_one(evict: Callable[[str, str, str, int | None], None],
+                     evictions: Sequence[PodEviction]) -> list[ClusterError | None]:
+    """:meth:`PodPort.evict_pods` for an adapter that sends one eviction per call
+    (``evict(namespace, name, uid, grace_seconds)``, raising a ClusterError when it is refused):
+    in the order asked; any other exception (a crash, a read-only fleet, the fence) goes up."""
+    out: list[ClusterError | None] = []
+    for e in evictions:
+        try:
+            evict(e.namespace, e.name, e.uid, e.grace_seconds)
+            out.append(None)
+        except ClusterError as err:
+            out.append(err)
+    return out
+
+
 class PodPort(Protocol):
     """Pods and what a drain needs around them: evictions, PodDisruptionBudgets, DaemonSet existence."""
 
@@ -203,11 +236,16 @@ class PodPort(Protocol):
         """Whether a DaemonSet exists (kubectl drain's orphaned-DaemonSet-pod check)."""
         ...
 
-    def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
-        """One write: POST a policy/v1 Eviction with ``preconditions.uid``. Raises NotFoundError
-        (gone), ConflictError (UID changed: the pod we meant is gone), TooManyRequestsError
-        (PodDisruptionBudget or throttling), ServerError (500: several PDBs select the pod),
-        ForbiddenError (namespace terminating, RBAC)."""
+    def evict_pods(self, evictions: Sequence[PodEviction]) -> list[ClusterError | None]:
+        """Writes, one per pod: POST a policy/v1 Eviction with ``preconditions.uid`` (and the grace
+        period when given) for each, sent together where the adapter can (``kubectl drain`` evicts
+        a node's pods in parallel; drain-and-scenarios.md §1.4/§1.6); their order does not matter.
+
+        Returns, in the order asked, None for an accepted eviction or the error that refused it:
+        NotFoundError (gone), ConflictError (UID changed: the pod we meant is gone),
+        TooManyRequestsError (PodDisruptionBudget or throttling), ServerError (500: several PDBs
+        select the pod), ForbiddenError (namespace terminating, RBAC), TransientError. Raises only
+        what stops every eviction (the write fence's LeaseLostError, before any is sent)."""
         ...
 
 

@@ -58,7 +58,7 @@ import ssl
 import threading
 import weakref
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,10 @@ from urllib3.util.retry import Retry
 
 #: ``connection_pool_kw`` keys of urllib3 this transport reproduces.
 _UNDERSTOOD_POOL_KW = frozenset({"cert_reqs", "ca_certs", "cert_file", "key_file", "ca_cert_data", "maxsize"})
+#: Requests :meth:`Transport.request_all` writes before reading their answers (one round).
+PARALLEL = 16
+#: Spare connections a transport keeps open at most, over all its threads (:meth:`Transport.request_all`).
+MAX_SPARES = 64
 #: Send-phase errors after which an idempotent request on a reused connection is resent once.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
@@ -93,19 +97,23 @@ class Answer:
     status: int
     headers: Mapping[str, str]
     data: bytes
+    #: the server closes the connection after this answer (``Connection: close``)
+    closed: bool = False
 
 
 class _Slot:
     """One thread's connection: the ``http.client`` connection, the origin it is for
     (scheme, host, port) and the transport generation it belongs to (see :meth:`Transport.close`)."""
 
-    __slots__ = ("__weakref__", "busy", "conn", "generation", "origin")
+    __slots__ = ("__weakref__", "busy", "conn", "generation", "origin", "spare")
 
     def __init__(self, conn: http.client.HTTPConnection, origin: tuple[str, str, int], generation: int) -> None:
         self.conn = conn
         self.origin = origin
         self.generation = generation
         self.busy = False
+        #: a spare connection of :meth:`Transport.request_all` (any thread's), not a thread's own
+        self.spare = False
 
 
 class Transport:
@@ -127,6 +135,8 @@ class Transport:
         self._lock = threading.Lock()
         self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
         self._generation = 0
+        self._idle_spares: list[_Slot] = []  # spare connections not in use (request_all)
+        self._spares_open = 0  # spare connections open, idle or in use
         #: TCP connections opened so far (for tests and diagnostics)
         self.connections_opened = 0
 
@@ -203,6 +213,8 @@ class Transport:
             self._generation += 1
             slots = list(self._slots)
             self._slots.clear()
+            self._spares_open -= len(self._idle_spares)
+            self._idle_spares.clear()
             for slot in slots:
                 if not slot.busy:
                     slot.conn.close()
@@ -225,31 +237,161 @@ class Transport:
             OSError, urllib3.exceptions.ProtocolError: transport failure (see the module docstring
                 for what is resent before that).
         """
-        u = parse_url(url)
-        if u.scheme not in ("http", "https") or not u.host:
-            raise Unsupported(f"scheme {u.scheme!r}")
-        hdrs: dict[str, str] = {}
-        for name, value in headers.items():
-            if not isinstance(name, str) or not isinstance(value, str):
-                raise Unsupported(f"header {name!r} is not a string")
-            if "\r" in value or "\n" in value or "\0" in value:
-                raise InvalidHeader(f"request header {name} has an invalid value")  # never the value itself
-            hdrs[name] = value
-        if "user-agent" not in {k.lower() for k in hdrs}:
-            raise Unsupported("no User-Agent header")  # urllib3 would add its own
-        host = u.host
-        if host.endswith(".") or "%" in host:
-            raise Unsupported("host with a trailing dot or a zone id")  # urllib3 rewrites these
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]  # an IPv6 literal: http.client brackets it in the Host header again
-        origin = (u.scheme, host, u.port or (443 if u.scheme == "https" else 80))
-        target = u.request_uri
+        origin, target, hdrs = _prepare(url, headers)
+        return self._one(origin, method, target, hdrs, body, timeout)
+
+    def request_all(self, requests: Sequence[Request], timeout: tuple[float, float]) -> list[Answer | Exception]:
+        """Send independent requests at once and read their answers: up to :data:`PARALLEL` at a
+        time, each on its own connection (this thread's own and spare ones shared by the
+        transport's threads, at most :data:`MAX_SPARES` of them open), every request of a round
+        written before any answer is read. For requests the API server holds (an eviction: about
+        100 ms), the thread then waits once per round instead of once per request, which is what
+        costs client CPU (measured: 0.72-0.83 ms of CPU per eviction one after another, 0.21-0.31
+        ms ten at a time), and the round takes one answer's time instead of ten (``kubectl drain``
+        evicts a node's pods in parallel too). Use only for requests whose order does not matter.
+
+        Returns one entry per request, in order: its :class:`Answer`, or the transport failure
+        :meth:`request` would have raised for it (OSError, urllib3.exceptions.ProtocolError); a
+        request is resent under the same rules as there (never a POST or PATCH once written).
+        Raises Unsupported (use the ApiClient path) or InvalidHeader before anything is sent.
+        """
+        prepared = [(_prepare(r.url, r.headers), r) for r in requests]
+        out: list[Answer | Exception] = []
+        i = 0
+        while i < len(prepared):
+            width = min(PARALLEL, len(prepared) - i)
+            if width == 1:
+                (origin, target, hdrs), r = prepared[i]
+                out.append(self._caught(origin, r.method, target, hdrs, r.body, timeout))
+                i += 1
+                continue
+            out.extend(self._round(prepared[i:i + width], timeout))
+            i += width
+        return out
+
+    def _caught(self, origin: tuple[str, str, int], method: str, target: str, hdrs: dict[str, str],
+                body: bytes | None, timeout: tuple[float, float], *, resent: bool = False) -> Answer | Exception:
+        try:
+            return self._one(origin, method, target, hdrs, body, timeout, resent=resent)
+        except (OSError, urllib3.exceptions.ProtocolError) as e:
+            return e
+
+    def _round(self, batch: Sequence[tuple[tuple[tuple[str, str, int], str, dict[str, str]], Request]],
+               timeout: tuple[float, float]) -> list[Answer | Exception]:
+        """One round of :meth:`request_all`: the first request on this thread's connection, the
+        others on spare ones (those that cannot get one wait for the sequential pass at the end)."""
         connect_timeout, read_timeout = timeout
-        resent = False
+        results: list[Answer | Exception | None] = [None] * len(batch)
+        sent: list[tuple[int, _Slot, bool]] = []  # (index, slot, reused), written, answer not read yet
+        later: list[int] = []  # sent one at a time after the round: no spare connection was free
+        resend: list[int] = []  # likewise, resent once: a reused connection was found closed
+        try:
+            for k, ((origin, target, hdrs), r) in enumerate(batch):
+                try:
+                    got = self._slot(origin, connect_timeout) if k == 0 else self._spare(origin, connect_timeout)
+                except OSError as e:
+                    results[k] = e
+                    continue
+                slot, reused = got
+                if slot is None:
+                    later.append(k)
+                    continue
+                try:
+                    _send(slot.conn, r.method, target, hdrs, r.body, read_timeout)
+                except _STALE:
+                    self._release(slot, broken=True)
+                    if reused and r.method.upper() in self._resend_methods:
+                        resend.append(k)
+                    else:
+                        results[k] = ConnectionResetError("the connection closed while the request was sent")
+                    continue
+                except BaseException:
+                    self._release(slot, broken=True)
+                    raise
+                sent.append((k, slot, reused))
+            while sent:
+                k, slot, reused = sent.pop(0)
+                r = batch[k][1]
+                broken = True
+                try:
+                    answer = _receive(slot.conn)
+                    results[k], broken = answer, answer.closed
+                except _STALE as e:
+                    if reused and r.method.upper() in self._resend_methods:
+                        resend.append(k)
+                    else:
+                        results[k] = e
+                except http.client.HTTPException as e:
+                    results[k] = urllib3.exceptions.ProtocolError("Connection aborted.", e)
+                except (OSError, urllib3.exceptions.ProtocolError) as e:
+                    results[k] = e
+                finally:
+                    self._release(slot, broken=broken)
+        except BaseException:
+            for _, slot, _ in sent:
+                self._release(slot, broken=True)
+            raise
+        for k in sorted([*later, *resend]):
+            (origin, target, hdrs), r = batch[k]
+            results[k] = self._caught(origin, r.method, target, hdrs, r.body, timeout, resent=k in resend)
+        return [r if r is not None else ConnectionError("not sent") for r in results]
+
+    def _spare(self, origin: tuple[str, str, int], connect_timeout: float) -> tuple[_Slot | None, bool]:
+        """A spare connection for ``origin`` (an idle one, checked as :meth:`_slot` checks, or a new
+        one while fewer than :data:`MAX_SPARES` are open), marked busy; (None, False) when none."""
+        while True:
+            with self._lock:
+                slot = self._idle_spares.pop() if self._idle_spares else None
+                if slot is None:
+                    if self._spares_open >= MAX_SPARES:
+                        return None, False
+                    self._spares_open += 1
+                else:
+                    slot.busy = True
+            if slot is None:
+                try:
+                    conn = self._new_conn(origin, connect_timeout)
+                except BaseException:
+                    with self._lock:
+                        self._spares_open -= 1
+                    raise
+                with self._lock:
+                    slot = _Slot(conn, origin, self._generation)
+                    slot.busy = True
+                    slot.spare = True
+                    self._slots.add(slot)
+                weakref.finalize(slot, conn.close)
+                return slot, False
+            if slot.origin == origin and slot.conn.sock is not None and not _dropped(slot.conn.sock):
+                return slot, True
+            self._release(slot, broken=True)
+
+    def _release(self, slot: _Slot, *, broken: bool) -> None:
+        """Hand a connection back after a request: this thread's own stays with it (or is dropped
+        when ``broken``); a spare goes back to the idle spares, or is closed when broken or when
+        :meth:`close` was called meanwhile."""
+        with self._lock:
+            slot.busy = False
+            stale = slot.generation != self._generation
+            if slot.spare and not (broken or stale):
+                self._idle_spares.append(slot)
+                return
+            if slot.spare:
+                self._spares_open -= 1
+        if slot.spare:
+            slot.conn.close()
+        elif broken or stale:
+            self._discard(slot)
+
+    def _one(self, origin: tuple[str, str, int], method: str, target: str, hdrs: dict[str, str],
+             body: bytes | None, timeout: tuple[float, float], *, resent: bool = False) -> Answer:
+        """One request on this thread's connection (``resent``: it was resent once already)."""
+        connect_timeout, read_timeout = timeout
         while True:
             slot, reused = self._slot(origin, connect_timeout)
             try:
-                answer = self._exchange(slot, method, target, hdrs, body, read_timeout)
+                _send(slot.conn, method, target, hdrs, body, read_timeout)
+                answer = _receive(slot.conn)
             except _STALE:
                 self._discard(slot)
                 if reused and not resent and method.upper() in self._resend_methods:
@@ -268,36 +410,77 @@ class Transport:
                     stale_generation = slot.generation != self._generation
                 if stale_generation:  # closed by close() meanwhile
                     self._discard(slot)
+            if answer.closed:
+                self._discard(slot)
             return answer
 
-    def _exchange(self, slot: _Slot, method: str, target: str, headers: dict[str, str], body: bytes | None,
-                  read_timeout: float) -> Answer:
-        conn = slot.conn
-        assert conn.sock is not None
-        conn.sock.settimeout(read_timeout)
-        try:
-            conn.request(method, target, body=body, headers=headers)
-        except BrokenPipeError:
-            pass  # as urllib3: the server may have answered before closing; the answer is read below
-        except ConnectionResetError:
-            pass  # likewise (urllib3 passes ECONNRESET here too)
-        resp = conn.getresponse()
-        try:
-            data = resp.read()
-        except http.client.IncompleteRead as e:
-            raise urllib3.exceptions.ProtocolError("Connection broken: IncompleteRead", e) from None
-        # the answer started: from here on a failure is raised, never resent
-        except _STALE as e:
-            raise urllib3.exceptions.ProtocolError("Connection broken", e) from None
-        answer_headers: dict[str, str] = {}
-        for k, v in resp.getheaders():
-            answer_headers[k] = f"{answer_headers[k]}, {v}" if k in answer_headers else v
-        if resp.will_close:
-            self._discard(slot)
-        encoding = (resp.getheader("Content-Encoding") or "").strip().lower()
-        if encoding and encoding != "identity":
-            data = _decoded(data, encoding)
-        return Answer(resp.status, answer_headers, data)
+
+@dataclass(frozen=True)
+class Request:
+    """One request for :meth:`Transport.request_all`: as the arguments of :meth:`Transport.request`."""
+
+    method: str
+    url: str
+    headers: Mapping[str, Any]
+    body: bytes | None
+
+
+def _prepare(url: str, headers: Mapping[str, Any]) -> tuple[tuple[str, str, int], str, dict[str, str]]:
+    """(origin, request target, headers) of a request, checked as the module docstring says.
+    Raises Unsupported or InvalidHeader (nothing sent)."""
+    u = parse_url(url)
+    if u.scheme not in ("http", "https") or not u.host:
+        raise Unsupported(f"scheme {u.scheme!r}")
+    hdrs: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise Unsupported(f"header {name!r} is not a string")
+        if "\r" in value or "\n" in value or "\0" in value:
+            raise InvalidHeader(f"request header {name} has an invalid value")  # never the value itself
+        hdrs[name] = value
+    if "user-agent" not in {k.lower() for k in hdrs}:
+        raise Unsupported("no User-Agent header")  # urllib3 would add its own
+    host = u.host
+    if host.endswith(".") or "%" in host:
+        raise Unsupported("host with a trailing dot or a zone id")  # urllib3 rewrites these
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # an IPv6 literal: http.client brackets it in the Host header again
+    origin = (u.scheme, host, u.port or (443 if u.scheme == "https" else 80))
+    return origin, u.request_uri, hdrs
+
+
+def _send(conn: http.client.HTTPConnection, method: str, target: str, headers: dict[str, str],
+          body: bytes | None, read_timeout: float) -> None:
+    """Write one request on ``conn`` (its answer is read by :func:`_receive`)."""
+    assert conn.sock is not None
+    conn.sock.settimeout(read_timeout)
+    try:
+        conn.request(method, target, body=body, headers=headers)
+    except BrokenPipeError:
+        pass  # as urllib3: the server may have answered before closing; the answer is read below
+    except ConnectionResetError:
+        pass  # likewise (urllib3 passes ECONNRESET here too)
+
+
+def _receive(conn: http.client.HTTPConnection) -> Answer:
+    """Read the answer to the request :func:`_send` wrote on ``conn``. Raises what
+    ``getresponse`` raises before the first answer byte (the caller decides about resending);
+    urllib3.exceptions.ProtocolError after it (never resent)."""
+    resp = conn.getresponse()
+    try:
+        data = resp.read()
+    except http.client.IncompleteRead as e:
+        raise urllib3.exceptions.ProtocolError("Connection broken: IncompleteRead", e) from None
+    # the answer started: from here on a failure is raised, never resent
+    except _STALE as e:
+        raise urllib3.exceptions.ProtocolError("Connection broken", e) from None
+    answer_headers: dict[str, str] = {}
+    for k, v in resp.getheaders():
+        answer_headers[k] = f"{answer_headers[k]}, {v}" if k in answer_headers else v
+    encoding = (resp.getheader("Content-Encoding") or "").strip().lower()
+    if encoding and encoding != "identity":
+        data = _decoded(data, encoding)
+    return Answer(resp.status, answer_headers, data, closed=bool(resp.will_close))
 
 
 def _decoded(data: bytes, encoding: str) -> bytes:

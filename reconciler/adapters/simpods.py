@@ -7,16 +7,17 @@ re-creation and the scheduler, pods that start and pods that end (``activeDeadli
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from reconciler.adapters.kubeobjects import format_time, parse_time, pod_from
 from reconciler.adapters.simcore import Obj, SimCore
 from reconciler.adapters.simindex import NodePods
-from reconciler.errors import ConflictError, NotFoundError, ServerError, TooManyRequestsError
+from reconciler.errors import ClusterError, ConflictError, NotFoundError, ServerError, TooManyRequestsError
 from reconciler.model.disruption import EvictionAnswer, eviction_answer
 from reconciler.model.observed import PdbInfo, PodInfo, group_pods
+from reconciler.ports import PodEviction, evict_one_by_one
 
 #: Controllers whose pods the simulated fleet re-creates after an eviction (DaemonSet pods stay).
 RECREATED_BY = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job")
@@ -113,6 +114,11 @@ class SimPods(SimCore):
         pdb["metadata"]["generation"] = int(pdb["metadata"].get("generation") or 1) + 1
         self._bump(pdb)
         self._index.pdb_changed(key, pdb)
+
+    def evict_pods(self, evictions: Sequence[PodEviction]) -> list[ClusterError | None]:
+        """Writes: :meth:`evict_pod` for each, in the order asked (the simulated API server answers
+        one request at a time)."""
+        return evict_one_by_one(self.evict_pod, evictions)
 
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
         """One write: the Eviction API (rules: :func:`reconciler.model.disruption.eviction_answer`,

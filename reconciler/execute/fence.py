@@ -14,9 +14,10 @@ do not go through the fence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from reconciler.errors import ClusterError
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
 from reconciler.ports import (
@@ -26,6 +27,7 @@ from reconciler.ports import (
     LeaseInfo,
     LeaseSpec,
     NodeInterest,
+    PodEviction,
     StageSpec,
     StageStatus,
 )
@@ -135,10 +137,11 @@ class FencedCluster:
         self.fence.check()
         self.roles.nodes.set_node_condition(name, type_, status, reason, message)
 
-    def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
-        """Fenced :meth:`Cluster.evict_pod`."""
+    def evict_pods(self, evictions: Sequence[PodEviction]) -> list[ClusterError | None]:
+        """Fenced :meth:`Cluster.evict_pods`: the fence is asked once, before any is sent (they
+        are sent together)."""
         self.fence.check()
-        self.roles.pods.evict_pod(namespace, name, uid, grace_seconds)
+        return self.roles.pods.evict_pods(evictions)
 
     def start_stage(self, spec: StageSpec) -> None:
         """Fenced :meth:`Cluster.start_stage`."""

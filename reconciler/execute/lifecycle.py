@@ -20,6 +20,7 @@ no write happens without the Lease.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass, field
 
@@ -61,7 +62,7 @@ from reconciler.model.observed import NodeInfo, PodInfo
 from reconciler.model.plan import NodePlan
 from reconciler.model.recipe import Recipe
 from reconciler.model.vocab import Phase
-from reconciler.ports import Clock, ClusterPorts, StageStatus
+from reconciler.ports import Clock, ClusterPorts, PodEviction, StageStatus
 
 __all__ = ["MAX_STEPS_PER_CYCLE", "NodeRun", "Outcome", "RunContext"]
 
@@ -286,17 +287,21 @@ class NodeRun:
         effects = job.transition.effects
         for i, eff in enumerate(effects):
             try:
-                if isinstance(eff, PatchNode):
+                if isinstance(eff, Evict):
+                    if eff.ref not in evictions:
+                        # evictions in a row go out together (kubectl drain evicts a node's pods in
+                        # parallel), in their place among the effects (after the drain's record);
+                        # a refusal is an answer for the next step, not an error that stops the rest
+                        run = list(itertools.takewhile(lambda e: isinstance(e, Evict), effects[i:]))
+                        asked = [PodEviction(e.namespace, e.name, e.uid, e.grace_seconds) for e in run
+                                 if isinstance(e, Evict)]
+                        for ev, err in zip(asked, ports.pods.evict_pods(asked), strict=True):
+                            evictions[ev.ref] = EvictResult(EvictAnswer.ACCEPTED) if err is None else _evict_result(err)
+                elif isinstance(eff, PatchNode):
                     fresh = ports.nodes.patch_node(
                         self.name, annotations=dict(eff.annotations) if eff.annotations is not None else None,
                         labels=dict(eff.labels) if eff.labels is not None else None, unschedulable=eff.unschedulable,
                         taints=eff.taints, resource_version=eff.resource_version)
-                elif isinstance(eff, Evict):
-                    try:
-                        ports.pods.evict_pod(eff.namespace, eff.name, eff.uid, eff.grace_seconds)
-                        evictions[eff.ref] = EvictResult(EvictAnswer.ACCEPTED)
-                    except ClusterError as err:
-                        evictions[eff.ref] = _evict_result(err)
                 elif isinstance(eff, StartStage):
                     ports.stages.start_stage(eff.spec)
                 elif isinstance(eff, DeleteStages):

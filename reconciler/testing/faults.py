@@ -43,7 +43,17 @@ from reconciler.errors import (
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
-from reconciler.ports import Clock, Cluster, ClusterPorts, LeaseInfo, LeaseSpec, StageSpec, StageStatus
+from reconciler.ports import (
+    Clock,
+    Cluster,
+    ClusterPorts,
+    LeaseInfo,
+    LeaseSpec,
+    PodEviction,
+    StageSpec,
+    StageStatus,
+    evict_one_by_one,
+)
 
 FaultKind = Literal[
     "conflict", "throttle", "server", "unavailable", "timeout", "reset", "forbidden", "notfound", "invalid"
@@ -372,10 +382,21 @@ class FaultyCluster:
         self._call("set_node_condition", f"node/{name}", f"set condition {type_} on node {name}",
                    self.roles.nodes.set_node_condition, name, type_, status, reason, message)
 
+    def evict_pods(self, evictions: Sequence[PodEviction]) -> list[ClusterError | None]:
+        """Forwarded ``Cluster.evict_pods``, one pod per call (:meth:`evict_pod`), so faults and
+        hooks apply to each eviction (verb ``evict_pod``, target ``pod/<namespace>/<name>``)."""
+        return evict_one_by_one(self.evict_pod, evictions)
+
     def evict_pod(self, namespace: str, name: str, uid: str, grace_seconds: int | None) -> None:
-        """Forwarded ``Cluster.evict_pod``."""
+        """One eviction (verb ``evict_pod``), forwarded as ``evict_pods`` of that pod alone;
+        raises its error."""
+        def one(*_: object) -> None:
+            err = self.roles.pods.evict_pods([PodEviction(namespace, name, uid, grace_seconds)])[0]
+            if err is not None:
+                raise err
+
         self._call("evict_pod", f"pod/{namespace}/{name}", f"evict pod {namespace}/{name}",
-                   self.roles.pods.evict_pod, namespace, name, uid, grace_seconds)
+                   one, namespace, name, uid, grace_seconds)
 
     def start_stage(self, spec: StageSpec) -> None:
         """Forwarded ``Cluster.start_stage``."""

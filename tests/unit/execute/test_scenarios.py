@@ -439,3 +439,32 @@ def test_the_drain_lists_the_node_pods_once_before_evicting() -> None:
     first_evict = next(i for i, c in enumerate(calls) if c.startswith("evict"))
     assert calls[:first_evict].count("list n1") == 1, calls
     assert sum(c.startswith("evict") for c in calls) == 3
+
+
+def test_a_node_s_evictions_go_out_together_after_the_drain_is_recorded(monkeypatch: Any) -> None:
+    """The drain's evictions are one ``evict_pods`` call per retry round (kubectl drain evicts a
+    node's pods in parallel), each made only after the node's record says it is draining; a
+    refused pod is asked again alone, on its own retry timer."""
+    from reconciler.model.nodestate import InFlight, parse_model
+    from reconciler.model.vocab import Phase
+    from reconciler.testing.faults import FaultyCluster
+
+    calls: list[tuple[FaultyCluster, list[str], Phase | None]] = []
+    orig = FaultyCluster.evict_pods
+
+    def recording(self: FaultyCluster, evictions: Any) -> Any:
+        rec = parse_model(InFlight, self.roles.nodes.get_node("n1").annotations.get(inflight_key("tune")))
+        calls.append((self, [e.ref for e in evictions], rec.phase if rec is not None else None))
+        return orig(self, evictions)
+
+    monkeypatch.setattr(FaultyCluster, "evict_pods", recording)
+    objs = nodes(1) + [rs_pod("web", f"web-{i}", "n1", "web") for i in range(3)] + [
+        rs_pod("api", "api-0", "n1", "api"), make_pdb("api", "api", {"app": "api"}, min_available=1)]
+    r = recipe("tune", REBOOT, selector=GPU, protect=TRAINING,
+               drain=DrainOptions(timeoutSeconds=20, evictionRetrySeconds=5))
+    run = apply(objs, r, ONE_AT_A_TIME)
+    # the rollout's own port (the decorators under it get the pods one by one)
+    batches = [(refs, phase) for port, refs, phase in calls if port is run.port]
+    assert batches[0] == (["api/api-0", "web/web-0", "web/web-1", "web/web-2"], Phase.DRAIN)
+    assert all(b == (["api/api-0"], Phase.DRAIN) for b in batches[1:]) and len(batches) >= 3
+    assert run.node("n1").reason == "DrainTimeout"
