@@ -257,16 +257,8 @@ class Transport:
         """
         prepared = [(_prepare(r.url, r.headers), r) for r in requests]
         out: list[Answer | Exception] = []
-        i = 0
-        while i < len(prepared):
-            width = min(PARALLEL, len(prepared) - i)
-            if width == 1:
-                (origin, target, hdrs), r = prepared[i]
-                out.append(self._caught(origin, r.method, target, hdrs, r.body, timeout))
-                i += 1
-                continue
-            out.extend(self._round(prepared[i:i + width], timeout))
-            i += width
+        for i in range(0, len(prepared), PARALLEL):
+            out.extend(self._round(prepared[i:i + PARALLEL], timeout))
         return out
 
     def _caught(self, origin: tuple[str, str, int], method: str, target: str, hdrs: dict[str, str],
