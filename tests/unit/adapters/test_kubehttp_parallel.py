@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,17 +19,11 @@ from reconciler.adapters import kubehttp
 from reconciler.adapters.kube import KubeCluster
 from reconciler.errors import ConflictError, NotFoundError, TooManyRequestsError, TransientError
 from reconciler.ports import PodEviction
-from tests.httpfake import serving
+from tests.unit.adapters import test_kubehttp
 from tests.unit.adapters.test_kubehttp import TOKEN, _api, _Rec, _transport
 
-
-@pytest.fixture
-def server() -> Iterator[str]:
-    """test_kubehttp's recording fake, answering ``ok`` unless a test scripts it."""
-    _Rec.seen, _Rec.connections = [], 0
-    _Rec.script = staticmethod(lambda c, r, m: "ok")
-    with serving(_Rec) as url:
-        yield url
+#: test_kubehttp's recording fake (answers ``ok`` unless a test scripts it), the same fixture
+server = test_kubehttp.server
 
 
 def _requests(api: client.ApiClient, paths: list[str], method: str = "GET") -> list[kubehttp.Request]:
@@ -174,6 +167,7 @@ def test_a_stale_spare_is_replaced_before_anything_is_sent(server: str) -> None:
     t = _transport(api)
     _Rec.script = staticmethod(lambda c, r, m: "close-after")  # every connection closed after its answer
     t.request_all(_requests(api, ["/a", "/b", "/c"], "POST"), (2, 10))
+    time.sleep(0.2)  # idle: the server's closes have arrived before the next round (as in test_kubehttp)
     _Rec.script = staticmethod(lambda c, r, m: "ok")
     _Rec.seen.clear()
     answers = t.request_all(_requests(api, ["/a", "/b", "/c"], "POST"), (2, 10))
