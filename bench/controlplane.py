@@ -39,7 +39,8 @@ KEPT = collections.Counter()  # of COUNTS, the requests sent over the keep-alive
 
 def _count_requests() -> None:
     """Count every request the reconciler sends: through the ``kubernetes`` client's REST layer
-    and through the keep-alive transport (reconciler/adapters/kubehttp.py), which bypasses it."""
+    and through the keep-alive transport (reconciler/adapters/kubehttp.py), which bypasses it,
+    one request at a time (``request``) or several together (``request_all``: evictions)."""
     from kubernetes.client import rest
 
     orig = rest.RESTClientObject.request
@@ -62,6 +63,16 @@ def _count_requests() -> None:
             return orig_kept(self, method, url, *a, **kw)
 
         kubehttp.Transport.request = counting_kept  # type: ignore[method-assign]
+        orig_all = getattr(kubehttp.Transport, "request_all", None)
+        if orig_all is not None:  # a node's evictions, sent together (a860d19 on)
+
+            def counting_all(self: Any, requests: Any, *a: Any, **kw: Any) -> Any:
+                for r in requests:
+                    _tally(r.method, r.url)
+                    KEPT["requests"] += 1
+                return orig_all(self, requests, *a, **kw)
+
+            kubehttp.Transport.request_all = counting_all  # type: ignore[method-assign]
 
 
 def _tally(method: str, url: str) -> None:
