@@ -30,6 +30,7 @@ from reconciler.errors import (
     TooManyRequestsError,
     TransientError,
 )
+from reconciler.execute.heap import frozen_heap
 from reconciler.execute.lifecycle import NodeRun, Outcome, RunContext
 from reconciler.execute.lock import LeaseLostError
 from reconciler.execute.retry import Fail, Retry, classify
@@ -219,7 +220,13 @@ class Rollout:
 
     # ------------------------------------------------------------------ loop
     def run(self) -> RunResult:
-        """Run to the end (or ``max_seconds``) and return the result document."""
+        """Run to the end (or ``max_seconds``) and return the result document. What was alive
+        before the run is kept out of the garbage collector's passes meanwhile
+        (:func:`~reconciler.execute.heap.frozen_heap`)."""
+        with frozen_heap():
+            return self._run()
+
+    def _run(self) -> RunResult:
         self.timeline.own()  # observers are called on this (the loop's) thread only
         comps = self._compartments()
         # nodes outside the selection that hold our records: released, or kept when they owe an
