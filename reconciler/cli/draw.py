@@ -19,11 +19,12 @@ from typing import Any
 
 from reconciler.errors import EXIT_OK, InputError
 from reconciler.model.run import Event, RunResult
+from reconciler.model.vocab import RunVerdict
 from reconciler.report.safetext import visible
 
 #: Largest result file read (a 100,000-node run's timeline is a few hundred MB of JSON).
 MAX_BYTES = 1024 * 1024 * 1024
-_RESULTS = ("succeeded", "failed", "halted")
+_RESULTS = tuple(str(v) for v in RunVerdict)
 
 
 def add_parser(sub: Any) -> None:

@@ -38,7 +38,7 @@ def render(board: ProgressBoard) -> Group:
     head.append(visible(board.recipe), style="bold")
     head.append(f" {visible(board.version)}  {t['complete']}/{t['nodes']} complete  elapsed {hms(board.elapsed)}")
     if board.finished:
-        head.append(f"  {board.finished}", style="green" if board.finished == "succeeded" else "red")
+        head.append(f"  {board.finished}", style={"succeeded": "green", "waiting": "yellow"}.get(board.finished, "red"))
     elif eta is not None:
         head.append(f"  ETA {hms(eta)} (simulated)")
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")

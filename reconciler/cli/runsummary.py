@@ -13,12 +13,20 @@ from rich.text import Text
 from reconciler.execute.timeline import RunResult
 from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 from reconciler.report.safetext import markup, text
+from reconciler.report.status import waiting_text
 
 
 def hms(seconds: float) -> str:
     """``1h02m03s`` (seconds rounded)."""
     s = round(seconds)
     return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s"
+
+
+#: the result column's colour, by verdict
+_COLOUR = {RunVerdict.SUCCEEDED: "green", RunVerdict.FAILED: "red", RunVerdict.HALTED: "red",
+           RunVerdict.WAITING: "yellow"}
+#: waiting nodes named, per recipe, before the rest are counted
+_MAX_WAITING_NAMED = 10
 
 
 def print_summary(console: Console, results: Sequence[RunResult], *, title: str = "") -> None:
@@ -51,7 +59,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
         # a finished pod is deleted, not evicted (kubectl drain): counted apart
         removals = sum(1 for e in r.timeline if e.event == EventKind.EVICT and e.detail.endswith("(finished: removed)"))
         evictions = sum(1 for e in r.timeline if e.event == EventKind.EVICT) - removals
-        colour = {"succeeded": "green", "failed": "red", "halted": "red"}[r.result]
+        colour = _COLOUR[RunVerdict(r.result)]
         row: list[Text | str] = [
             text(r.recipe),
             f"[{colour}]{r.result}[/{colour}]",
@@ -86,8 +94,14 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
             if c.get("haltReason"):
                 console.print(f"  [red]{markup(r.recipe)}[/red] compartment {markup(c['name'])} halted: "
                               f"{markup(c['haltReason'])}", soft_wrap=True)
+        waiting = sorted(n.name for n in r.nodes if n.state == NodeResult.WAITING)
+        if waiting:  # one line per recipe: these nodes did nothing wrong
+            more = f" and {len(waiting) - _MAX_WAITING_NAMED} more" if len(waiting) > _MAX_WAITING_NAMED else ""
+            why = waiting_text({n.name: n.message for n in r.nodes if n.state == NodeResult.WAITING})
+            console.print(f"  [yellow]{markup(r.recipe)}[/yellow] {markup(why)}: "
+                          f"{markup(', '.join(waiting[:_MAX_WAITING_NAMED]))}{more}", soft_wrap=True)
         for n in r.nodes:
-            if n.state in (NodeResult.FAILED, NodeResult.BLOCKED, NodeResult.WAITING):
+            if n.state in (NodeResult.FAILED, NodeResult.BLOCKED):
                 console.print(f"  [red]{markup(r.recipe)}[/red] {markup(n.name)} {markup(n.state)}: "
                               f"{markup(n.message)}", soft_wrap=True)
                 if n.log_tail:

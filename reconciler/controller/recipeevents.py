@@ -14,7 +14,8 @@ from reconciler.errors import ClusterError, ReconcilerError
 from reconciler.model.plan import Plan
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import Event, RunResult
-from reconciler.model.vocab import EventKind, RunVerdict
+from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
+from reconciler.report.status import waiting_text
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class ObjectUids(Protocol):
 
 #: reason, type of the Event at the end of a rollout, by verdict
 END = {RunVerdict.SUCCEEDED: ("RolloutSucceeded", "Normal"), RunVerdict.FAILED: ("RolloutFailed", "Warning"),
-       RunVerdict.HALTED: ("RolloutHalted", "Warning")}
+       RunVerdict.HALTED: ("RolloutHalted", "Warning"), RunVerdict.WAITING: ("RolloutWaiting", "Normal")}
 
 
 def end_event(result: RunResult) -> tuple[str, str, str]:
@@ -45,10 +46,13 @@ def end_event(result: RunResult) -> tuple[str, str, str]:
     reason, type_ = END[RunVerdict(result.result)]
     states = [str(n.state) for n in result.nodes]
     msg = (f"run {result.run_id}: {states.count('complete')} complete, {states.count('failed')} failed, "
-           f"{states.count('blocked') + states.count('waiting')} blocked or waiting")
+           f"{states.count('blocked')} blocked, {states.count('waiting')} waiting")
     halted = [c["name"] for c in result.compartments if c.get("halted")]
     if halted:
         msg += f"; halted: {', '.join(halted)}"
+    waiting = {n.name: n.message for n in result.nodes if n.state == NodeResult.WAITING}
+    if waiting:
+        msg += f"; {waiting_text(waiting)}"
     return reason, type_, msg
 
 

@@ -47,7 +47,8 @@ from reconciler.model.nodestate import (
 from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
 from reconciler.model.recipe import Recipe
-from reconciler.model.vocab import NodeResult, Phase, RunVerdict
+from reconciler.model.run import run_verdict
+from reconciler.model.vocab import NodeResult, Phase
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
 from reconciler.ports import Clock, Cluster, ClusterPorts, NodeInterest
 
@@ -539,7 +540,7 @@ class Rollout:
     # ------------------------------------------------------------------ result
     def _result(self, comps: list[_Compartment], duration: float) -> RunResult:
         outcomes: list[NodeOutcome] = []
-        any_failed = False
+        any_failed = any_waiting = False
         for np in self.plan.nodes:
             r = self.runs.get(np.name)
             if r is None and np.name in self.prefailed:
@@ -551,7 +552,7 @@ class Rollout:
                     f"{f0.message}", exit_code=f0.exitCode, log_tail=f0.logTail))
                 continue
             if r is None and np.name in self.waiting:
-                any_failed = True
+                any_waiting = True
                 outcomes.append(NodeOutcome(np.name, NodeResult.WAITING, np.compartment, message=self.waiting[np.name]))
                 continue
             if r is None:
@@ -584,8 +585,7 @@ class Rollout:
             )
         halted = any(c.halted or c.state.should_stop for c in comps)
         running = any(r.outcome is Outcome.RUNNING for r in self.runs.values())
-        result = RunVerdict.HALTED if halted else (
-            RunVerdict.FAILED if any_failed or running else RunVerdict.SUCCEEDED)
+        result = run_verdict(halted=halted, failed=any_failed or running, waiting=any_waiting)
         comp_docs = [
             {
                 "name": c.name,

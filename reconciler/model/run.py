@@ -15,6 +15,18 @@ from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 EVENTS: tuple[str, ...] = tuple(k.value for k in EventKind)
 
 
+def run_verdict(*, halted: bool, failed: bool, waiting: bool) -> RunVerdict:
+    """How a run ended, from what its nodes and compartments did: ``halted`` (a compartment
+    stopped), ``failed`` (a node failed, stayed blocked or was still running at the end),
+    ``waiting`` (a node did not start, waiting for an earlier recipe). The first that holds wins,
+    in that order; none → SUCCEEDED (:class:`~reconciler.model.vocab.RunVerdict`)."""
+    if halted:
+        return RunVerdict.HALTED
+    if failed:
+        return RunVerdict.FAILED
+    return RunVerdict.WAITING if waiting else RunVerdict.SUCCEEDED
+
+
 
 @dataclass(frozen=True)
 class Event:
@@ -90,7 +102,8 @@ class RunResult:
     """The result document of one ``apply`` run (issue #3 §5).
 
     ``result`` is ``succeeded`` (every node with work complete), ``failed`` (some node failed or
-    stayed blocked) or ``halted`` (a compartment stopped at its failure threshold or its budget).
+    stayed blocked), ``halted`` (a compartment stopped at its failure threshold or its budget) or
+    ``waiting`` (nothing failed; nodes wait for an earlier recipe): :func:`run_verdict`.
     """
 
     run_id: str

@@ -158,11 +158,21 @@ class NodeResult(StrEnum):
 
 
 class RunVerdict(StrEnum):
-    """How a run ended (``RunResult.result``)."""
+    """How a run ended (``RunResult.result``), first match wins:
+
+    * ``HALTED`` — a compartment stopped (failure threshold, or the run was stopped);
+    * ``FAILED`` — a node failed or stayed blocked, or was still running when the run gave up;
+    * ``WAITING`` — nothing failed, but nodes did not start because an earlier recipe (by
+      priority, NodeWright ``sequencing``) is not complete on them; a later run takes them up;
+    * ``SUCCEEDED`` — every node is complete or had nothing to do.
+
+    Only ``SUCCEEDED`` exits 0.
+    """
 
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     HALTED = "halted"
+    WAITING = "waiting"
 
 
 class UnhealthyPodEvictionPolicy(StrEnum):

@@ -12,7 +12,7 @@ from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 from reconciler.report.safetext import visible
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
-_ICON = {RunVerdict.SUCCEEDED: "✅", RunVerdict.FAILED: "❌", RunVerdict.HALTED: "⛔"}
+_ICON = {RunVerdict.SUCCEEDED: "✅", RunVerdict.FAILED: "❌", RunVerdict.HALTED: "⛔", RunVerdict.WAITING: "⏳"}
 #: Nodes listed individually under "not complete" before the rest are counted.
 MAX_LISTED = 50
 

@@ -20,8 +20,14 @@ Progressing    False          True (Progressing)   False           InProgress / 
 Complete       True           False                False           Current / Healthy
 Failed         False          False                True            Failed / Degraded
 Halted         False          False                True            Failed / Degraded
+Waiting        False          True (WaitingFor-    False           InProgress / Progressing
+                              Recipe)
 Paused         False          False                False           InProgress / Suspended
 =============  =============  ===================  ==============  ======================
+
+``Waiting``: the run ended with nothing failed, but nodes did not start because an earlier recipe
+(by priority, NodeWright ``sequencing``) is not complete on them — a later run takes them up, so
+this is not Stalled; ``summary`` names the recipes waited for.
 
 ``status.observedGeneration`` is written from the first write on (Flux issues #387/#4346: a
 status without it, or with only Ready, would be "Current" at once). ``summary`` is NodeWright's
@@ -46,7 +52,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "NodeRecipeRollout"
 PLURAL = "nodereciperollouts"
 
-Phase = Literal["Progressing", "Complete", "Failed", "Halted", "Paused"]
+Phase = Literal["Progressing", "Complete", "Failed", "Halted", "Waiting", "Paused"]
 NodeProgress = Literal["pending", "inProgress", "complete", "failed", "blocked", "removed"]
 
 #: Failures listed in the status (the rest are counted).
@@ -89,6 +95,7 @@ class RolloutProgress:
     run_id: str = ""
     nodes: dict[str, NodeProgress] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)
+    waiting: dict[str, str] = field(default_factory=dict)  # node → why it did not start (settled by finish)
     halted: list[str] = field(default_factory=list)
     finished: bool = False
     result: str = ""
@@ -127,6 +134,8 @@ class RolloutProgress:
                 "removed": "removed",
             }.get(n.state, fallback)  # type: ignore[assignment]
             self.nodes[n.name] = state
+            if n.state == NodeResult.WAITING:
+                self.waiting[n.name] = n.message
             if n.state in (NodeResult.FAILED, NodeResult.BLOCKED):
                 stage = f" at {n.failed_stage}" if n.failed_stage else ""
                 self.messages[n.name] = f"{n.state}{stage}: {n.message}".strip()
@@ -150,8 +159,9 @@ class RolloutProgress:
         return out
 
     def phase(self, *, paused: bool = False) -> Phase:
-        """Progressing until finished; then Complete, Failed (a node failed or stayed blocked) or
-        Halted (a compartment stopped); ``paused`` wins while not finished."""
+        """Progressing until finished; then Complete, Failed (a node failed or stayed blocked),
+        Halted (a compartment stopped) or Waiting (the run's verdict: nodes wait for an earlier
+        recipe, nothing failed); ``paused`` wins while not finished."""
         if not self.finished:
             return "Paused" if paused else "Progressing"
         if self.halted or self.result == RunVerdict.HALTED:
@@ -159,7 +169,23 @@ class RolloutProgress:
         c = self.counts()
         if c["failed"] or c["blocked"] or self.result == RunVerdict.FAILED:
             return "Failed"
+        if self.result == RunVerdict.WAITING:
+            return "Waiting"
         return "Complete" if c["pending"] == 0 and c["inProgress"] == 0 else "Progressing"
+
+
+def waiting_text(waiting: Mapping[str, str]) -> str:
+    """``waiting`` (node → its reason, as :func:`reconciler.execute.sequencing.waiting_nodes`
+    gives it) in one line, most nodes first, e.g. ``"3 nodes waiting for recipe a (priority 1);
+    2 nodes waiting for recipe b to complete on every node (sequencing: all)"``; ``""`` for none."""
+    by_reason: dict[str, int] = {}
+    for why in waiting.values():
+        by_reason[why] = by_reason.get(why, 0) + 1
+    parts = []
+    for why, n in sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0])):
+        text = why.removeprefix("waiting ").removesuffix(" on this node")
+        parts.append(f"{n} node{'s' if n != 1 else ''} waiting {text}")
+    return "; ".join(parts)
 
 
 def rollout_spec(plan: Plan, *, revision: str = "", paused: bool = False) -> dict[str, Any]:
@@ -259,6 +285,11 @@ def rollout_status(
         ready = ("False", why, detail)
         reconciling = ("False", why, "rollout stopped")
         stalled = ("True", why, detail)
+    elif phase == "Waiting":
+        summary = f"{summary}; {waiting_text(progress.waiting)}"
+        ready = ("False", "WaitingForRecipe", summary)
+        reconciling = ("True", "WaitingForRecipe", summary)
+        stalled = ("False", "WaitingForRecipe", "")
     elif phase == "Paused":
         ready = ("False", "Paused", summary)
         reconciling = ("False", "Paused", "rollout paused (spec.paused)")

@@ -31,6 +31,19 @@ def test_draws_apply_and_simulate_results(cli: RunCli, tmp_path: Path) -> None:
     assert html.count("gpu-a-001 · batch 1") == 2
 
 
+def test_draws_a_run_that_waits_for_an_earlier_recipe(cli: RunCli, tmp_path: Path) -> None:
+    cfg = tmp_path / "sim.yaml"
+    cfg.write_text("failures: [{node: gpu-a-001, package: base-tools, stage: apply, exitCode: 3, times: 99}]\n")
+    rc, out, _ = cli("apply", str(ROOT / "recipes" / "gpu-node-stack.yaml"), RECIPE, "--cluster", f"sim:{FLEET}",
+                     "--sim-config", str(cfg), "-o", "json")
+    assert rc == 1
+    assert [r["result"] for r in json.loads(out)["results"]][-1] == "waiting"
+    (tmp_path / "apply.json").write_text(out)
+    page = tmp_path / "r.html"
+    rc, _, _ = cli("draw", str(tmp_path / "apply.json"), "--report", str(page))
+    assert rc == 0 and "gpu-training-tuning · actual · waiting" in page.read_text()
+
+
 @pytest.mark.parametrize(("doc", "where", "message"), [
     ([], "1:1", "holds an object, not list"),
     ({"results": []}, "results", "non-empty list"),

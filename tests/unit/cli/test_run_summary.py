@@ -36,3 +36,20 @@ def test_wide_terminals_get_every_column_and_evictions_apart_from_removals() -> 
     for col in ("batches", "removed", "disrupted/ceiling", "zone-a 1/2"):
         assert col in text
     assert "1 eviction(s), 1 finished pod(s) removed" in text
+
+
+def test_nodes_waiting_for_an_earlier_recipe_are_one_line_per_recipe_not_a_failure() -> None:
+    why = "waiting for recipe gpu-node-stack (priority 100) on this node"
+    nodes = [NodeOutcome(f"n{i:02d}", "waiting", "zone-a", message=why) for i in range(12)]
+    nodes.append(NodeOutcome("n99", "complete", "zone-a"))
+    run = RunResult(run_id="run-1", plan_hash="h", recipe="gpu-training-tuning", result="waiting", nodes=nodes,
+                    compartments=[{"name": "zone-a", "ceiling": 2, "batches": [], "maxDisrupted": 0}],
+                    timeline=[], duration=5.0)
+    out = io.StringIO()
+    print_summary(Console(file=out, width=200, color_system=None), [run])
+    text = out.getvalue()
+    assert "waiting" in text.splitlines()[2]  # the result column
+    assert "0/1 recipe(s) succeeded" in text and "0 failed, 12 blocked or waiting" in text
+    lines = [ln for ln in text.splitlines() if "waiting for recipe" in ln]
+    assert lines == ["  gpu-training-tuning 12 nodes waiting for recipe gpu-node-stack (priority 100): "
+                     "n00, n01, n02, n03, n04, n05, n06, n07, n08, n09 and 2 more"]

@@ -12,7 +12,7 @@ from reconciler.controller.loop import Controller, ControllerSettings
 from reconciler.controller.source import ObjectSource
 from reconciler.errors import TransientError
 from reconciler.ops.controls import control_patch, store_for
-from tests.unit.controller.conftest import FLEET, POLICIES, Writer, recipe_object
+from tests.unit.controller.conftest import FLEET, POLICIES, Writer, conditions, recipe_object
 
 TUNING = "gpu-training-tuning"
 
@@ -76,3 +76,24 @@ def test_no_uid_no_event_and_a_failing_sink_is_not_fatal() -> None:
     assert ctl.reconcile(["startup"]) == "succeeded" and sink.events == []
     ctl2, _ = _make([recipe_object("gpu-training-tuning.yaml")], Sink(fail=True))
     assert ctl2.reconcile(["startup"]) == "succeeded"
+
+
+def test_a_recipe_held_back_by_an_earlier_one_is_waiting_not_failed() -> None:
+    """gpu-node-stack (priority 100) fails on one node; gpu-training-tuning (200, same nodes) does
+    not start there: its end Event is RolloutWaiting (Normal) naming the recipe it waits for, its
+    status Waiting (kstatus InProgress, not Stalled), and it is not remembered as halted."""
+    sink = Sink()
+    config = SimConfig(failures=[StageFailure(node="gpu-a-001", package="base-tools", stage="apply",
+                                              exitCode=3, times=99)])
+    objects = [recipe_object("gpu-node-stack.yaml"), recipe_object("gpu-training-tuning.yaml")]
+    ctl, _ = _make(objects, sink, config)
+    assert ctl.reconcile(["startup"]) == "failed"
+    ends = {n: (r, t, m) for n, _, r, m, t in sink.events if r != "RolloutStarted"}
+    assert ends["gpu-node-stack"][:2] in (("RolloutFailed", "Warning"), ("RolloutHalted", "Warning"))
+    reason, type_, message = ends[TUNING]
+    assert (reason, type_) == ("RolloutWaiting", "Normal")
+    assert "0 failed" in message and "1 node waiting for recipe gpu-node-stack" in message
+    status = ctl.source.get(TUNING)["status"]  # type: ignore[index]
+    assert status["phase"] == "Waiting"
+    assert conditions(status) == {"Ready": "False", "Reconciling": "True", "Stalled": "False"}
+    assert TUNING not in ctl.stalled  # taken up again by the next pass

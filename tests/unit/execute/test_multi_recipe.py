@@ -64,6 +64,8 @@ def test_priority_and_node_sequencing_skip_nodes_where_an_earlier_recipe_failed(
     assert [d["recipe"] for d in docs] == ["first", "second"]  # priority order, whatever the argument order
     second = {n["name"]: n for n in docs[1]["nodes"]}
     assert second["n2"]["state"] == "waiting" and "first" in second["n2"]["message"]
+    # the first recipe failed on n2; the second did not fail anywhere, it waits there
+    assert (docs[0]["result"], docs[1]["result"]) == ("failed", "waiting")
     assert second["n1"]["state"] == "complete" and second["n3"]["state"] == "complete"
 
 
@@ -78,6 +80,7 @@ def test_sequencing_all_holds_the_next_recipe_everywhere(tmp_path: Path, capsys:
     main(["apply", str(rdir), "--cluster", f"sim:{fleet}", "--sim-config", str(cfg), "-o", "json"])
     docs = json.loads(capsys.readouterr().out)["results"]
     assert {n["state"] for n in docs[1]["nodes"]} == {"waiting"}
+    assert docs[1]["result"] == "waiting"
 
 
 def test_shared_cordon_is_released_only_when_the_last_recipe_is_done() -> None:

@@ -50,20 +50,21 @@ def ours(kind: str) -> dict[str, Any]:
         fleet([node(f"n{i}", labels={"pool": "gpu"}) for i in range(3)]),
     )
     p = RolloutProgress(plan)
-    states = {"complete": "complete", "failed": "failed"}
+    states = {"complete": "complete", "failed": "failed", "waiting": "waiting"}
     if kind in states:
         outcome = [
             NodeOutcome(
                 n,
                 "complete" if i else states[kind],
                 "__default__",  # type: ignore[arg-type]
-                message="exit 1" if kind == "failed" and not i else "",
+                message={"failed": "exit 1", "waiting": "waiting for recipe first (priority 1) on this node"}.get(
+                    kind, "") if not i else "",
             )
             for i, n in enumerate(("n0", "n1", "n2"))
         ]
         p.finish(
             RunResult(
-                "run-1", plan.planHash, "tuning", "succeeded" if kind == "complete" else "failed", outcome, [], [], 1.0
+                "run-1", plan.planHash, "tuning", {"complete": "succeeded"}.get(kind, kind), outcome, [], [], 1.0
             )
         )
     elif kind == "running":
@@ -83,6 +84,7 @@ def ours(kind: str) -> dict[str, Any]:
         ("running", "Progressing", "0/3 nodes complete, 1 in progress, 2 pending"),
         ("failed", "Degraded", "2/3 nodes complete, 1 failed; failed: n0"),
         ("paused", "Suspended", "0/3 nodes complete, 3 pending"),
+        ("waiting", "Progressing", "2/3 nodes complete, 1 pending; 1 node waiting for recipe first (priority 1)"),
         ("stale", "Progressing", "node-reconciler has not observed generation 2 yet"),
     ],
 )

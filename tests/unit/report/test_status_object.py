@@ -11,11 +11,12 @@ from reconciler.execute.timeline import Event, NodeOutcome, RunResult
 from reconciler.model.plan import Plan
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.plan.planner import compute_plan
-from reconciler.report.status import API_VERSION, KIND, RolloutProgress, new_object, rollout_status
+from reconciler.report.status import API_VERSION, KIND, RolloutProgress, new_object, rollout_status, waiting_text
 from reconciler.testing import budget, fleet, node, package, recipe
 from tests.gitops.tools import kstatus
 
 TUNED = package("tuned", "1.0.0", interrupt="reboot")
+WAIT_FIRST = "waiting for recipe first (priority 1) on this node"
 
 
 def make_plan(n: int = 4, installed: int = 1) -> Plan:
@@ -55,7 +56,7 @@ def result(plan: Plan, states: dict[str, str], verdict: str = "succeeded", halte
             state=v,
             compartment="__default__",  # type: ignore[arg-type]
             failed_stage="apply" if v == "failed" else "",
-            message="exit 3" if v == "failed" else "",
+            message="exit 3" if v == "failed" else (WAIT_FIRST if v == "waiting" else ""),
         )
         for k, v in states.items()
     ]
@@ -127,6 +128,40 @@ def test_transition_time_kept_while_a_condition_keeps_its_status() -> None:
     by = {c["type"]: c for c in third["conditions"]}
     assert by["Ready"]["status"] == "True" and by["Ready"]["lastTransitionTime"] == "2026-11-30T12:09:00Z"
     assert by["Stalled"]["lastTransitionTime"] == "2026-11-30T12:00:00Z"
+
+
+def test_waiting_for_an_earlier_recipe_is_in_progress_not_failed() -> None:
+    """Nodes held back by an earlier recipe (sequencing) did nothing wrong and a later run takes
+    them up: kstatus InProgress (Reconciling), never Stalled, with the recipe waited for named."""
+    plan = make_plan()
+    waiting = RolloutProgress(plan)
+    waiting.finish(result(plan, {"n1": "complete", "n2": "waiting", "n3": "waiting"}, "waiting"))
+    mixed = RolloutProgress(plan)  # a node failed too: Failed wins
+    mixed.finish(result(plan, {"n1": "failed", "n2": "waiting", "n3": "complete"}, "failed"))
+    objects = [obj(plan, waiting), obj(plan, mixed)]
+    got = [(r["status"], r["message"]) for r in kstatus(objects)]
+    status = objects[0]["status"]
+    assert status["phase"] == "Waiting" and status["failures"] == []
+    assert status["summary"] == "2/4 nodes complete, 2 pending; 2 nodes waiting for recipe first (priority 1)"
+    by = {c["type"]: c for c in status["conditions"]}
+    assert (by["Ready"]["status"], by["Reconciling"]["status"], by["Stalled"]["status"]) == ("False", "True", "False")
+    assert by["Reconciling"]["reason"] == "WaitingForRecipe" and "recipe first" in by["Reconciling"]["message"]
+    assert got[0] == ("InProgress", status["summary"])
+    assert objects[1]["status"]["phase"] == "Failed" and got[1][0] == "Failed"
+
+
+@pytest.mark.parametrize(
+    ("waiting", "text"),
+    [
+        ({}, ""),
+        ({"a": WAIT_FIRST}, "1 node waiting for recipe first (priority 1)"),
+        ({"a": "waiting for recipe z to complete on every node (sequencing: all)", "b": WAIT_FIRST, "c": WAIT_FIRST},
+         "2 nodes waiting for recipe first (priority 1); 1 node waiting for recipe z to complete on every node "
+         "(sequencing: all)"),
+    ],
+)
+def test_waiting_text_groups_nodes_by_the_recipe_they_wait_for(waiting: dict[str, str], text: str) -> None:
+    assert waiting_text(waiting) == text
 
 
 @pytest.mark.parametrize("installed", [4])
