@@ -5,7 +5,7 @@ Used for the recipe control switches (``reconciler pause``/``disable``, ConfigMa
 ``node-reconciler-controls`` in the reconciler's namespace).
 :meth:`reconciler.adapters.kube.KubeCluster.config_map_store` builds one sharing a
 ``KubeCluster``'s API client. Errors are translated with the kube adapter's
-:func:`~reconciler.adapters.kube.translate_api_error`.
+:func:`~reconciler.adapters.kubesend.translate_api_error`.
 RBAC needed: ``get``, ``create``, ``patch`` on ``configmaps`` in that namespace.
 """
 
@@ -49,7 +49,7 @@ class KubeConfigMaps:
         return client.CoreV1Api(self._api)
 
     def _call(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
-        from reconciler.adapters.kube import translate_api_error
+        from reconciler.adapters.kubesend import translate_api_error
 
         kwargs.setdefault("_request_timeout", (10, self.request_timeout))
         try:
@@ -72,7 +72,7 @@ class KubeConfigMaps:
 
     def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """The ConfigMap's ``data`` (empty dict when it has none), or None when it does not exist."""
-        from reconciler.adapters.kube import send_request, thin_requests
+        from reconciler.adapters.kubesend import send_request, thin_requests
 
         what = f"get configmap {namespace}/{name}"
         try:

@@ -3,7 +3,7 @@
 Why: on a real kube-apiserver, the ``kubernetes`` client's REST layer (urllib3's PoolManager,
 connection pool, Retry and response objects over ``http.client``) costs about 1 ms of CPU per
 request, most of the client-side CPU of a changed node. :func:`transport_for` gives
-:func:`reconciler.adapters.kube.send_request` a :class:`Transport` that sends the very same bytes
+:func:`reconciler.adapters.kubesend.send_request` a :class:`Transport` that sends the very same bytes
 (request line, headers, body) over one persistent ``http.client`` connection per thread.
 
 What stays the ApiClient's: the URL, the headers and the authentication still come from

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.kube import translate_api_error
 from reconciler.adapters.kubeobjects import node_from, pdb_from, pod_from
+from reconciler.adapters.kubesend import translate_api_error
 from reconciler.adapters.stagepod import stage_status_from_pod
 from reconciler.errors import (
     ClusterError,

@@ -21,7 +21,8 @@ import pytest
 from kubernetes import client
 
 from reconciler.adapters import kube, kubehttp
-from reconciler.adapters.kube import KubeCluster, send_request
+from reconciler.adapters.kube import KubeCluster
+from reconciler.adapters.kubesend import send_request
 from reconciler.errors import ClusterError, ConflictError, NotFoundError, TooManyRequestsError, TransientError
 from tests.httpfake import QuietHandler, serving
 
