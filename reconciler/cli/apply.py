@@ -187,17 +187,21 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(run_markdown(results))
     elif args.output == "jsonl":
-        pass  # streamed as the run went (events, then each result)
+        pass  # streamed as the run went (events, then each result); the summary line follows below
     elif args.output != "table":
         from reconciler.cli.outputs import print_results
 
         print_results(args.output, [r.to_dict() for r in results])
     else:
         print_summary(console, results)
+    rc = EXIT_FAILED if done.stopped else (EXIT_OK if done.succeeded else EXIT_FAILED)
+    if args.output == "jsonl":
+        from reconciler.cli.live import jsonl_summary
+
+        jsonl_summary(sys.stdout, results, skipped=done.skipped, stopped=done.stopped or "", exit_code=rc)
     if done.stopped:
         print(error_line("error", done.stopped), file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK if done.succeeded else EXIT_FAILED
+    return rc
 
 
 class _CliObserver:

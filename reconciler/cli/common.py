@@ -70,7 +70,7 @@ FORMATS = {
     "yaml": "the JSON document as YAML",
     "name": "only the objects' names, one per line (kind/name)",
     "markdown": "Markdown (a pull request comment or a CI step summary)",
-    "jsonl": "JSON lines streamed as the run goes: one per event, then the result",
+    "jsonl": "JSON lines streamed as the run goes: one per event, each recipe's result, then a summary",
 }
 #: accepted ``-o`` values that are other names of a format (kept so existing scripts work)
 ALIASES = {"text": "table"}

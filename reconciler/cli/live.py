@@ -4,8 +4,8 @@ protected pods / failed, budget in use of its ceiling, elapsed and the ETA), and
 its final state. The event lines go to ``--events-file`` (and to the terminal above the panel with
 ``-v``). Not on a terminal, ``apply`` prints event lines as before (CI logs).
 
-Also the machine outputs that stream: ``-o jsonl`` (one JSON object per event as it happens, then
-the result) and ``-o markdown`` (the end-of-run summary for ``$GITHUB_STEP_SUMMARY``).
+Also the machine outputs that stream: ``-o jsonl`` (one JSON object per event as it happens, each
+recipe's result, then a summary line) and ``-o markdown`` (the end-of-run summary for ``$GITHUB_STEP_SUMMARY``).
 """
 
 from __future__ import annotations
@@ -113,6 +113,24 @@ def jsonl_event(stream: IO[str], recipe: str) -> Callable[[Event], None]:
 def jsonl_result(stream: IO[str], doc: dict[str, Any]) -> None:
     """``-o jsonl``: the result document of a recipe's run as the last line of its stream."""
     stream.write(json.dumps({"kind": "result", **doc}, sort_keys=True) + "\n")
+    stream.flush()
+
+
+def jsonl_summary(stream: IO[str], results: Sequence[RunResult], *, skipped: Mapping[str, str], stopped: str,
+                  exit_code: int) -> None:
+    """``-o jsonl``: the last line of an ``apply``, so a reader of the stream need not wait for the
+    exit status: ``{"kind": "summary", "recipes": [{"recipe", "result"}, ...] (in the order they
+    ran), "skipped": {recipe: why} (paused/disabled), "stopped": why the run stopped ("" if it
+    did not: a lost Lease, a signal), "succeeded": bool, "exitCode": int}``."""
+    doc = {
+        "kind": "summary",
+        "recipes": [{"recipe": r.recipe, "result": str(r.result)} for r in results],
+        "skipped": dict(skipped),
+        "stopped": stopped,
+        "succeeded": exit_code == 0,
+        "exitCode": exit_code,
+    }
+    stream.write(json.dumps(doc, sort_keys=True) + "\n")
     stream.flush()
 
 

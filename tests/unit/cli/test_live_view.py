@@ -86,12 +86,28 @@ def test_jsonl_streams_every_event_then_the_result(tmp_path: Path) -> None:
                        timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     docs = [json.loads(line) for line in p.stdout.splitlines()]
+    summary, docs = docs[-1], docs[:-1]
     assert {d["kind"] for d in docs[:-1]} == {"event"} and docs[-1]["kind"] == "result"
     assert docs[-1]["result"] == "succeeded"
+    assert summary == {"kind": "summary", "recipes": [{"recipe": "gpu-node-stack", "result": "succeeded"}],
+                       "skipped": {}, "stopped": "", "succeeded": True, "exitCode": 0}
     ts = [d["t"] for d in docs[:-1]]
     assert ts == sorted(ts) and {d["event"] for d in docs[:-1]} >= {"cordon", "rebooted", "uncordon", "complete"}
     lines = events.read_text().splitlines()
     assert len(lines) == len(docs) - 1 and "\x1b" not in events.read_text()
+
+
+def test_jsonl_summary_says_which_recipe_failed_and_which_waits(tmp_path: Path) -> None:
+    cfg = tmp_path / "sim.yaml"
+    cfg.write_text("failures: [{node: gpu-a-001, package: base-tools, stage: apply, exitCode: 3, times: 99}]\n")
+    p = subprocess.run([sys.executable, "-m", "reconciler", "apply", RECIPE, "recipes/gpu-training-tuning.yaml",
+                        "--cluster", FLEET, "--sim-config", str(cfg), "-o", "jsonl"],
+                       capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=120)
+    assert p.returncode == 1, p.stderr[-2000:]
+    summary = json.loads(p.stdout.splitlines()[-1])
+    assert summary["recipes"] == [{"recipe": "gpu-node-stack", "result": "failed"},
+                                  {"recipe": "gpu-training-tuning", "result": "waiting"}]
+    assert summary["succeeded"] is False and summary["exitCode"] == 1
 
 
 def test_markdown_is_the_step_summary() -> None:
