@@ -29,7 +29,7 @@ from reconciler.errors import ClusterError
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Taint
 from reconciler.model.vocab import EventKind
-from reconciler.ports import StageSpec, StageStatus
+from reconciler.ports import PodEviction, StageSpec, StageStatus
 
 # ------------------------------------------------------------------------------------- effects
 
@@ -48,18 +48,11 @@ class PatchNode:
 
 
 @dataclass(frozen=True)
-class Evict:
-    """POST an Eviction for ``namespace/name`` with a UID precondition (kubectl drain)."""
-
-    namespace: str
-    name: str
-    uid: str
-    grace_seconds: int | None
-
-    @property
-    def ref(self) -> str:
-        """``namespace/name``."""
-        return f"{self.namespace}/{self.name}"
+class Evict(PodEviction):
+    """POST an Eviction for ``namespace/name`` with a UID precondition (kubectl drain): the
+    :class:`~reconciler.ports.PodEviction` itself (``namespace``, ``name``, ``uid``,
+    ``grace_seconds``, ``ref``), as the effect the drain phase asks for; a row of them goes to
+    :meth:`~reconciler.ports.PodPort.evict_pods` together."""
 
 
 @dataclass(frozen=True)

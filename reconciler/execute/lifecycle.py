@@ -62,7 +62,7 @@ from reconciler.model.observed import NodeInfo, PodInfo
 from reconciler.model.plan import NodePlan
 from reconciler.model.recipe import Recipe
 from reconciler.model.vocab import Phase
-from reconciler.ports import Clock, ClusterPorts, PodEviction, StageStatus
+from reconciler.ports import Clock, ClusterPorts, StageStatus
 
 __all__ = ["MAX_STEPS_PER_CYCLE", "NodeRun", "Outcome", "RunContext"]
 
@@ -292,8 +292,7 @@ class NodeRun:
                         # evictions in a row go out together (kubectl drain evicts a node's pods in
                         # parallel), in their place among the effects (after the drain's record);
                         # a refusal is an answer for the next step, not an error that stops the rest
-                        run = list(itertools.takewhile(lambda e: isinstance(e, Evict), effects[i:]))
-                        asked = [PodEviction(e.namespace, e.name, e.uid, e.grace_seconds) for e in run
+                        asked = [e for e in itertools.takewhile(lambda e: isinstance(e, Evict), effects[i:])
                                  if isinstance(e, Evict)]
                         for ev, err in zip(asked, ports.pods.evict_pods(asked), strict=True):
                             evictions[ev.ref] = EvictResult(EvictAnswer.ACCEPTED) if err is None else _evict_result(err)
