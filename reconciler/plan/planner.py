@@ -33,7 +33,9 @@ Per selected node (nodes not matching ``recipe.nodeSelector`` are untouched and 
 A node *has work* when it has steps, an interrupt, an ``InFlight`` record or our cordon (the last
 two: an unfinished lifecycle to finish or a cordon to release). Nodes with work are placed in
 batches per compartment (:mod:`reconciler.plan.batching`), in the order: ``InFlight`` record or our
-cordon first, then node ``created`` ascending, then name. A compartment's ``matched`` and budget
+cordon first, then nodes already unschedulable (cordoned by someone else or by another recipe: they
+add nothing to the compartment's disruption, so with the budget used up they are the only nodes a
+rollout can start), then node ``created`` ascending, then name. A compartment's ``matched`` and budget
 ceiling count every selected node assigned to it; batches are predicted over its nodes with work,
 assuming every node succeeds. Nodes cordoned by someone else are reported in a warning (they
 count against the budget at run time, decision (a)); the prediction does not subtract them.
@@ -342,9 +344,12 @@ def _plan_node(
     if has_work and info.ready is not True:
         warnings.append(f"node {info.name} is not Ready; its lifecycle may wait or fail")
     if info.unschedulable and not d.cordoned_by_us:
+        cordon_prefix = cordon_key("")
+        others = sorted(k.removeprefix(cordon_prefix) for k in info.annotations if k.startswith(cordon_prefix))
+        who = f"by recipe(s) {', '.join(others)}" if others else "by someone else"
         warnings.append(
-            f"node {info.name} is already cordoned by someone else: it counts against its compartment's "
-            "budget while cordoned and stays cordoned after the rollout (decision (c))"
+            f"node {info.name} is already cordoned {who}: it counts against its compartment's budget while "
+            "cordoned, goes first (it adds no disruption) and stays cordoned after this recipe's rollout"
         )
     if d.cordoned_by_us and not info.unschedulable:
         warnings.append(
@@ -527,7 +532,10 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             )
         work = sorted(
             (d for d in members if d.has_work),
-            key=lambda d: (0 if d.first else 1, d.info.created, d.info.name),
+            # already unschedulable (cordoned by someone else or another recipe) before the rest: such
+            # a node adds nothing to the compartment's disruption, so when the budget is used up the
+            # rollout can start only those (execute/rollout.py ``_step_compartment``); the plan says so
+            key=lambda d: (0 if d.first else 1 if d.info.unschedulable else 2, d.info.created, d.info.name),
         )
         batches = predict_batches(strategy, ceil, [d.info.name for d in work])
         for i, names in enumerate(batches, start=1):

@@ -422,6 +422,22 @@ def test_foreign_cordon_and_not_ready_warnings():
     assert any("sick is not Ready" in w for w in p.warnings)
 
 
+def test_nodes_already_cordoned_go_first_and_the_warning_names_who_holds_them():
+    """An unschedulable node adds nothing to the compartment's disruption, so with the budget used
+    up it is the only node a rollout can start (execute/rollout.py): the plan puts such nodes right
+    after unfinished lifecycles, so its batches say what the rollout does; the warning names the
+    recipe that holds the cordon when it is one of ours."""
+    from reconciler.model.nodestate import cordon_key
+
+    held = node("held", unschedulable=True, annotations={cordon_key("other-recipe"): '{"at": "2026-12-01T00:00:00Z"}'})
+    nodes = [node("a0"), node("a1"), node("admin", unschedulable=True), held, node("a2")]
+    p = plan_of(recipe("r", package("tuned")), nodes, pol=policy(default_budget=budget(count=1)))
+    order = [n for b in p.compartments[0].batches for n in b]
+    assert order[:2] == ["admin", "held"] and order[2:] == ["a0", "a1", "a2"]
+    assert any("held is already cordoned by recipe(s) other-recipe" in w for w in p.warnings)
+    assert any("admin is already cordoned by someone else" in w for w in p.warnings)
+
+
 def test_our_cordon_removed_by_someone_else_warns():
     pkg = package("tuned")
     p = plan_of(recipe("r", pkg), [node("n1", recipe="r", installed=[pkg], cordoned_by_us=True, unschedulable=False)])
