@@ -21,6 +21,8 @@ terminating), ``interruptSeconds`` (service/restartAllServices/noop interrupts),
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable, Collection
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, Strict, StringConstraints
@@ -112,6 +114,43 @@ class SimConfig(_Strict):
                     labels[r.key] = "true"
         return self.model_copy(update={"validator": SimValidator(conditionType=gate.conditionType, labels=labels,
                                                                  afterSeconds=0.0)})
+
+    def names(self) -> bool:
+        """Whether the config names any node or package (something :meth:`unknown_names` checks)."""
+        return bool(self.neverReturns or any(f.node != "*" or f.package != "*" for f in self.failures)
+                    or (self.validator is not None and self.validator.failsOn))
+
+    def unknown_names(self, nodes: Callable[[], Collection[str]],
+                      packages: Collection[str]) -> list[tuple[tuple[str | int, ...], str]]:
+        """The node and package names of this config that are not in the fleet (``nodes()``,
+        called only when a node is named) or in any of the recipes run (``packages``): each as
+        ``(field path, message)``, e.g. ``(("failures", 0, "node"), "no node 'gpu-zz-1' in the
+        fleet (did you mean 'gpu-a-001'?)")``. A typo there would otherwise make the what-if
+        silently succeed. Pure."""
+        out: list[tuple[tuple[str | int, ...], str]] = []
+        if not self.names():
+            return out
+        fleet = nodes()
+
+        def miss(kind: str, name: str, known: Collection[str]) -> str:
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            where = "the fleet" if kind == "node" else "the recipes given"
+            return f"no {kind} {name!r} in {where}{hint}"
+
+        for i, f in enumerate(self.failures):
+            if f.node != "*" and f.node not in fleet:
+                out.append((("failures", i, "node"), miss("node", f.node, fleet)))
+            if f.package != "*" and f.package not in packages:
+                out.append((("failures", i, "package"), miss("package", f.package, packages)))
+        for i, n in enumerate(self.neverReturns):
+            if n not in fleet:
+                out.append((("neverReturns", i), miss("node", n, fleet)))
+        if self.validator is not None:
+            for i, n in enumerate(self.validator.failsOn):
+                if n not in fleet:
+                    out.append((("validator", "failsOn", i), miss("node", n, fleet)))
+        return out
 
     def stage_duration(self, stage: str) -> float:
         """Seconds one stage (with its check) takes."""

@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     application service (:func:`reconciler.service.apply_recipes`, which carries every safety check)."""
     from reconciler.adapters.host import process_identity
     from reconciler.cli.applyreport import Reporter
-    from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.clusters import check_sim_config_names, open_cluster
     from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs, policy_for
     from reconciler.service import ApplySettings, apply_recipes
@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
+    check_sim_config_names(args, opened.cluster, inputs.recipes)
     from reconciler.cli.plan import check_selector
 
     check_selector(args, opened.cluster)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.errors import InputError, SourcePos
+from reconciler.model.recipe import Recipe
 from reconciler.ops.controls import DEFAULT_NAMESPACE
 from reconciler.ports import Clock, Cluster
 
@@ -121,6 +122,39 @@ def check_kubeconfig(path: str | None) -> None:
     if path and not os.path.isfile(path):
         raise InputError(f"--kubeconfig {path}: no such file (give the path of a kubeconfig, or leave it out to "
                          "use $KUBECONFIG, ~/.kube/config or the in-cluster service account)")
+
+
+def check_sim_config_names(args: argparse.Namespace, cluster: Cluster, recipes: Iterable[Recipe]) -> None:
+    """:func:`check_sim_names` for a verb's ``--sim-config`` (if any) against the fleet it runs on
+    (one LIST of nodes, only when the config names a node). Raises InputError."""
+    path = getattr(args, "sim_config", None)
+    if path:
+        check_sim_names(path, load_sim_config(path), lambda: {n.name for n in cluster.list_nodes()}, recipes)
+
+
+def check_sim_names(path: str | None, config: SimConfig | None, nodes: Callable[[], Collection[str]],
+                    recipes: Iterable[Recipe]) -> None:
+    """A ``--sim-config`` that names a node the fleet does not have or a package none of
+    ``recipes`` has is bad input: a typo would make the what-if silently pass
+    (:meth:`SimConfig.unknown_names`). ``nodes``: the fleet's node names (called only when the
+    config names a node).
+
+    Raises:
+        InputError: with file:line:column of each unknown name
+            (:class:`~reconciler.errors.InputErrors` when several).
+    """
+    if not path or config is None or not config.names():
+        return
+    packages = {p for r in recipes for p in r.packages}
+    unknown = config.unknown_names(nodes, packages)
+    if not unknown:
+        return
+    from reconciler.errors import InputErrors
+    from reconciler.load.yamlsafe import load_file
+
+    doc = load_file(path)[0]  # read and checked whole by load_sim_config already
+    errors = [doc.error(at, msg) for at, msg in unknown]
+    raise errors[0] if len(errors) == 1 else InputErrors(errors)
 
 
 def load_sim_config(path: str) -> SimConfig:

@@ -109,7 +109,7 @@ def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Load, observe once, plan every recipe, print; see the module docstring for exit codes."""
-    from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.clusters import check_sim_config_names, open_cluster
     from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs
     from reconciler.service import plan_recipes
@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True),
                          allow_empty=bool(getattr(args, "allow_empty", False)))
     opened = open_cluster(args, read_only=True)  # plan never writes the cluster (nor saves a simulated one)
+    check_sim_config_names(args, opened.cluster, inputs.recipes)
     check_selector(args, opened.cluster)
     plans = plan_recipes(inputs, opened.cluster, revision=args.revision, only=args.selector)
     from reconciler.cli.console import styles_allowed

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     """Copy the fleet into a simulation, apply every recipe there, report."""
     from reconciler.adapters.sim import SimFleet
     from reconciler.adapters.simfromobserved import objects_from_observed
-    from reconciler.cli.clusters import load_sim_config, open_cluster
+    from reconciler.cli.clusters import check_sim_names, load_sim_config, open_cluster
     from reconciler.cli.reportfile import check_report_file
     from reconciler.execute.rollout import Rollout
     from reconciler.load import load_inputs, policy_for
@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     cfg_path = getattr(args, "sim_config", None)
     source = open_cluster(argparse.Namespace(**{**vars(args), "sim_config": None}))
     config = load_sim_config(cfg_path) if cfg_path else None
+    check_sim_names(cfg_path, config, lambda: {n.name for n in source.cluster.list_nodes()}, inputs.recipes)
     with paused_gc():  # millions of acyclic objects allocated, none freed: no collector passes over them
         sim = SimFleet(objects_from_observed(observe(source.cluster)), config)
     results: list[RunResult] = []
