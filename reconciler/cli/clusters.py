@@ -116,12 +116,21 @@ def _freeze_if_large(path: str) -> bool:
 def check_kubeconfig(path: str | None) -> None:
     """A ``--kubeconfig`` that names no file is bad input (exit 2), not a cluster error.
 
+    So is no cluster at all: no ``--kubeconfig``, no ``$KUBECONFIG``, no ``~/.kube/config`` and
+    not in a pod (``KUBERNETES_SERVICE_HOST``), where the client would only say "Invalid
+    kube-config file" (the same places the client looks, in that order).
+
     Raises:
-        InputError: ``path`` is given and is not a file.
+        InputError: ``path`` is given and is not a file, or nothing names a cluster.
     """
     if path and not os.path.isfile(path):
         raise InputError(f"--kubeconfig {path}: no such file (give the path of a kubeconfig, or leave it out to "
                          "use $KUBECONFIG, ~/.kube/config or the in-cluster service account)")
+    if (not path and not os.environ.get("KUBECONFIG") and not os.environ.get("KUBERNETES_SERVICE_HOST")
+            and not os.path.exists(os.path.expanduser("~/.kube/config"))):
+        raise InputError("no cluster given: use --cluster sim:FILE for a simulated fleet (e.g. "
+                         "sim:examples/fleets/gpu-24.yaml, or a kubectl get nodes,pods,pdb -A -o json dump), or "
+                         "--kubeconfig FILE / $KUBECONFIG / ~/.kube/config for a real cluster")
 
 
 def check_sim_config_names(args: argparse.Namespace, cluster: Cluster, recipes: Iterable[Recipe]) -> None:

@@ -146,8 +146,22 @@ def _main(argv: Sequence[str] | None) -> int:
     finally:
         sys.stdout = real_stdout
         if guard.broken:
-            print("note: standard output was closed by its reader; the rest of the output was dropped "
-                  "(the command itself ran to its end)", file=sys.stderr)
+            to_stderr("note: standard output was closed by its reader; the rest of the output was dropped "
+                      "(the command itself ran to its end)")
+
+
+def to_stderr(line: str) -> None:
+    """Print ``line`` on stderr. A stderr closed by its reader too (``cmd 2>&1 | head``) drops it
+    and everything after it (stderr becomes ``/dev/null``), so the exit code stays the verb's
+    instead of a BrokenPipeError's."""
+    try:
+        print(line, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # BrokenPipeError, or a stream already closed
+        try:
+            sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+        except OSError:
+            pass
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -155,22 +169,22 @@ def _run(args: argparse.Namespace) -> int:
         rc: int = args.func(args)
         return rc
     except ReconcilerError as e:
-        print(error_line("error", e), file=sys.stderr)
+        to_stderr(error_line("error", e))
         if isinstance(e, InputError):
             from reconciler.cli import ghactions
 
             if ghactions.enabled():  # GitHub Actions marks the line in the diff
                 for line in ghactions.commands(ghactions.problems(e)):
-                    print(line, file=sys.stderr)
+                    to_stderr(line)
         return e.exit_code
     except CrashInjected as e:
-        print(error_line("crashed", e), file=sys.stderr)
+        to_stderr(error_line("crashed", e))
         return EXIT_CRASHED
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        to_stderr("interrupted")
         return 130
     except OSError as e:
-        print(error_line("error", e), file=sys.stderr)
+        to_stderr(error_line("error", e))
         return EXIT_BAD_INPUT
 
 

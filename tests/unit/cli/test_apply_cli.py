@@ -152,3 +152,23 @@ def test_a_missing_kubeconfig_file_is_bad_input_naming_the_option(tmp_path: Path
     rc = main(["plan", str(root / "recipes"), "--kubeconfig", str(tmp_path / "nokube")])
     err = capsys.readouterr().err
     assert rc == 2 and "--kubeconfig" in err and "no such file" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("verb", ["plan", "apply", "status"])
+def test_no_cluster_at_all_is_bad_input_that_says_how_to_name_one(
+        verb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """No --cluster, --kubeconfig, $KUBECONFIG, ~/.kube/config nor in-cluster service account: a
+    new user's first command. Exit 2 naming the options, not the client's "Invalid kube-config"."""
+    from reconciler.cli.main import main
+
+    for var in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    root = Path(__file__).resolve().parents[3]
+    rc = main([verb] + ([] if verb == "status" else [str(root / "recipes")]))
+    err = capsys.readouterr().err
+    assert rc == 2 and "no cluster given" in err and "--cluster sim:FILE" in err and "--kubeconfig" in err
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text("apiVersion: v1\nkind: Config\n")  # one exists: the client's turn
+    rc = main([verb] + ([] if verb == "status" else [str(root / "recipes")]))
+    assert rc == 4 and "no cluster given" not in capsys.readouterr().err

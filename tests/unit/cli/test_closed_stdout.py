@@ -53,3 +53,19 @@ def test_rollout_finishes_when_stdout_is_closed_early(tmp_path: Path) -> None:
         states[n.name] = sorted((e.name, e.state) for e in state.values())
     assert len(states) == NODES
     assert all(s == [("base", "complete"), ("tune", "complete")] for s in states.values()), states
+
+
+def test_stdout_and_stderr_on_one_closed_pipe_keep_the_exit_code(tmp_path: Path) -> None:
+    """``cmd 2>&1 | head -1``: stdout and stderr are one pipe whose reader went away; the note
+    about dropped output cannot be written either, and the exit code is still the verb's (0)."""
+    fleet = tmp_path / "fleet.yaml"
+    write_fleet(fleet, [make_node(f"node-with-a-long-name-{i:04d}", {"pool": "gpu"}) for i in range(NODES)])
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(RECIPE)
+    r, w = os.pipe()
+    p = subprocess.Popen([sys.executable, "-m", "reconciler", "apply", str(recipe), "--cluster", f"sim:{fleet}"],
+                         stdout=w, stderr=w, env=os.environ.copy())
+    os.close(w)
+    with os.fdopen(r, "rb") as reader:
+        assert reader.read(1)  # the first byte, then the reader goes away, as `head -c1` does
+    assert p.wait(timeout=300) == 0
