@@ -11,6 +11,7 @@ control characters visibly (:mod:`reconciler.report.safetext`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -158,10 +159,8 @@ def to_stderr(line: str) -> None:
         print(line, file=sys.stderr)
         sys.stderr.flush()
     except (OSError, ValueError):  # BrokenPipeError, or a stream already closed
-        try:
+        with contextlib.suppress(OSError):
             sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-        except OSError:
-            pass
 
 
 def _run(args: argparse.Namespace) -> int:
