@@ -40,6 +40,7 @@ from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -352,8 +353,20 @@ class KubeCluster:
         try:
             api = _new_client_from_config(config_file=path, context=context, persist_config=False,
                                           client_configuration=_configuration(pool_size))
-        except (ConfigException, OSError, ValueError, TypeError) as e:
-            raise ClusterError(f"kubeconfig {path or '(default)'}: {e}") from None
+        except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError, IndexError,
+                yaml.YAMLError) as e:
+            # the CLI checks the file first (reconciler.load.kubeconfigfile); this is the library's
+            # net: never a traceback. A YAML error's text quotes the line it is on (a token, a
+            # key): only its problem and position are kept
+            if isinstance(e, yaml.MarkedYAMLError):
+                mark = e.problem_mark
+                at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+                why = f"YAML error: {e.problem or 'malformed'}{at}"
+            elif isinstance(e, yaml.YAMLError):
+                why = "YAML error"
+            else:
+                why = f"{type(e).__name__}: {e}" if not isinstance(e, ConfigException) else str(e)
+            raise ClusterError(f"kubeconfig {path or '(default)'}: {why}"[:300]) from None
         _proxy_settled(api.configuration)
         return cls(api, **kwargs)
 

@@ -80,7 +80,7 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
     # watches wake the rollout on change (the poll interval is only the fallback) and keep the
     # nodes and stage pods being worked on current in a cache, so reading them costs no request
     cache = WatchCache({NODES: node_from})
-    check_kubeconfig(getattr(args, "kubeconfig", None))
+    check_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
     cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
                                           pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache,
                                           namespace=namespace or DEFAULT_NAMESPACE,
@@ -113,15 +113,21 @@ def _freeze_if_large(path: str) -> bool:
     return False
 
 
-def check_kubeconfig(path: str | None) -> None:
+def check_kubeconfig(path: str | None, context: str | None = None) -> None:
     """A ``--kubeconfig`` that names no file is bad input (exit 2), not a cluster error.
 
     So is no cluster at all: no ``--kubeconfig``, no ``$KUBECONFIG``, no ``~/.kube/config`` and
     not in a pod (``KUBERNETES_SERVICE_HOST``), where the client would only say "Invalid
     kube-config file" (the same places the client looks, in that order).
 
+    The kubeconfig files themselves (``path``, else each file of ``$KUBECONFIG`` that exists,
+    else ``~/.kube/config``) are checked as inputs
+    (:func:`reconciler.load.kubeconfigfile.check_kubeconfig_file`: syntax, shape, base64 data and,
+    for a single file, the ``context`` used), so a malformed one is bad input at its line.
+
     Raises:
-        InputError: ``path`` is given and is not a file, or nothing names a cluster.
+        InputError: ``path`` is given and is not a file, nothing names a cluster, or a
+            kubeconfig file is malformed.
     """
     if path and not os.path.isfile(path):
         raise InputError(f"--kubeconfig {path}: no such file (give the path of a kubeconfig, or leave it out to "
@@ -131,6 +137,17 @@ def check_kubeconfig(path: str | None) -> None:
         raise InputError("no cluster given: use --cluster sim:FILE for a simulated fleet (e.g. "
                          "sim:examples/fleets/gpu-24.yaml, or a kubectl get nodes,pods,pdb -A -o json dump), or "
                          "--kubeconfig FILE / $KUBECONFIG / ~/.kube/config for a real cluster")
+    from reconciler.load.kubeconfigfile import check_kubeconfig_file
+
+    if path:
+        files = [path]
+    elif os.environ.get("KUBECONFIG"):
+        files = [f for f in os.environ["KUBECONFIG"].split(os.pathsep) if f and os.path.isfile(f)]
+    else:
+        default = os.path.expanduser("~/.kube/config")
+        files = [default] if os.path.isfile(default) else []  # in a pod: the service account
+    for f in files:
+        check_kubeconfig_file(f, context=context, whole=len(files) == 1)
 
 
 def check_sim_config_names(args: argparse.Namespace, cluster: Cluster, recipes: Iterable[Recipe]) -> None:

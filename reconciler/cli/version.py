@@ -58,7 +58,7 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
     from reconciler.adapters.kube import KubeCluster
     from reconciler.cli.clusters import check_kubeconfig
 
-    check_kubeconfig(args.kubeconfig)
+    check_kubeconfig(args.kubeconfig, args.context)
     with KubeCluster.from_kubeconfig(args.kubeconfig, args.context,
                                      request_timeout=args.request_timeout or 30.0) as kube:
         return kube.server_version()
