@@ -38,21 +38,19 @@ _AUTH_HEADER = re.compile(
 _BEARER = re.compile(r"(?P<key>\b(?:bearer|basic)\s++)(?P<cred>[A-Za-z0-9._~+/=-]{8,}+)", re.IGNORECASE)
 _TOKEN_HEADER = re.compile(r"(?P<key>\b(?:private|job|deploy)-token\s*+[:=]\s*+)(?P<cred>[^\s,;\"']++)",
                            re.IGNORECASE)
-# key=value: any key, kept when its name does not end in a secret's name (checked in _key_value)
-_KEY_VALUE = re.compile(r"(?<![\w.-])(?P<key>[\w.-]++)(?P<sep>[\"']?\s*+=\s*+[\"']?)(?P<cred>[^\s&,;\"'<>()]++)")
-_SECRET_KEY = re.compile(r"(?:token|passw(?:or)?d|secret|api[_-]?key|access[_-]?key|credentials?|sig(?:nature)?)\Z",
-                         re.IGNORECASE)
+# key=value whose key ends in a secret's name, wherever it is, inside another pair's value too
+# (``url='/?access_token=…'``: urllib3's retry log quotes a request path without its scheme). The
+# key starts only at the start of its word and grows lazily to the secret's name: linear time.
+_SECRET_PAIR = re.compile(
+    r"(?<![\w.-])(?P<key>[\w.-]*?(?:token|passw(?:or)?d|secret|api[_-]?key|access[_-]?key|credentials?|"
+    r"sig(?:nature)?))(?P<sep>[\"']?\s*+=\s*+[\"']?)(?P<cred>[^\s&,;\"'<>()]++)",
+    re.IGNORECASE,
+)
 _SHAPES = re.compile(
     r"(?<![A-Za-z0-9_-])(?:gh[pousr]_[A-Za-z0-9]{16,}+|github_pat_[A-Za-z0-9_]{16,}+|"
     r"gl(?:pat|dt|rt|cbt|ptt|oas|ft|imt|agent|soat)-[A-Za-z0-9_-]{8,}+|xox[abprs]-[A-Za-z0-9-]{8,}+|"
     r"AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{6,}+\.eyJ[A-Za-z0-9_-]{6,}+(?:\.[A-Za-z0-9_-]*+)?)"
 )
-
-
-def _key_value(m: re.Match[str]) -> str:
-    if not _SECRET_KEY.search(m["key"]):
-        return m.group(0)
-    return f"{m['key']}{m['sep']}{MASK}"
 
 
 def redact_url(url: str) -> str:
@@ -106,5 +104,5 @@ def redact(text: object) -> str:
     s = _BEARER.sub(lambda m: f"{m['key']}{MASK}", s)
     s = _TOKEN_HEADER.sub(lambda m: f"{m['key']}{MASK}", s)
     if "=" in s:
-        s = _KEY_VALUE.sub(_key_value, s)
+        s = _SECRET_PAIR.sub(lambda m: f"{m['key']}{m['sep']}{MASK}", s)
     return _SHAPES.sub(MASK, s)

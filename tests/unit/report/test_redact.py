@@ -39,6 +39,10 @@ TOKEN = "S3cr3tTok"
     ("git -c http.extraHeader=Authorization:S3cr3tTok", "git -c http.extraHeader=Authorization:***"),
     ("--password=S3cr3tTok --api-key=S3cr3tTok", "--password=*** --api-key=***"),
     ("client_secret='S3cr3tTok'", "client_secret='***'"),
+    # a pair inside another pair's value (urllib3's retry log quotes the path without its scheme)
+    ("Incremented Retry for (url='/?access_token=S3cr3tTok/version/')",
+     "Incremented Retry for (url='/?access_token=***')"),
+    ("a=b=password=S3cr3tTok", "a=b=password=***"),
     # known token shapes, anywhere
     ("token ghp_S3cr3tTokS3cr3tTokS3cr3tTok12 here", "token *** here"),
     ("github_pat_11ABCDEFG0S3cr3tTok_abcdefgh", "***"),
