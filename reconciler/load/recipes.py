@@ -12,7 +12,6 @@ instead of raising, so one run reports every problem of every file.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -23,16 +22,12 @@ from pydantic import ValidationError
 from reconciler.errors import InputError
 from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
 from reconciler.model.graph import find_cycle
-from reconciler.model.recipe import Package, Recipe
+from reconciler.model.recipe import MAX_RECIPE_NAME, OBJECT_NAME, Package, Recipe
 from reconciler.model.selector import check_label_key, check_label_value
 from reconciler.model.versions import is_exact
 
 API_VERSION = "reconciler.nodewright.dev/v1alpha1"
 KIND = "NodeRecipe"
-
-#: Names of recipes and policies: a DNS-1123 label (dots allowed), because the name becomes part
-#: of annotation keys, Lease and object names (at most 63 characters).
-OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
 
 #: ``spec`` fields of a NodeRecipe (= :class:`Recipe` fields, less name/version/origin/source).
 SPEC_FIELDS = (
@@ -131,10 +126,16 @@ def object_name(doc: YamlDoc, errors: list[InputError], what: str) -> str | None
         errors.append(
             doc.error(
                 path,
-                f"{what} name {name!r} must be lower-case letters, digits, '-' or '.', start and end "
-                "with a letter or digit, at most 63 characters",
+                f"{what} name {name[:100]!r} must be lower-case letters, digits, '-' or '.' (a DNS-1123 "
+                "subdomain: each dot-separated part starts and ends with a letter or digit), at most 63 "
+                "characters" if isinstance(name, str) else f"{what} name must be a string",
             )
         )
+        return None
+    if what != "policy" and len(name) > MAX_RECIPE_NAME:
+        errors.append(doc.error(path, f"{what} name {name!r} is {len(name)} characters; at most {MAX_RECIPE_NAME}: "
+                                      f"it is the end of node annotation keys such as "
+                                      f"reconciler.nodewright.dev/nodeState_<name>, whose name part is at most 63"))
         return None
     return name
 

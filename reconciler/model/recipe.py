@@ -41,8 +41,14 @@ IMAGE_NAME = re.compile(rf"(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT}
 #: A full image reference: name, optional ``:tag`` (``[\w][\w.-]{0,127}``), optional ``@sha256:…``.
 IMAGE_REF = re.compile(rf"{IMAGE_NAME.pattern}(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?")
 MAX_IMAGE_NAME = 255
-#: What a policy's ``metadata.name`` may be (``load.recipes.OBJECT_NAME``), so a reference can match one.
-_POLICY_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
+#: Names of recipes and policies: a DNS-1123 subdomain (what the API server takes as an object
+#: name: dot-separated labels of lower-case letters, digits and '-', each starting and ending
+#: alphanumeric) of at most 63 characters (Lease and object names are made from it).
+OBJECT_NAME = re.compile(r"(?=.{1,63}\Z)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+#: A recipe's name is also the tail of annotation and label keys on the nodes
+#: (``reconciler.nodewright.dev/nodeState_<name>``, the longest, and NodeWright's
+#: ``skyhook.nvidia.com/nodeState_<name>``), whose name part is at most 63 characters.
+MAX_RECIPE_NAME = 63 - len("nodeState_")
 #: A recipe release (``metadata.version``): no control characters (it is recorded and printed).
 _RELEASE = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
 
@@ -478,10 +484,19 @@ class Recipe(Frozen):
     def _selector_labels(cls, v: LabelSelector | None) -> LabelSelector | None:
         return check_selector(v) if v is not None else v
 
+    @field_validator("name")
+    @classmethod
+    def _recipe_name(cls, v: str) -> str:
+        if not OBJECT_NAME.fullmatch(v) or len(v) > MAX_RECIPE_NAME:
+            raise ValueError(f"recipe name {v[:80]!r} must be a DNS-1123 subdomain of at most {MAX_RECIPE_NAME} "
+                             "characters (it is the end of node annotation keys such as "
+                             "reconciler.nodewright.dev/nodeState_<name>)")
+        return v
+
     @field_validator("deploymentPolicy")
     @classmethod
     def _policy_name(cls, v: str | None) -> str | None:
-        if v is not None and not _POLICY_NAME.fullmatch(v):
+        if v is not None and not OBJECT_NAME.fullmatch(v):
             raise ValueError(
                 f"deploymentPolicy {v[:80]!r} is not a policy name (lower-case letters, digits, '-' or '.', "
                 "at most 63 characters)"

@@ -477,6 +477,10 @@ def test_every_error_of_a_file_is_reported(write, fail):
     [
         ("metadata:\n  version: 1\n", "a recipe needs metadata.name", "metadata.name"),
         ("metadata:\n  name: GPU_Tuning\n", "must be lower-case letters", "metadata.name"),
+        ("metadata:\n  name: a..b\n", "DNS-1123", "metadata.name"),
+        ("metadata:\n  name: a.-b\n", "DNS-1123", "metadata.name"),
+        # 54 characters: reconciler.nodewright.dev/nodeState_<name> would have a 64-character name part
+        ("metadata:\n  name: " + "a" * 54 + "\n", "is 54 characters; at most 53", "metadata.name"),
         ("metadata:\n  name: ok\n  version: 1.0\n", "metadata.version must be a string", "metadata.version"),
         ("metadata:\n  name: ok\n  namespace: x\n", "unknown field 'namespace' in metadata", "metadata.namespace"),
     ],

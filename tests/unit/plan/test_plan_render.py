@@ -106,7 +106,9 @@ def test_md_escape_blocks_mentions():
 
 def test_markdown_escapes_names_from_recipes_and_cluster():
     evil = "x</details><img src=x onerror=alert(1)>"
-    p = sample_plan(name="r<b>", nodes=[node("n|1"), node(evil)], pods=[pod("p", node=evil, namespace="a@b")])
+    with pytest.raises(ValueError, match="DNS-1123 subdomain"):  # a recipe name cannot carry markup at all
+        sample_plan(name="r<b>")
+    p = sample_plan(nodes=[node("n|1"), node(evil)], pods=[pod("p<b>", node=evil, namespace="a@b")])
     md = render_markdown(p)
     assert "<img" not in md and "<b>" not in md
     assert md.count("<details>") == md.count("</details>")
