@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Strict
+
+#: Numbers and booleans of files people write, taken only as themselves: YAML's ``true`` is not
+#: the integer 1, ``"900"`` not 900 and ``"yes"`` not True (pydantic's lax mode would take them
+#: silently). A float field still takes an integer (``30`` for 30.0).
+StrictInt = Annotated[int, Strict()]
+StrictBool = Annotated[bool, Strict()]
+StrictFloat = Annotated[float, Strict()]
 
 
 class Frozen(BaseModel):

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from reconciler.model.base import Frozen
+from reconciler.model.base import Frozen, StrictBool, StrictInt
 from reconciler.model.selector import LabelSelector, check_selector
 
 DEFAULT_COMPARTMENT = "__default__"
@@ -27,8 +27,8 @@ class Budget(Frozen):
     """Interruption budget: exactly one of ``percent`` (1-100, of the compartment's matched nodes)
     or ``count`` (≥1 nodes)."""
 
-    percent: int | None = None
-    count: int | None = Field(default=None, le=MAX_NODE_COUNT)
+    percent: StrictInt | None = None
+    count: StrictInt | None = Field(default=None, le=MAX_NODE_COUNT)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Budget:
@@ -72,10 +72,10 @@ class StrategyParams(Frozen):
     progress percent below which failures shrink batches and count toward the halt.
     """
 
-    initialBatch: int = Field(default=1, ge=1, le=MAX_NODE_COUNT)
-    batchThreshold: int = Field(default=100, ge=1, le=100)
-    failureThreshold: int | None = Field(default=None, ge=1, le=MAX_NODE_COUNT)
-    safetyLimit: int = Field(default=50, ge=1, le=100)
+    initialBatch: StrictInt = Field(default=1, ge=1, le=MAX_NODE_COUNT)
+    batchThreshold: StrictInt = Field(default=100, ge=1, le=100)
+    failureThreshold: StrictInt | None = Field(default=None, ge=1, le=MAX_NODE_COUNT)
+    safetyLimit: StrictInt = Field(default=50, ge=1, le=100)
 
 
 class FixedParams(StrategyParams):
@@ -85,13 +85,13 @@ class FixedParams(StrategyParams):
 class LinearParams(StrategyParams):
     """Batches grow by ``delta`` after a good batch, shrink by it after a failed one."""
 
-    delta: int = Field(default=1, ge=1, le=MAX_NODE_COUNT)
+    delta: StrictInt = Field(default=1, ge=1, le=MAX_NODE_COUNT)
 
 
 class ExponentialParams(StrategyParams):
     """Batches multiply by ``growthFactor`` after a good batch, divide after a failed one."""
 
-    growthFactor: int = Field(default=2, ge=2, le=1000)  # ×1000 per batch already reaches any fleet in 2
+    growthFactor: StrictInt = Field(default=2, ge=2, le=1000)  # ×1000 per batch already reaches any fleet in 2
 
 
 class Strategy(Frozen):
@@ -174,7 +174,7 @@ class DeploymentPolicy(Frozen):
 
     name: str
     source: str = ""
-    resetBatchStateOnCompletion: bool = True
+    resetBatchStateOnCompletion: StrictBool = True
     default: DefaultCompartment
     compartments: tuple[Compartment, ...] = ()
 

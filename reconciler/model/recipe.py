@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from reconciler.model.base import Frozen
+from reconciler.model.base import Frozen, StrictBool, StrictFloat, StrictInt
 from reconciler.model.policy import Budget
 from reconciler.model.selector import LabelSelector, Toleration, check_label_key, check_selector, check_toleration
 from reconciler.model.versions import parse_version
@@ -214,8 +214,8 @@ class Uninstall(Frozen):
     """Explicit uninstall switches (NodeWright HEAD): ``enabled`` = the package ships uninstall
     steps; ``apply`` = uninstall it now from every target node."""
 
-    enabled: bool = False
-    apply: bool = False
+    enabled: StrictBool = False
+    apply: StrictBool = False
 
     @model_validator(mode="after")
     def _apply_needs_enabled(self) -> Uninstall:
@@ -337,13 +337,13 @@ class DrainOptions(Frozen):
     DELETE fallback, so PodDisruptionBudgets are always honoured.
     """
 
-    timeoutSeconds: int = Field(default=1800, ge=1, le=7 * 24 * 3600)
-    deleteEmptyDirData: bool = False
-    force: bool = False
-    ignoreDaemonSets: bool = True
-    gracePeriodSeconds: int | None = Field(default=None, ge=0, le=24 * 3600)
-    skipWaitForDeleteTimeoutSeconds: int = Field(default=0, ge=0, le=24 * 3600)
-    evictionRetrySeconds: float = Field(default=5.0, ge=1.0, le=600.0)
+    timeoutSeconds: StrictInt = Field(default=1800, ge=1, le=7 * 24 * 3600)
+    deleteEmptyDirData: StrictBool = False
+    force: StrictBool = False
+    ignoreDaemonSets: StrictBool = True
+    gracePeriodSeconds: StrictInt | None = Field(default=None, ge=0, le=24 * 3600)
+    skipWaitForDeleteTimeoutSeconds: StrictInt = Field(default=0, ge=0, le=24 * 3600)
+    evictionRetrySeconds: StrictFloat = Field(default=5.0, ge=1.0, le=600.0)
     podSelector: LabelSelector | None = None
 
     @field_validator("podSelector")
@@ -362,11 +362,11 @@ class Timeouts(Frozen):
     pause between attempts (doubles each time, capped at 300 s).
     """
 
-    waitNonInterrupt: int = Field(default=3600, ge=0, le=7 * 24 * 3600)
-    stage: int = Field(default=1800, ge=1, le=7 * 24 * 3600)
-    reboot: int = Field(default=900, ge=1, le=24 * 3600)
-    stageRetries: int = Field(default=2, ge=0, le=20)
-    retryBackoff: float = Field(default=10.0, ge=0.0, le=3600.0)
+    waitNonInterrupt: StrictInt = Field(default=3600, ge=0, le=7 * 24 * 3600)
+    stage: StrictInt = Field(default=1800, ge=1, le=7 * 24 * 3600)
+    reboot: StrictInt = Field(default=900, ge=1, le=24 * 3600)
+    stageRetries: StrictInt = Field(default=2, ge=0, le=20)
+    retryBackoff: StrictFloat = Field(default=10.0, ge=0.0, le=3600.0)
 
 
 #: Longest readiness-gate ``timeout``: seven days (as the other lifecycle timeouts).
@@ -467,9 +467,9 @@ class Recipe(Frozen):
     podNonInterruptLabels: LabelSelector | None = None
     deploymentPolicy: str | None = None
     interruptionBudget: Budget | None = None
-    runtimeRequired: bool = False
-    autoTaintNewNodes: bool = False
-    priority: int = Field(default=200, ge=1, le=MAX_PRIORITY)
+    runtimeRequired: StrictBool = False
+    autoTaintNewNodes: StrictBool = False
+    priority: StrictInt = Field(default=200, ge=1, le=MAX_PRIORITY)
     sequencing: Literal["node", "all"] = "node"
     additionalTolerations: tuple[Annotated[Toleration, AfterValidator(check_toleration)], ...] = Field(
         default=(), max_length=64

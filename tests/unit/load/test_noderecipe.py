@@ -298,9 +298,19 @@ REJECTIONS = [
     (
         "priority-infinite",
         "priority: .inf  # <-\n" + PKG,
-        "Input should be a finite number",
+        "Input should be a valid integer",
         "spec.priority",
     ),
+    # numbers and booleans are taken only as themselves (no lax coercion of true, "900" or "yes")
+    ("priority-bool", "priority: true  # <-\n" + PKG, "Input should be a valid integer", "spec.priority"),
+    ("runtime-required-string", "runtimeRequired: \"yes\"  # <-\n" + PKG, "Input should be a valid boolean",
+     "spec.runtimeRequired"),
+    ("reboot-timeout-bool", "timeouts:\n    reboot: true  # <-\n" + PKG, "Input should be a valid integer",
+     "spec.timeouts.reboot"),
+    ("drain-timeout-string", "drain:\n    timeoutSeconds: \"900\"  # <-\n" + PKG,
+     "Input should be a valid integer", "spec.drain.timeoutSeconds"),
+    ("force-string", "drain:\n    force: \"yes\"  # <-\n" + PKG, "Input should be a valid boolean",
+     "spec.drain.force"),
     (
         "sequencing-unknown",
         "sequencing: cluster  # <-\n" + PKG,

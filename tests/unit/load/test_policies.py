@@ -84,6 +84,13 @@ OK_DEFAULT = "default:\n  budget: {count: 1}\n"
 
 # (id, spec body with "# <-" where the error must point, message part, field)
 REJECTIONS = [
+    # numbers and booleans are taken only as themselves (no lax coercion of "25", true or "yes")
+    ("percent-string", 'default:\n  budget:\n    percent: "25"  # <-\n', "Input should be a valid integer",
+     "spec.default.budget.percent"),
+    ("percent-bool", "default:\n  budget:\n    percent: true  # <-\n", "Input should be a valid integer",
+     "spec.default.budget.percent"),
+    ("initial-batch-string", 'default:\n  budget: {count: 1}\n  strategy:\n    fixed:\n      initialBatch: "1"  # <-\n',
+     "Input should be a valid integer", "spec.default.strategy.fixed.initialBatch"),
     (
         "zero-count-default",
         "default:\n  budget:\n    count: 0  # <-\n",
