@@ -61,7 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
         mod.add_parser(sub)
     for sp in {id(v): v for v in sub.choices.values()}.values():
         _plain_help(sp)
+        _verbose_after_the_verb(sp)
     return p
+
+
+def _verbose_after_the_verb(p: argparse.ArgumentParser) -> None:
+    """``-v``/``--verbose`` after the verb too (``reconciler apply … -v``, a kubectl habit), on
+    every verb and sub-verb. Given after the verb, its count is the one used; not given there,
+    the count before the verb stays (default SUPPRESS: the verb's parser does not reset it)."""
+    if not any("-v" in a.option_strings for a in p._actions):
+        p.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                       help="more log output (repeatable; also before the verb)")
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in {id(c): c for c in action.choices.values()}.values():
+                _verbose_after_the_verb(child)
 
 
 _ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")

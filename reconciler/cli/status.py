@@ -6,10 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from rich.table import Table
-
 from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
-from reconciler.cli.console import make_console
+from reconciler.cli.console import listing_table, make_console, print_listing
 from reconciler.errors import EXIT_OK
 from reconciler.model.nodestate import (
     PREFIX,
@@ -109,12 +107,10 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"nodes": docs}, indent=2, sort_keys=True))
         return EXIT_OK
     console = make_console()
-    t = Table(show_header=not getattr(args, "no_headers", False), header_style="bold")
     cols = ["node", "cordoned", "recipe", "package", "version", "stage", "state"]
     if args.output == "wide":
         cols += ["restarts", "failure"]
-    for c in cols:
-        t.add_column(c)
+    t = listing_table(cols, headers=not getattr(args, "no_headers", False))
     for d in docs:
         cordon = "by us" if d["cordonedByUs"] else ("yes" if d["unschedulable"] else "")
         fail = "; ".join(f"{f.get('reason')}: {f.get('message', '')[:80]}" for f in d["failures"])
@@ -130,5 +126,5 @@ def run(args: argparse.Namespace) -> int:
             row = [d["name"], cordon, g["recipe"], "(readiness gate)", "", Phase.READINESS_GATE,
                    f"waiting since {g['since'] or 'unknown'}"]
             t.add_row(*(text(c) for c in row + (["", ""] if args.output == "wide" else [])))
-    console.print(t)
+    print_listing(console, t)
     return EXIT_OK

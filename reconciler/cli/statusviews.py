@@ -17,9 +17,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from rich.table import Table
-
-from reconciler.cli.console import make_console
+from reconciler.cli.console import listing_table, make_console, print_listing
 from reconciler.cli.outputs import print_names
 from reconciler.cli.status import node_status
 from reconciler.errors import EXIT_OK
@@ -96,14 +94,12 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
         if out in ("json", "yaml"):
             _dump({"package": package, "nodes": rows, "counts": counts}, out)
             return EXIT_OK
-        t = Table(show_header=headers, header_style="bold")
         cols = ["node", "recipe", "version", "stage", "state"] + (["restarts", "image"] if out == "wide" else [])
-        for c in cols:
-            t.add_column(c)
+        t = listing_table(cols, headers=headers)
         for r in rows:
             t.add_row(*(text(r[c]) for c in cols))
         console = make_console()
-        console.print(t)
+        print_listing(console, t)
         tally = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "not recorded on any node"
         console.print(text(f"{package}: {len(rows)} node(s); {tally}"))
         return EXIT_OK
@@ -135,11 +131,9 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
             console.print(visible(f"  failure ({f.get('recipe')}): {f.get('reason')}: {msg}"), style="red",
                           markup=False)
         if d["packages"]:
-            t = Table(show_header=headers, header_style="bold")
             cols = ["recipe", "name", "version", "stage", "state"] + (["restarts"] if out == "wide" else [])
-            for c in cols:
-                t.add_column(c)
+            t = listing_table(cols, headers=headers)
             for p in d["packages"]:
                 t.add_row(*(text(p[c]) for c in cols))
-            console.print(t)
+            print_listing(console, t)
     return EXIT_OK

@@ -155,3 +155,16 @@ def test_parse_selector_shapes() -> None:
         ("b", "NotIn", ("2",)), ("c", "In", ("x", "y")), ("d", "NotIn", ("z",)), ("e", "Exists", ()),
         ("f", "DoesNotExist", ())]
     assert parse_selector("").is_empty()
+
+
+@pytest.mark.parametrize(("argv", "verbose"), [
+    (["apply", "r.yaml"], 0),
+    (["apply", "r.yaml", "-v"], 1),
+    (["-v", "apply", "r.yaml"], 1),
+    (["plan", "r.yaml", "--verbose", "--verbose"], 2),
+    (["node", "list", "-vv"], 2),
+    (["package", "status", "x", "-v"], 1),
+])
+def test_verbose_before_or_after_the_verb(argv: list[str], verbose: int) -> None:
+    """kubectl habit: ``-v`` after the verb (it was "unrecognized arguments: -v")."""
+    assert build_parser().parse_args(argv).verbose == verbose

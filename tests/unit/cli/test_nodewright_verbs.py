@@ -40,7 +40,7 @@ def _script(shell: str) -> str:
     ("reconciler node ignore --dr", {"--dry-run"}),
     ("reconciler -v sta", {"status"}),
     ("reconciler status --no-h", {"--no-headers"}),
-    ("reconciler completion ", {"bash", "zsh", "fish", "-h", "--help"}),
+    ("reconciler completion ", {"bash", "zsh", "fish", "-h", "--help", "-v", "--verbose"}),
     ("reconciler validate ./", set()),
 ])
 def test_bash_completion_completes_verbs_and_flags(line: str, expect: set[str], tmp_path: Path) -> None:

@@ -98,6 +98,11 @@ def test_no_headers(files: tuple[Path, Path], cli: RunCli) -> None:
         without = cli(*argv, "--cluster", f"sim:{fleet}", "--no-headers")[1]
         assert "recipe" in with_h and "recipe" not in without.split("\n")[1], argv
         assert "n1" in without
+        # kubectl's --no-headers: no borders, one line per row, the same number of fields in each
+        # (an empty cell is <none>), so awk and cut work on it
+        assert not set(without) & set("│┃┏┗━─┌└╇╋"), without
+        lines = [ln for ln in without.splitlines() if ln]
+        assert len({len(ln.split()) for ln in lines}) == 1 and lines == [ln.rstrip() for ln in lines], without
 
 
 def test_unknown_format_is_exit_2_listing_the_choices(files: tuple[Path, Path], cli: RunCli) -> None:
