@@ -1,4 +1,8 @@
-"""``reconciler validate PATH... [--policy FILE]... [--locked] [-o table|json]``.
+"""``reconciler validate PATH... [--policy FILE]... [--locked | --no-locked] [-o table|json]``.
+
+Locked by default, as ``plan`` and ``apply`` are (every package pinned: ``containerSHA`` and an
+exact version), so a CI gate that runs ``validate`` passes exactly the files ``apply`` takes;
+``--no-locked`` allows unpinned packages, as it does for them.
 
 Loads recipes and policies (:func:`reconciler.load.load_inputs`) and reports:
 
@@ -41,10 +45,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         p.add_argument(
             "--locked",
             action="store_true",
-            help="require every package to be pinned: containerSHA and an exact X.Y.Z version",
+            help="require every package to be pinned: containerSHA and an exact X.Y.Z version (the default)",
         )
+        p.add_argument("--no-locked", dest="locked", action="store_false",
+                       help="allow packages not pinned by digest (as plan/apply --no-locked)")
     add_output_arg(p, ("table", "json"))
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, locked=True)
     return p
 
 
@@ -65,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     recipe_names: list[str] = []
     policy_names: list[str] = []
     try:
-        inputs = load_inputs(args.recipes, args.policy, locked=bool(getattr(args, "locked", False)),
+        inputs = load_inputs(args.recipes, args.policy, locked=bool(getattr(args, "locked", True)),
                              allow_empty=bool(getattr(args, "allow_empty", False)))
     except InputErrors as many:
         errors = list(many.errors)

@@ -256,7 +256,8 @@ def convert_package(
         if data.get("containerSHA") is None:
             errors.append(
                 doc.error(
-                    path, f"package {key!r} has no containerSHA; --locked needs every image pinned by digest"
+                    path, f"package {key!r} has no containerSHA; locked mode (the default) needs every image pinned by "
+                    "digest (--no-locked allows it)"
                 )
             )
         version = data.get("version")

@@ -16,8 +16,8 @@ metadata: {name: good}
 spec:
   deploymentPolicy: gpu
   packages:
-    tools: {version: 1.0.0, image: ghcr.io/x/shellscript}
-"""
+    tools: {version: 1.0.0, image: ghcr.io/x/shellscript, containerSHA: "sha256:%s"}
+""" % ("a" * 64)
 POLICY = """\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: DeploymentPolicy
@@ -31,8 +31,8 @@ metadata: {name: bad}
 spec:
   priority: 0
   packages:
-    tools: {version: one, image: ghcr.io/x/shellscript, extra: 1}
-"""
+    tools: {version: one, image: ghcr.io/x/shellscript, extra: 1, containerSHA: "sha256:%s"}
+""" % ("a" * 64)
 
 LINE = re.compile(r"^\S+:\d+:\d+: \S+: .+$")
 
@@ -53,7 +53,7 @@ def test_ok_exit_0_with_summary(write, capsys):
 
 def test_errors_exit_2_one_line_each_on_stderr(write, capsys):
     bad = write("bad.yaml", BAD)
-    assert cli.main(["validate", bad]) == 2
+    assert cli.main(["validate", bad, "--no-locked"]) == 2  # locked mode adds its own line for 'one'
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert out == "" and "Traceback" not in err
@@ -64,7 +64,7 @@ def test_errors_exit_2_one_line_each_on_stderr(write, capsys):
 
 
 def test_locked_flag_enforces_pinning(write, capsys):
-    r = write("r.yaml", GOOD)
+    r = write("r.yaml", GOOD.replace(', containerSHA: "sha256:%s"' % ("a" * 64), ""))
     p = write("p.yaml", POLICY)
     assert cli.main(["validate", "--locked", r, "--policy", p]) == 2
     err = capsys.readouterr().err
@@ -100,3 +100,15 @@ def test_unreadable_yaml_is_exit_2_not_a_traceback(write, capsys):
     assert cli.main(["validate", path]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{path}:2:1: YAML syntax error") and "Traceback" not in err
+
+
+def test_locked_by_default_as_plan_and_apply(write, capsys):
+    """A CI gate that runs validate passes exactly what apply takes: an unpinned package is an
+    error unless --no-locked says so (as for plan and apply)."""
+    r = write("r.yaml", GOOD.replace(', containerSHA: "sha256:%s"' % ("a" * 64), ""))
+    p = write("p.yaml", POLICY)
+    assert cli.main(["validate", r, "--policy", p]) == 2
+    assert "has no containerSHA" in capsys.readouterr().err
+    assert cli.main(["validate", r, "--policy", p, "--locked"]) == 2
+    capsys.readouterr()
+    assert cli.main(["validate", r, "--policy", p, "--no-locked"]) == 0
