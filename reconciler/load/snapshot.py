@@ -15,6 +15,7 @@ object (``items[3] (Node/gpu-a-001)``) and the field; up to :data:`MAX_REPORTED`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -121,7 +122,7 @@ def pydantic_message(err: Any) -> str:
         return f"must be true or false, not {_describe(inp)}"
     if typ in ("dict_type", "model_type", "model_attributes_type"):
         return f"must be a mapping, not {_describe(inp)}"
-    if typ == "list_type":
+    if typ in ("list_type", "tuple_type", "set_type", "frozen_set_type"):
         return f"must be a list, not {_describe(inp)}"
     if typ == "literal_error":
         return f"{_describe(inp)} is not allowed: {msg[0].lower()}{msg[1:]}"
@@ -187,13 +188,18 @@ _TYPE_WORD = {"int_type": "an integer", "int_from_float": "an integer", "string_
 
 def loc_path(loc: tuple[Any, ...]) -> tuple[str | int, ...]:
     """A pydantic ``loc`` (without the list index) → a path in the object; union and key markers
-    (``function-after[...]``, ``[key]``, ``int``, ``str``, ``literal[...]``) are dropped."""
+    (``function-after[...]``, ``[key]``, ``int``, ``str``, ``constrained-float``, ``literal[...]``)
+    are dropped."""
     out: list[str | int] = []
     for x in loc:
-        if isinstance(x, int) or (isinstance(x, str) and not (x == "[key]" or ("[" in x and x.endswith("]")) or x in (
-                "int", "str", "constrained-str", "constrained-int", "bool", "float", "dict", "list", "none"))):
+        if isinstance(x, int) or (isinstance(x, str) and not (x == "[key]" or ("[" in x and x.endswith("]"))
+                                                           or _TYPE_TAG.fullmatch(x))):
             out.append(x)
     return tuple(out)
+
+
+#: The names pydantic gives the members of a union in an error's ``loc`` (not fields of the input).
+_TYPE_TAG = re.compile(r"(?:constrained-)?(?:int|str|bool|float|dict|list|tuple|set|frozenset|bytes|none|decimal)")
 
 
 def load_snapshot(path: str, *, max_bytes: int | None = None, prune: bool = False) -> Snapshot:

@@ -63,3 +63,17 @@ def test_unknown_names_table(text: str, unknown: list[tuple[str | int, ...]], tm
     nodes = {"gpu-a-001", "gpu-a-004", "gpu-b-007"}
     got = load_sim_config(str(f)).unknown_names(lambda: nodes, {"nvidia-tuned"})
     assert [at for at, _ in got] == unknown
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("rebootSeconds: 60\nstageSeconds: -5\n", ":2:1: stageSeconds: the number -5: input should be greater than"),
+    ("rebootSeconds: 60\nneverReturns: gpu-b-007\n", ":2:1: neverReturns: must be a list, not the string 'gpu-b-007'"),
+])
+def test_sim_config_errors_name_the_field_not_the_validator(text: str, message: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Not pydantic's union member names (``stageSeconds.constrained-float``) nor its ``tuple``."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(text)
+    rc = main(["simulate", "recipes/gpu-training-tuning.yaml", "--cluster", f"sim:{FLEET}", "--sim-config", str(cfg)])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"{cfg}{message}" in err and "constrained" not in err, err
