@@ -528,7 +528,7 @@ RAW: dict[str, tuple[bytes, str, str, str]] = {
     "simconfig-failure-bad-stage.yaml": (b"failures:\n- {stage: reboot}\n", "a failure for a stage that does not exist",
                                          "reboot", "failures[0].stage"),
     "simconfig-failures-map.yaml": (b"failures: {node: gpu-a-001}\n", "failures written as a mapping",
-                                    "valid", "failures"),
+                                    "must be a list", "failures"),
     "simconfig-never-returns-bad.yaml": (b"neverReturns: [GPU_A_001]\n", "neverReturns names a node that cannot exist",
                                          "'GPU_A_001' is not a valid name", "neverReturns[0]"),
     "simconfig-start-time-bad.yaml": (b"startTime: next tuesday\n", "a startTime that is not RFC 3339",
