@@ -49,7 +49,9 @@ class NodePlan(Frozen):
     lists unioned), run once after every step's stages; ``cordon`` says whether the node is
     cordoned and drained first (an interrupt is present, or a drain is required). ``waitFor`` are
     protected pods (podNonInterruptLabels) the node waits on; ``evict`` the pods a drain evicts;
-    ``pdbs`` the PodDisruptionBudgets covering them (``ns/name: disruptionsAllowed``);
+    ``finished``: those of ``evict`` that have finished (Succeeded/Failed): the Eviction API deletes
+    them without a budget check, and they are reported as removed, not evicted (as ``apply``
+    counts them); ``pdbs`` the PodDisruptionBudgets covering them (``ns/name: disruptionsAllowed``);
     ``drainBlockers`` pods a drain would refuse with the reason (kubectl filter classes).
     ``batch`` is 1-based within the compartment; 0 when the node has nothing to do.
     """
@@ -62,6 +64,7 @@ class NodePlan(Frozen):
     cordon: bool = False
     waitFor: tuple[str, ...] = ()
     evict: tuple[str, ...] = ()
+    finished: tuple[str, ...] = ()
     pdbs: dict[str, int] = Field(default_factory=dict)
     drainBlockers: tuple[str, ...] = ()
     untaint: bool = False

@@ -159,7 +159,7 @@ class Totals:
             reboots=int(intr.get("reboot", 0)),
             interrupts=sum(int(v) for v in intr.values()),
             cordons=sum(1 for n in plan.nodes if n.cordon),
-            evictions=sum(len(n.evict) for n in plan.nodes),
+            evictions=sum(len(n.evict) - len(n.finished) for n in plan.nodes),  # finished pods: removed
             batches=int(s.get("batches", 0)),
             batch_sizes=tuple(
                 f"{c.name}: {run_length(len(b) for b in c.batches) or 'none'}" for c in plan.compartments

@@ -155,8 +155,10 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
                 drain.append("cordon")
             if n.waitFor:
                 drain.append(f"wait {len(n.waitFor)}")
-            if n.evict:
-                drain.append(f"evict {len(n.evict)}")
+            if len(n.evict) > len(n.finished):
+                drain.append(f"evict {len(n.evict) - len(n.finished)}")
+            if n.finished:
+                drain.append(f"remove {len(n.finished)} finished")
             if n.drainBlockers:
                 drain.append(f"BLOCKED {len(n.drainBlockers)}")
             if n.untaint:
@@ -264,8 +266,10 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
     head.append(f"| Interrupts | {_count_line(intr, _INTERRUPT_TYPES)} |")
     head.append(f"| Reboots | {intr.get('reboot', 0)} |")
     cordons = sum(1 for n in plan.nodes if n.cordon)
-    evicts = sum(len(n.evict) for n in plan.nodes)
-    head.append(f"| Cordon and drain | {cordons} node(s), {evicts} pod(s) evicted |")
+    finished = sum(len(n.finished) for n in plan.nodes)
+    evicts = sum(len(n.evict) for n in plan.nodes) - finished
+    removed = f", {finished} finished pod(s) removed" if finished else ""
+    head.append(f"| Cordon and drain | {cordons} node(s), {evicts} pod(s) evicted{removed} |")
     batch_txt = md_escape(
         _clip(
             "; ".join(
@@ -302,8 +306,11 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
         drain = []
         if n.waitFor:
             drain.append("wait: " + ", ".join(md_escape(p) for p in n.waitFor))
-        if n.evict:
-            drain.append("evict: " + ", ".join(md_escape(p) for p in n.evict))
+        done = set(n.finished)
+        if len(n.evict) > len(done):
+            drain.append("evict: " + ", ".join(md_escape(p) for p in n.evict if p not in done))
+        if n.finished:
+            drain.append("remove finished: " + ", ".join(md_escape(p) for p in n.finished))
         if n.pdbs:
             drain.append("PDBs: " + ", ".join(f"{md_escape(k)}={v}" for k, v in sorted(n.pdbs.items())))
         if n.drainBlockers:

@@ -182,3 +182,19 @@ def test_plan_verb_end_to_end_on_the_example_fleet(tmp_path, capsys):
     assert rc == (3 if any(p["summary"]["nodesChanging"] for p in plans) else 0)
     rc2 = main(["plan", str(recipes), "--cluster", f"sim:{fleet_file}", "-o", "json"])
     assert rc2 == 0 and capsys.readouterr().out == out  # deterministic
+
+
+def test_finished_pods_are_removed_not_evicted_in_every_view():
+    """A Succeeded or Failed pod is deleted by the drain without a budget check; ``apply`` counts
+    it as removed, so the plan says the same (it said "evict 2" and "2 pod(s) evicted")."""
+    pods = [pod("web-1", labels={"app": "web"}), pod("report", phase="Succeeded", owner="Job"),
+            pod("crashed", phase="Failed", owner="Job")]
+    p = sample_plan(pods=pods)
+    n1 = next(n for n in p.nodes if n.name == "n1")
+    assert set(n1.evict) == {"default/web-1", "default/report", "default/crashed"}
+    assert set(n1.finished) == {"default/report", "default/crashed"}
+    md = render_markdown(p)
+    assert "1 pod(s) evicted, 2 finished pod(s) removed" in md
+    assert "evict: default/web-1" in md and "remove finished: default/crashed, default/report" in md
+    table = render_text(p)
+    assert "evict 1" in table and "remove 2 finished" in table
