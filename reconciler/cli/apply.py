@@ -16,6 +16,7 @@ from rich.console import Console
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
 from reconciler.cli.console import make_console
 from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
+from reconciler.cli.outputs import json_kind
 from reconciler.cli.runsummary import print_summary
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError
@@ -98,7 +99,7 @@ def _read_plan_hashes(path: str) -> dict[str, str]:
 
     shape = "expected the JSON of `reconciler plan -o json`: a plan object or {\"plans\": [plan, ...]}"
     if not isinstance(doc, dict):
-        raise bad((), f"a plan file holds an object, not {type(doc).__name__}; {shape}")
+        raise bad((), f"a plan file must hold a JSON object, not {json_kind(doc)}; {shape}")
     if "plans" in doc:
         plans = doc["plans"]
         if not isinstance(plans, list) or not plans:

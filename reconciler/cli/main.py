@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import logging
 import os
@@ -34,8 +35,22 @@ class _Parser(argparse.ArgumentParser):
     where the options are listed (not the whole usage, which hides it for a verb with many)."""
 
     def error(self, message: str) -> Any:
-        self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message) + f"\n(`{self.prog} --help` lists the "
-                  "options)\n")
+        self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message + did_you_mean(message))
+                  + f"\n(`{self.prog} --help` lists the options)\n")
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
+def did_you_mean(message: str) -> str:
+    """For argparse's "invalid choice: 'aply' (choose from 'apply', ...)": ``"; did you mean
+    'apply'?"`` when one choice is close (difflib), else ``""``."""
+    m = _INVALID_CHOICE.search(message)
+    if m is None:
+        return ""
+    choices = re.findall(r"'([^']*)'", m["choices"])
+    close = difflib.get_close_matches(m["word"], choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import

@@ -168,3 +168,17 @@ def test_parse_selector_shapes() -> None:
 def test_verbose_before_or_after_the_verb(argv: list[str], verbose: int) -> None:
     """kubectl habit: ``-v`` after the verb (it was "unrecognized arguments: -v")."""
     assert build_parser().parse_args(argv).verbose == verbose
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["aply", "r.yaml"], "did you mean 'apply'?"),
+    (["node", "ignor", "x"], "did you mean 'ignore'?"),
+    (["zzzz"], None),
+])
+def test_a_mistyped_verb_suggests_the_closest(argv: list[str], hint: str | None,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "invalid choice" in err
+    assert (hint in err) if hint else ("did you mean" not in err)
