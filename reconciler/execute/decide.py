@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, recorded_status
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_claims, cordon_key, recorded_status
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import ReadinessGate
 from reconciler.model.selector import Taint
@@ -45,16 +45,9 @@ class CordonDecision:
     detail: str
 
 
-def cordon_claims(node: NodeInfo, except_recipe: str) -> tuple[str, ...]:
-    """Other recipes holding a cordon claim on ``node`` (their ``cordon_<recipe>`` annotation), sorted."""
-    prefix = cordon_key("")
-    return tuple(sorted(k[len(prefix):] for k in node.annotations
-                        if k.startswith(prefix) and k != cordon_key(except_recipe)))
-
-
 def decide_cordon(node: NodeInfo, recipe: str) -> CordonDecision:
     """The cordon decision for ``recipe`` on ``node`` as just read (see :class:`CordonAction`)."""
-    others = cordon_claims(node, recipe)
+    others = cordon_claims(node.annotations, recipe)
     if cordon_key(recipe) in node.annotations:
         return CordonDecision(CordonAction.OURS, claim=not node.unschedulable, cordon=not node.unschedulable,
                               others=others,
@@ -85,7 +78,7 @@ def decide_release(node: NodeInfo, recipe: str, *, owns_cordon: bool, runtime_re
     """What the end of ``recipe``'s lifecycle on ``node`` (as just read) releases. ``owns_cordon``:
     we hold a claim; ``runtime_required``: the recipe is runtime-required;
     ``runtime_required_recipes``: every runtime-required recipe selecting the node."""
-    others = cordon_claims(node, recipe)
+    others = cordon_claims(node.annotations, recipe)
     uncordon = owns_cordon and node.unschedulable and not others
     waiting = [r for r in runtime_required_recipes if r != recipe and _status(node, r) != "complete"]
     taints = None
@@ -194,4 +187,4 @@ def _status(node: NodeInfo, recipe: str) -> str:
 
 
 __all__ = ["CordonAction", "CordonDecision", "GateVerdict", "ReleaseDecision", "StageJudgement", "StageVerdict",
-           "cordon_claims", "decide_cordon", "decide_release", "judge_gate", "judge_stage", "reboot_confirmed"]
+           "decide_cordon", "decide_release", "judge_gate", "judge_stage", "reboot_confirmed"]

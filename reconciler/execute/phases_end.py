@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-from reconciler.execute.decide import (
-    cordon_claims,
-    decide_release,
-)
+from reconciler.execute.decide import decide_release
 from reconciler.execute.effects import (
     DeleteStages,
     EmitEvent,
@@ -19,6 +16,7 @@ from reconciler.execute.stepcore import StepCore
 from reconciler.model.nodestate import (
     FailureRecord,
     condition_type,
+    cordon_claims,
     cordon_key,
     dump_model,
     dump_state,
@@ -186,7 +184,7 @@ class EndPhases(StepCore):
             return None
         node = self._refresh()
         m.owns_cordon = cordon_key(name) in node.annotations
-        others = cordon_claims(node, name)
+        others = cordon_claims(node.annotations, name)
         uncordon = m.owns_cordon and node.unschedulable and not others
         ann: dict[str, str | None] = {inflight_key(name): None}
         if m.owns_cordon:

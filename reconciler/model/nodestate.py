@@ -45,6 +45,14 @@ def cordon_key(recipe: str) -> str:
     return f"{PREFIX}/cordon_{recipe}"
 
 
+def cordon_claims(annotations: Mapping[str, str], except_recipe: str) -> tuple[str, ...]:
+    """Other recipes holding a cordon claim in a node's ``annotations`` (their
+    ``cordon_<recipe>`` annotation), sorted."""
+    prefix = cordon_key("")
+    return tuple(sorted(k[len(prefix):] for k in annotations
+                        if k.startswith(prefix) and k != cordon_key(except_recipe)))
+
+
 def inflight_key(recipe: str) -> str:
     """Annotation recording the node step in flight (run id, plan hash, phase, started)."""
     return f"{PREFIX}/inflight_{recipe}"

@@ -86,6 +86,7 @@ from reconciler.model.nodestate import (
     RUNTIME_REQUIRED_TAINT_KEY,
     InFlight,
     config_key,
+    cordon_claims,
     cordon_key,
     failure_key,
     inflight_key,
@@ -344,8 +345,7 @@ def _plan_node(
     if has_work and info.ready is not True:
         warnings.append(f"node {info.name} is not Ready; its lifecycle may wait or fail")
     if info.unschedulable and not d.cordoned_by_us:
-        cordon_prefix = cordon_key("")
-        others = sorted(k.removeprefix(cordon_prefix) for k in info.annotations if k.startswith(cordon_prefix))
+        others = cordon_claims(info.annotations, recipe.name)
         who = f"by recipe(s) {', '.join(others)}" if others else "by someone else"
         warnings.append(
             f"node {info.name} is already cordoned {who}: it counts against its compartment's budget while "
