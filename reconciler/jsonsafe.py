@@ -327,3 +327,21 @@ def dumps_sorted_bytes(doc: Any, *, indent: bool = False) -> bytes:
     if blob.isascii() and b"\x7f" not in blob:
         return blob
     return _NOT_ASCII.sub(_escaped, blob.decode("utf-8")).encode("ascii")
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a decoded JSON value (``boolean``, ``integer``, ``number``,
+    ``string``, ``array``, ``object`` or ``null``), for messages about a document's shape."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"

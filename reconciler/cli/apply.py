@@ -16,11 +16,11 @@ from rich.console import Console
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
 from reconciler.cli.console import make_console
 from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
-from reconciler.cli.outputs import json_kind
 from reconciler.cli.runsummary import print_summary
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError
 from reconciler.execute.timeline import Event, RunResult
+from reconciler.jsonsafe import json_type
 from reconciler.report.safetext import markup, visible
 
 EXIT_CRASHED = 137
@@ -99,7 +99,7 @@ def _read_plan_hashes(path: str) -> dict[str, str]:
 
     shape = "expected the JSON of `reconciler plan -o json`: a plan object or {\"plans\": [plan, ...]}"
     if not isinstance(doc, dict):
-        raise bad((), f"a plan file must hold a JSON object, not {json_kind(doc)}; {shape}")
+        raise bad((), f"a plan file must hold a JSON object, not {json_type(doc)}; {shape}")
     if "plans" in doc:
         plans = doc["plans"]
         if not isinstance(plans, list) or not plans:
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
-    check_sim_config_names(args, opened.cluster, inputs.recipes)
+    check_sim_config_names(args, opened, inputs.recipes)
     from reconciler.cli.plan import check_selector
 
     check_selector(args, opened.cluster)

@@ -19,7 +19,8 @@ from reconciler.ports import Clock, Cluster
 
 @dataclass
 class Opened:
-    """A cluster with its clock and wall-clock function; ``sim`` is set for the simulated fleet."""
+    """A cluster with its clock and wall-clock function; ``sim`` is set for the simulated fleet,
+    ``sim_config`` to its ``--sim-config`` when one was given."""
 
     cluster: Cluster
     clock: Clock
@@ -27,6 +28,7 @@ class Opened:
     poll_seconds: float
     sim: object | None = None
     description: str = ""
+    sim_config: SimConfig | None = None
 
 
 def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened:
@@ -67,7 +69,8 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
             if _freeze_if_large(spec[4:]):
                 LARGE_FLEETS.append(fleet)
         fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
-        return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}")
+        return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}",
+                      sim_config=config if cfg_path else None)
     from reconciler.adapters.kube import DEFAULT_POOL_SIZE, KubeCluster
     from reconciler.adapters.kubecache import NODES, WatchCache
     from reconciler.adapters.kubeobjects import node_from
@@ -132,30 +135,33 @@ def check_kubeconfig(path: str | None, context: str | None = None) -> None:
     if path and not os.path.isfile(path):
         raise InputError(f"--kubeconfig {path}: no such file (give the path of a kubeconfig, or leave it out to "
                          "use $KUBECONFIG, ~/.kube/config or the in-cluster service account)")
-    if (not path and not os.environ.get("KUBECONFIG") and not os.environ.get("KUBERNETES_SERVICE_HOST")
-            and not os.path.exists(os.path.expanduser("~/.kube/config"))):
+    default = os.path.expanduser("~/.kube/config")
+    if path:
+        files = [path]
+    elif os.environ.get("KUBECONFIG"):
+        files = [f for f in os.environ["KUBECONFIG"].split(os.pathsep) if f and os.path.isfile(f)]
+    elif os.path.exists(default):
+        files = [default] if os.path.isfile(default) else []
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        files = []  # in a pod: the service account
+    else:
         raise InputError("no cluster given: use --cluster sim:FILE for a simulated fleet (e.g. "
                          "sim:examples/fleets/gpu-24.yaml, or a kubectl get nodes,pods,pdb -A -o json dump), or "
                          "--kubeconfig FILE / $KUBECONFIG / ~/.kube/config for a real cluster")
     from reconciler.load.kubeconfigfile import check_kubeconfig_file
 
-    if path:
-        files = [path]
-    elif os.environ.get("KUBECONFIG"):
-        files = [f for f in os.environ["KUBECONFIG"].split(os.pathsep) if f and os.path.isfile(f)]
-    else:
-        default = os.path.expanduser("~/.kube/config")
-        files = [default] if os.path.isfile(default) else []  # in a pod: the service account
     for f in files:
         check_kubeconfig_file(f, context=context, whole=len(files) == 1)
 
 
-def check_sim_config_names(args: argparse.Namespace, cluster: Cluster, recipes: Iterable[Recipe]) -> None:
+def check_sim_config_names(args: argparse.Namespace, opened: Opened, recipes: Iterable[Recipe]) -> None:
     """:func:`check_sim_names` for a verb's ``--sim-config`` (if any) against the fleet it runs on
-    (one LIST of nodes, only when the config names a node). Raises InputError."""
+    (one LIST of nodes, only when the config names a node); the config as the simulated fleet
+    already read it, else read here (``plan --sim-config`` against a real cluster). Raises InputError."""
     path = getattr(args, "sim_config", None)
     if path:
-        check_sim_names(path, load_sim_config(path), lambda: {n.name for n in cluster.list_nodes()}, recipes)
+        config = opened.sim_config or load_sim_config(path)
+        check_sim_names(path, config, lambda: {n.name for n in opened.cluster.list_nodes()}, recipes)
 
 
 def check_sim_names(path: str | None, config: SimConfig | None, nodes: Callable[[], Collection[str]],
@@ -169,7 +175,7 @@ def check_sim_names(path: str | None, config: SimConfig | None, nodes: Callable[
         InputError: with file:line:column of each unknown name
             (:class:`~reconciler.errors.InputErrors` when several).
     """
-    if not path or config is None or not config.names():
+    if not path or config is None:
         return
     packages = {p for r in recipes for p in r.packages}
     unknown = config.unknown_names(nodes, packages)

@@ -17,8 +17,8 @@ import math
 import sys
 from typing import Any
 
-from reconciler.cli.outputs import json_kind
 from reconciler.errors import EXIT_OK, InputError
+from reconciler.jsonsafe import json_type
 from reconciler.model.run import Event, RunResult
 from reconciler.model.vocab import RunVerdict
 from reconciler.report.safetext import visible
@@ -68,7 +68,7 @@ def read_results(path: str) -> list[Any]:
 
     shape = "expected the JSON of `reconciler apply -o json` or `simulate -o json`"
     if not isinstance(doc, dict):
-        raise bad((), f"a result file must hold a JSON object, not {json_kind(doc)}; {shape}")
+        raise bad((), f"a result file must hold a JSON object, not {json_type(doc)}; {shape}")
     items: list[tuple[tuple[str | int, ...], Any]]
     if "results" in doc:
         if not isinstance(doc["results"], list) or not doc["results"]:

@@ -63,19 +63,3 @@ def print_results(fmt: str, docs: list[dict[str, Any]]) -> None:
         print_names("noderecipe", (str(d.get("recipe", "")) for d in docs))
         return
     dump(docs[0] if len(docs) == 1 else {"results": docs}, fmt)
-
-
-def json_kind(value: Any) -> str:
-    """What a decoded JSON value is, in JSON's words (``an array``, ``a string``, ``a number``,
-    ``a boolean``, ``null``, ``an object``), for messages about a file's shape."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True),
                          allow_empty=bool(getattr(args, "allow_empty", False)))
     opened = open_cluster(args, read_only=True)  # plan never writes the cluster (nor saves a simulated one)
-    check_sim_config_names(args, opened.cluster, inputs.recipes)
+    check_sim_config_names(args, opened, inputs.recipes)
     check_selector(args, opened.cluster)
     plans = plan_recipes(inputs, opened.cluster, revision=args.revision, only=args.selector)
     from reconciler.cli.console import styles_allowed

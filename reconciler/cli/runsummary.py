@@ -94,12 +94,12 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
             if c.get("haltReason"):
                 console.print(f"  [red]{markup(r.recipe)}[/red] compartment {markup(c['name'])} halted: "
                               f"{markup(c['haltReason'])}", soft_wrap=True)
-        waiting = sorted(n.name for n in r.nodes if n.state == NodeResult.WAITING)
+        waiting = {n.name: n.message for n in r.nodes if n.state == NodeResult.WAITING}
         if waiting:  # one line per recipe: these nodes did nothing wrong
-            more = f" and {len(waiting) - _MAX_WAITING_NAMED} more" if len(waiting) > _MAX_WAITING_NAMED else ""
-            why = waiting_text({n.name: n.message for n in r.nodes if n.state == NodeResult.WAITING})
-            console.print(f"  [yellow]{markup(r.recipe)}[/yellow] {markup(why)}: "
-                          f"{markup(', '.join(waiting[:_MAX_WAITING_NAMED]))}{more}", soft_wrap=True)
+            names = sorted(waiting)
+            more = f" and {len(names) - _MAX_WAITING_NAMED} more" if len(names) > _MAX_WAITING_NAMED else ""
+            console.print(f"  [yellow]{markup(r.recipe)}[/yellow] {markup(waiting_text(waiting))}: "
+                          f"{markup(', '.join(names[:_MAX_WAITING_NAMED]))}{more}", soft_wrap=True)
         for n in r.nodes:
             if n.state in (NodeResult.FAILED, NodeResult.BLOCKED):
                 console.print(f"  [red]{markup(r.recipe)}[/red] {markup(n.name)} {markup(n.state)}: "

@@ -50,7 +50,7 @@ from types import MappingProxyType
 from typing import Any
 
 from reconciler.errors import InputError, InputErrors, SourcePos
-from reconciler.jsonsafe import json_positions, parse_json
+from reconciler.jsonsafe import json_positions, json_type, parse_json
 from reconciler.load.yamlsafe import YamlDoc, format_path, read_text
 from reconciler.model.recipe import ENV_NAME, configmap_key_problem
 
@@ -219,22 +219,6 @@ class _Checker:
         self.warnings.append(InputError(message, self.pos(path), format_path(path)))
 
 
-def _type_name(v: Any) -> str:
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    return "null"
-
-
 def _inside(base: str, target: str) -> bool:
     """Whether ``target`` resolves (symlinks followed) to ``base`` or below it (resolved too)."""
     real_base = os.path.realpath(base)
@@ -252,7 +236,7 @@ def _is_local(rel: str) -> bool:
 def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Step | None:
     at: Path_ = ("modes", mode, i)
     if not isinstance(raw, dict):
-        c.error(at, f"a step must be an object, not {_type_name(raw)}")
+        c.error(at, f"a step must be an object, not {json_type(raw)}")
         return None
     ok = True
     for k in STEP_REQUIRED:
@@ -268,7 +252,7 @@ def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Ste
         if key not in raw:
             return False
         if not isinstance(raw[key], kind):
-            c.error((*at, key), f"must be {what}, not {_type_name(raw[key])}")
+            c.error((*at, key), f"must be {what}, not {json_type(raw[key])}")
             return False
         return True
 
@@ -302,7 +286,7 @@ def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Ste
     if typed("arguments", list, "an array of strings"):
         for j, a in enumerate(args):
             if not isinstance(a, str):
-                c.error((*at, "arguments", j), f"arguments must be strings, not {_type_name(a)}")
+                c.error((*at, "arguments", j), f"arguments must be strings, not {json_type(a)}")
                 ok = False
     elif "arguments" in raw:
         ok = False
@@ -313,7 +297,7 @@ def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Ste
             ok = False
         for j, rc in enumerate(codes):
             if not isinstance(rc, int) or isinstance(rc, bool):
-                c.error((*at, "returncodes", j), f"returncodes must be integers, not {_type_name(rc)}")
+                c.error((*at, "returncodes", j), f"returncodes must be integers, not {json_type(rc)}")
                 ok = False
             elif not 0 <= rc <= 255:  # a process exit status is 8 bits: anything else can never match
                 c.error((*at, "returncodes", j), f"return code {rc} can never occur (exit codes are 0-255)")
@@ -329,12 +313,12 @@ def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Ste
         ok = False
     for key in ("on_host", "idempotence", "upgrade_step"):
         if key in raw and not isinstance(raw[key], bool):
-            c.error((*at, key), f"must be a boolean, not {_type_name(raw[key])}")
+            c.error((*at, key), f"must be a boolean, not {json_type(raw[key])}")
             ok = False
     env: Any = raw.get("env")
     if "env" in raw:
         if not isinstance(env, dict):
-            c.error((*at, "env"), f"must be an object of strings, not {_type_name(env)}")
+            c.error((*at, "env"), f"must be an object of strings, not {json_type(env)}")
             ok = False
         else:
             for k, v in env.items():
@@ -342,7 +326,7 @@ def _check_step(c: _Checker, mode: str, i: int, raw: Any, steps_dir: str) -> Ste
                     c.error((*at, "env", k), f"environment variable name {k[:80]!r} must match {ENV_NAME.pattern}")
                     ok = False
                 if not isinstance(v, str):
-                    c.error((*at, "env", k), f"env values must be strings, not {_type_name(v)}")
+                    c.error((*at, "env", k), f"env values must be strings, not {json_type(v)}")
                     ok = False
     if raw.get("upgrade_step") is True:
         if mode not in UPGRADE_MODES:
@@ -371,7 +355,7 @@ def check_config(data: Any, *, file: str, root: str, doc: YamlDoc | None = None)
     c = _Checker(file, doc)
     report = PackageReport(root, file)
     if not isinstance(data, dict):
-        c.error((), f"config.json must hold a JSON object, not {_type_name(data)}")
+        c.error((), f"config.json must hold a JSON object, not {json_type(data)}")
         report.errors = c.errors
         return report
     for k in TOP_REQUIRED:
@@ -396,11 +380,11 @@ def check_config(data: Any, *, file: str, root: str, doc: YamlDoc | None = None)
     expected: list[str] = []
     if "expected_config_files" in data:
         if not isinstance(files, list):
-            c.error(("expected_config_files",), f"must be an array of ConfigMap keys, not {_type_name(files)}")
+            c.error(("expected_config_files",), f"must be an array of ConfigMap keys, not {json_type(files)}")
         else:
             for j, f in enumerate(files):
                 if not isinstance(f, str):
-                    c.error(("expected_config_files", j), f"must be a string, not {_type_name(f)}")
+                    c.error(("expected_config_files", j), f"must be a string, not {json_type(f)}")
                 elif (problem := configmap_key_problem(f)) is not None:
                     c.error(("expected_config_files", j), problem)
                 elif f in expected:
@@ -411,7 +395,7 @@ def check_config(data: Any, *, file: str, root: str, doc: YamlDoc | None = None)
     modes: dict[str, tuple[Step, ...]] = {}
     steps_dir = os.path.join(root, STEPS_DIR)
     if "modes" in data and not isinstance(modes_raw, dict):
-        c.error(("modes",), f"modes must be an object of mode → steps, not {_type_name(modes_raw)}")
+        c.error(("modes",), f"modes must be an object of mode → steps, not {json_type(modes_raw)}")
     elif isinstance(modes_raw, dict):
         if os.path.isdir(steps_dir) and not _inside(root, steps_dir):
             c.error(("modes",), f"{STEPS_DIR}/ is a symlink to {os.path.realpath(steps_dir)}, outside the package "
@@ -426,7 +410,7 @@ def check_config(data: Any, *, file: str, root: str, doc: YamlDoc | None = None)
                 c.error(("modes", mode), f"unknown mode {mode!r}{hint}; modes are: {', '.join(MODES)}")
                 continue
             if not isinstance(raw_steps, list):
-                c.error(("modes", mode), f"a mode holds an array of steps, not {_type_name(raw_steps)}")
+                c.error(("modes", mode), f"a mode holds an array of steps, not {json_type(raw_steps)}")
                 continue
             if not raw_steps:
                 c.warn(("modes", mode), f"mode {mode!r} has no steps (the agent runs it as a no-op)")

@@ -37,6 +37,7 @@ Condition ``lastTransitionTime`` changes only when the condition's status change
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -178,11 +179,8 @@ def waiting_text(waiting: Mapping[str, str]) -> str:
     """``waiting`` (node → its reason, as :func:`reconciler.execute.sequencing.waiting_nodes`
     gives it) in one line, most nodes first, e.g. ``"3 nodes waiting for recipe a (priority 1);
     2 nodes waiting for recipe b to complete on every node (sequencing: all)"``; ``""`` for none."""
-    by_reason: dict[str, int] = {}
-    for why in waiting.values():
-        by_reason[why] = by_reason.get(why, 0) + 1
     parts = []
-    for why, n in sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0])):
+    for why, n in sorted(Counter(waiting.values()).items(), key=lambda kv: (-kv[1], kv[0])):
         text = why.removeprefix("waiting ").removesuffix(" on this node")
         parts.append(f"{n} node{'s' if n != 1 else ''} waiting {text}")
     return "; ".join(parts)

@@ -45,7 +45,7 @@ def test_draws_a_run_that_waits_for_an_earlier_recipe(cli: RunCli, tmp_path: Pat
 
 
 @pytest.mark.parametrize(("doc", "where", "message"), [
-    ([], "1:1", "must hold a JSON object, not an array"),
+    ([], "1:1", "must hold a JSON object, not array"),
     ({"results": []}, "results", "non-empty list"),
     ({"recipe": "x", "result": "ok", "timeline": [], "compartments": []}, "result", "one of succeeded"),
     ({"recipe": "x", "result": "failed", "timeline": [{"t": -1, "node": "n", "event": "cordon"}],
