@@ -38,6 +38,38 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message + did_you_mean(message))
                   + f"\n(`{self.prog} --help` lists the options)\n")
 
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """argparse's, except that an option no verb knows is refused by the verb's own parser (the
+        error names the verb, suggests its closest option and points at the verb's help), not by
+        the root one, whose help does not list the verb's options."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            target = chosen_parser(self, ns)
+            target.error(f"unrecognized arguments: {' '.join(extras)}" + option_hint(extras, target))
+        return ns
+
+
+def chosen_parser(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
+    """The deepest (sub-)verb parser ``ns`` was parsed with (``parser`` itself without a verb)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and action.dest != argparse.SUPPRESS:
+            child = action.choices.get(getattr(ns, action.dest, None) or "")
+            if child is not None:
+                return chosen_parser(child, ns)
+    return parser
+
+
+def option_hint(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """``"; did you mean '--cluster'?"`` for the first of ``extras`` that looks like a mistyped
+    long option of ``parser`` (difflib), else ``""``. The value of ``--opt=value`` is not looked at."""
+    known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    for word in extras:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.75)
+            if close:
+                return f"; did you mean {close[0]!r}?"
+    return ""
+
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
 

@@ -182,3 +182,21 @@ def test_a_mistyped_verb_suggests_the_closest(argv: list[str], hint: str | None,
     err = capsys.readouterr().err
     assert e.value.code == 2 and "invalid choice" in err
     assert (hint in err) if hint else ("did you mean" not in err)
+
+
+@pytest.mark.parametrize(("argv", "verb", "hint"), [
+    (["apply", "r.yaml", "--clustr", "sim:x.yaml"], "reconciler apply", "did you mean '--cluster'?"),
+    (["plan", "r.yaml", "--outptu=json"], "reconciler plan", "did you mean '--output'?"),
+    (["node", "ignore", "x", "--dry-rn"], "reconciler node ignore", "did you mean '--dry-run'?"),
+    (["apply", "r.yaml", "--zzzzzz"], "reconciler apply", None),
+])
+def test_an_unknown_option_is_refused_by_the_verb_with_its_closest_option(
+        argv: list[str], verb: str, hint: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--clustr`` was refused by the root parser, whose help does not list the verb's options."""
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert err.startswith(f"{verb}: error: unrecognized arguments: ")
+    assert f"(`{verb} --help` lists the options)" in err
+    assert (hint in err) if hint else ("did you mean" not in err)
