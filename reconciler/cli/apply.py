@@ -14,7 +14,7 @@ from typing import IO, Any
 from rich.console import Console
 
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
-from reconciler.cli.console import make_console
+from reconciler.cli.console import make_console, whole_lines
 from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
 from reconciler.cli.runsummary import print_summary
 from reconciler.cli.safeio import error_line
@@ -253,16 +253,18 @@ class _CliObserver:
                                f"complete (autoTaintNewNodes): {markup(', '.join(nodes))}", soft_wrap=True)
 
     def skipped(self, recipe: Any, reason: str) -> None:
-        self.console.print(visible(f"{recipe.name}: {reason}; skipped"), style="yellow", markup=False)
+        self.console.print(visible(f"{recipe.name}: {reason}; skipped"), style="yellow", markup=False,
+                           soft_wrap=whole_lines(self.console))
 
     def started(self, recipe: Any, plan: Any, run_id: str) -> None:
         if self.text:
             self.console.print(
                 f"[bold]{markup(recipe.name)}[/bold] {markup(recipe.version)}: {plan.summary['nodesChanging']} of "
-                f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on {markup(self.where)}"
+                f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on {markup(self.where)}",
+                soft_wrap=whole_lines(self.console),
             )
             for w in plan.warnings:
-                self.console.print(f"  [yellow]warning:[/yellow] {markup(w)}")
+                self.console.print(f"  [yellow]warning:[/yellow] {markup(w)}", soft_wrap=whole_lines(self.console))
         if self.live is not None:
             self.live.start(plan)
         self._listener = self.reporter.listener(plan, run_id, self._sinks(plan))

@@ -48,6 +48,13 @@ def make_console(*, stderr: bool = False) -> Console:
                    no_color=not styled, width=None if stream.isatty() else PIPE_WIDTH)
 
 
+def whole_lines(console: Console) -> bool:
+    """The ``soft_wrap`` for a line of prose (a warning, a summary): True (printed whole) unless
+    ``console`` writes to a terminal, which wraps at words to its width. Piped into a file, ``grep``
+    or a CI log, a sentence broken at :data:`PIPE_WIDTH` columns would be split mid-sentence."""
+    return not console.is_terminal
+
+
 #: A cell with no value in ``--no-headers`` output (kubectl's word), so every row has as many
 #: whitespace-separated fields as columns.
 NONE_CELL = "<none>"

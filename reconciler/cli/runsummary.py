@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from reconciler.cli.console import whole_lines
 from reconciler.execute.timeline import RunResult
 from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 from reconciler.report.safetext import markup, text
@@ -35,7 +36,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
     disrupted at once per compartment against its ceiling), a totals line, then every node that
     did not complete."""
     if title:
-        console.print(text(title))
+        console.print(text(title), soft_wrap=whole_lines(console))
     # fits the terminal: at under 120 columns the batch, removal and budget columns are left out
     # (the totals line and -o json carry them); cells are never cut to "succ…"
     wide = console.width >= 120
@@ -87,7 +88,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
         f"{ok}/{len(results)} recipe(s) succeeded; {totals['complete']} node run(s) complete, "
         f"{totals['failed']} failed, {totals['other']} blocked or waiting; {totals['reboots']} reboot(s), "
         f"{totals['evictions']} eviction(s), {totals['removals']} finished pod(s) removed; "
-        f"{hms(sum(r.duration for r in results))} in all",
+        f"{hms(sum(r.duration for r in results))} in all", soft_wrap=whole_lines(console),
     )
     for r in results:
         for c in r.compartments:

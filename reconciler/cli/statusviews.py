@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from reconciler.cli.console import listing_table, make_console, print_listing
+from reconciler.cli.console import listing_table, make_console, print_listing, whole_lines
 from reconciler.cli.outputs import print_names
 from reconciler.cli.status import node_status
 from reconciler.errors import EXIT_OK
@@ -101,7 +101,7 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
         console = make_console()
         print_listing(console, t)
         tally = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "not recorded on any node"
-        console.print(text(f"{package}: {len(rows)} node(s); {tally}"))
+        console.print(text(f"{package}: {len(rows)} node(s); {tally}"), soft_wrap=whole_lines(console))
         return EXIT_OK
     if out == "name":
         print_names("node", (n.name for n in chosen))
@@ -117,19 +117,20 @@ def show(args: argparse.Namespace, nodes: Sequence[NodeInfo]) -> int:
     for d in docs:
         cordon = "cordoned by us" if d["cordonedByUs"] else ("cordoned" if d["unschedulable"] else "schedulable")
         flags = [cordon] + (["IGNORED"] if d["ignored"] else [])
-        console.print(f"[bold]{markup(d['name'])}[/bold]: {', '.join(flags)}")
+        console.print(f"[bold]{markup(d['name'])}[/bold]: {', '.join(flags)}", soft_wrap=whole_lines(console))
         for r in d["recipes"]:
             fl = d["inflight"].get(r)
             extra = f"; in flight: run {fl['runId']} phase {fl['phase']}" if fl else ""
             if fl and fl.get("owes"):
                 extra += f"; owes a {fl['owes']}"
-            console.print(text(f"  recipe {r}: status {d['statuses'].get(r) or '-'}{extra}"))
+            console.print(text(f"  recipe {r}: status {d['statuses'].get(r) or '-'}{extra}"),
+                          soft_wrap=whole_lines(console))
         if out == "wide" and d["taints"]:
-            console.print(text(f"  taints: {', '.join(d['taints'])}"))
+            console.print(text(f"  taints: {', '.join(d['taints'])}"), soft_wrap=whole_lines(console))
         for f in d["failures"]:
             msg = str(f.get("message", ""))[:200]
             console.print(visible(f"  failure ({f.get('recipe')}): {f.get('reason')}: {msg}"), style="red",
-                          markup=False)
+                          markup=False, soft_wrap=whole_lines(console))
         if d["packages"]:
             cols = ["recipe", "name", "version", "stage", "state"] + (["restarts"] if out == "wide" else [])
             t = listing_table(cols, headers=headers)

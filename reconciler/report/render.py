@@ -114,18 +114,18 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
     title = f"Plan for recipe {plan.recipe.name}"
     if plan.recipe.version:
         title += f" {plan.recipe.version}"
-    console.print(text(title, style="bold"))
+    console.print(text(title, style="bold"), soft_wrap=True)
     meta = f"policy {plan.policy}"
     if plan.revision:
         meta += f" · revision {plan.revision}"
     meta += f" · plan hash {plan.planHash[:12]}"
-    console.print(text(meta))
+    console.print(text(meta), soft_wrap=True)
     console.print(text(f"Nodes: {s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected change"))
-    console.print(text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"))
-    console.print(text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"))
+    console.print(text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"), soft_wrap=True)
+    console.print(text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"), soft_wrap=True)
     console.print(text(f"Batches: {s.get('batches', 0)}"))
     if plan.readinessGate is not None:
-        console.print(text(f"Readiness gate: {gate_text(plan)}"))
+        console.print(text(f"Readiness gate: {gate_text(plan)}"), soft_wrap=True)
 
     if plan.compartments:
         ct = Table(title="Compartments", title_justify="left", show_lines=False)
@@ -177,7 +177,7 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
     if plan.warnings:
         console.print(text("Warnings:", style="bold yellow"))
         for w in plan.warnings:
-            console.print(text(f"  ! {w}"))
+            console.print(text(f"  ! {w}"), soft_wrap=True)
     return "\n".join(line.rstrip() for line in buf.getvalue().split("\n"))
 
 

@@ -19,9 +19,9 @@ def _result() -> RunResult:
                      timeline=timeline, duration=3725.0, writes=10)
 
 
-def _render(width: int) -> str:
+def _render(width: int, *, terminal: bool = True) -> str:
     out = io.StringIO()
-    print_summary(Console(file=out, width=width, color_system=None), [_result()])
+    print_summary(Console(file=out, width=width, color_system=None, force_terminal=terminal), [_result()])
     return out.getvalue()
 
 
@@ -29,6 +29,13 @@ def test_at_80_columns_nothing_is_cut() -> None:
     text = _render(80)
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "succeeded" in text and "…" not in text and "gpu-training-tuning" in text.replace("\n", "")
+
+
+def test_piped_the_totals_are_one_line_not_broken_mid_sentence() -> None:
+    """A terminal wraps prose at words; piped (CI log, grep) each sentence stays on its line."""
+    lines = _render(80, terminal=False).splitlines()
+    total = [ln for ln in lines if "recipe(s) succeeded" in ln]
+    assert len(total) == 1 and total[0].rstrip().endswith("in all") and len(total[0]) > 80
 
 
 def test_wide_terminals_get_every_column_and_evictions_apart_from_removals() -> None:

@@ -198,3 +198,11 @@ def test_finished_pods_are_removed_not_evicted_in_every_view():
     assert "evict: default/web-1" in md and "remove finished: default/crashed, default/report" in md
     table = render_text(p)
     assert "evict 1" in table and "remove 2 finished" in table
+
+
+def test_text_warnings_are_whole_lines_not_wrapped_at_the_table_width():
+    """A warning longer than the 120 columns the tables use stays one line (grep, CI logs)."""
+    p = sample_plan()
+    long = "node n1: " + "a very long explanation " * 10 + "END"
+    out = render_text(p.model_copy(update={"warnings": (long,)}))
+    assert f"  ! {long}" in out.splitlines()
