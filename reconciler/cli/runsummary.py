@@ -12,7 +12,8 @@ from rich.text import Text
 
 from reconciler.cli.console import whole_lines
 from reconciler.execute.timeline import RunResult
-from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
+from reconciler.model.run import run_counts
+from reconciler.model.vocab import NodeResult, RunVerdict
 from reconciler.report.safetext import markup, text
 from reconciler.report.status import waiting_text
 
@@ -55,33 +56,29 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
                          else "right")
     totals = {"complete": 0, "failed": 0, "other": 0, "reboots": 0, "evictions": 0, "removals": 0}
     for r in results:
-        states = [n.state for n in r.nodes]
-        reboots = sum(1 for e in r.timeline if e.event == EventKind.REBOOTED)
-        # a finished pod is deleted, not evicted (kubectl drain): counted apart
-        removals = sum(1 for e in r.timeline if e.event == EventKind.EVICT and e.detail.endswith("(finished: removed)"))
-        evictions = sum(1 for e in r.timeline if e.event == EventKind.EVICT) - removals
+        counts = run_counts(r)
         colour = _COLOUR[RunVerdict(r.result)]
         row: list[Text | str] = [
             text(r.recipe),
             f"[{colour}]{r.result}[/{colour}]",
             hms(r.duration),
-            str(states.count(NodeResult.COMPLETE)),
-            str(states.count(NodeResult.FAILED)),
-            str(states.count(NodeResult.BLOCKED) + states.count(NodeResult.WAITING)),
-            str(reboots),
-            str(evictions),
+            str(counts.complete),
+            str(counts.failed),
+            str(counts.held),
+            str(counts.reboots),
+            str(counts.evicted),
         ]
         if wide:
-            row[7:7] = [str(sum(len(c["batches"]) for c in r.compartments))]
-            row += [str(removals),
+            row[7:7] = [str(counts.batches)]
+            row += [str(counts.removed),
                     text(", ".join(f"{c['name']} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-")]
         t.add_row(*row)
-        totals["complete"] += states.count(NodeResult.COMPLETE)
-        totals["failed"] += states.count(NodeResult.FAILED)
-        totals["other"] += states.count(NodeResult.BLOCKED) + states.count(NodeResult.WAITING)
-        totals["reboots"] += reboots
-        totals["evictions"] += evictions
-        totals["removals"] += removals
+        totals["complete"] += counts.complete
+        totals["failed"] += counts.failed
+        totals["other"] += counts.held
+        totals["reboots"] += counts.reboots
+        totals["evictions"] += counts.evicted
+        totals["removals"] += counts.removed
     console.print(t)
     ok = sum(1 for r in results if r.result == RunVerdict.SUCCEEDED)
     console.print(

@@ -25,6 +25,7 @@ from reconciler.model.nodestate import (
     status_key,
 )
 from reconciler.model.observed import PodInfo
+from reconciler.model.run import REMOVED_SUFFIX
 from reconciler.model.vocab import (
     EventKind,
     FailureReason,
@@ -174,7 +175,7 @@ class DrainPhases(StepCore):
                 continue
             if res.answer is EvictAnswer.ACCEPTED:
                 tr.evicted = True
-                self._event(EventKind.EVICT, f"{ref} (finished: removed)" if tr.pod.finished else ref)
+                self._event(EventKind.EVICT, f"{ref}{REMOVED_SUFFIX}" if tr.pod.finished else ref)
             elif res.answer is EvictAnswer.NOT_FOUND:
                 tr.gone = True
             elif res.answer is EvictAnswer.CONFLICT:

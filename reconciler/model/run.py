@@ -14,6 +14,10 @@ from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
 #: Every timeline event kind, as strings (see :class:`reconciler.model.vocab.EventKind`).
 EVENTS: tuple[str, ...] = tuple(k.value for k in EventKind)
 
+#: The end of an ``evict`` event's detail when the drain deleted a finished (Succeeded/Failed) pod
+#: instead of evicting it (``kubectl drain`` deletes those): such a pod counts as removed, not evicted.
+REMOVED_SUFFIX = " (finished: removed)"
+
 
 def run_verdict(*, halted: bool, failed: bool, waiting: bool) -> RunVerdict:
     """How a run ended, from what its nodes and compartments did: ``halted`` (a compartment
@@ -128,3 +132,35 @@ class RunResult:
             "compartments": self.compartments,
             "timeline": [e.to_dict() for e in self.timeline],
         }
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """What one run did, counted from its node outcomes and timeline, as every run summary shows it
+    (the terminal table, ``apply -o markdown``): nodes ``complete``, ``failed`` and ``held``
+    (blocked or waiting), ``reboots``, pods ``evicted`` and finished pods ``removed`` (apart:
+    ``kubectl drain`` deletes those), ``batches`` started over all compartments."""
+
+    complete: int
+    failed: int
+    held: int
+    reboots: int
+    evicted: int
+    removed: int
+    batches: int
+
+
+def run_counts(r: RunResult) -> RunCounts:
+    """The :class:`RunCounts` of ``r`` (pure)."""
+    states = [n.state for n in r.nodes]
+    evicts = [e for e in r.timeline if e.event == EventKind.EVICT]
+    removed = sum(1 for e in evicts if e.detail.endswith(REMOVED_SUFFIX))
+    return RunCounts(
+        complete=states.count(NodeResult.COMPLETE),
+        failed=states.count(NodeResult.FAILED),
+        held=states.count(NodeResult.BLOCKED) + states.count(NodeResult.WAITING),
+        reboots=sum(1 for e in r.timeline if e.event == EventKind.REBOOTED),
+        evicted=len(evicts) - removed,
+        removed=removed,
+        batches=sum(len(c["batches"]) for c in r.compartments),
+    )

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from reconciler.model.run import RunResult
-from reconciler.model.vocab import EventKind, NodeResult, RunVerdict
+from reconciler.model.run import RunResult, run_counts
+from reconciler.model.vocab import NodeResult, RunVerdict
 from reconciler.report.safetext import visible
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
@@ -29,25 +29,23 @@ def _hms(seconds: float) -> str:
 
 
 def run_markdown(results: Sequence[RunResult], *, title: str = "node-reconciler apply") -> str:
-    """One table row per recipe (verdict, time, nodes complete/failed/held, reboots, evictions,
+    """One table row per recipe (verdict, time, nodes complete/failed/held, reboots, pods evicted
+    and finished pods removed (:func:`~reconciler.model.run.run_counts`, as the terminal summary),
     batches, the most nodes disrupted at once against the ceiling), then the nodes that did not
     complete with their reason (the first :data:`MAX_LISTED`)."""
     lines = [f"### {md(title)}", "",
-             "| recipe | result | time | done | failed | held | reboots | evicted | batches | disrupted/ceiling |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| recipe | result | time | done | failed | held | reboots | evicted | removed | batches "
+             "| disrupted/ceiling |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     problems: list[tuple[str, str, str, str]] = []
     for r in results:
-        states = [n.state for n in r.nodes]
-        reboots = sum(1 for e in r.timeline if e.event == EventKind.REBOOTED)
-        evicted = sum(1 for e in r.timeline if e.event == EventKind.EVICT and not e.detail.endswith("removed)"))
-        batches = sum(len(c["batches"]) for c in r.compartments)
+        counts = run_counts(r)
         budget = ", ".join(f"{md(c['name'])} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-"
         verdict = RunVerdict(r.result)
         lines.append(
-            f"| {md(r.recipe)} | {_ICON[verdict]} {verdict} | {_hms(r.duration)} | "
-            f"{states.count(NodeResult.COMPLETE)} | {states.count(NodeResult.FAILED)} | "
-            f"{states.count(NodeResult.BLOCKED) + states.count(NodeResult.WAITING)} | {reboots} | {evicted} | "
-            f"{batches} | {budget} |")
+            f"| {md(r.recipe)} | {_ICON[verdict]} {verdict} | {_hms(r.duration)} | {counts.complete} | "
+            f"{counts.failed} | {counts.held} | {counts.reboots} | {counts.evicted} | {counts.removed} | "
+            f"{counts.batches} | {budget} |")
         for n in r.nodes:
             if n.state not in (NodeResult.COMPLETE, NodeResult.UNTOUCHED, NodeResult.LEFT):
                 problems.append((r.recipe, n.name, str(n.state), n.reason or n.message))

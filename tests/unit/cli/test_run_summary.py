@@ -60,3 +60,18 @@ def test_nodes_waiting_for_an_earlier_recipe_are_one_line_per_recipe_not_a_failu
     lines = [ln for ln in text.splitlines() if "waiting for recipe" in ln]
     assert lines == ["  gpu-training-tuning 12 nodes waiting for recipe gpu-node-stack (priority 100): "
                      "n00, n01, n02, n03, n04, n05, n06, n07, n08, n09 and 2 more"]
+
+
+def test_the_markdown_summary_counts_as_the_terminal_table() -> None:
+    """``apply -o markdown`` had no removed column and counted a finished pod's removal by another
+    suffix test; both now read :func:`reconciler.model.run.run_counts`."""
+    from reconciler.model.run import run_counts
+    from reconciler.report.runmarkdown import run_markdown
+
+    r = _result()
+    counts = run_counts(r)
+    assert (counts.evicted, counts.removed, counts.reboots, counts.batches, counts.complete) == (1, 1, 1, 1, 1)
+    header, _, row = run_markdown([r]).splitlines()[2:5]
+    cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
+                     [c.strip() for c in row.strip("|").split("|")], strict=True))
+    assert (cells["evicted"], cells["removed"], cells["reboots"], cells["batches"]) == ("1", "1", "1", "1")
