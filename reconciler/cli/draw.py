@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from typing import Any
 
 from reconciler.errors import EXIT_OK, InputError
 from reconciler.jsonsafe import json_type
 from reconciler.model.run import Event, RunResult
 from reconciler.model.vocab import RunVerdict
-from reconciler.report.safetext import visible
 
 #: Largest result file read (a 100,000-node run's timeline is a few hundred MB of JSON).
 MAX_BYTES = 1024 * 1024 * 1024
@@ -46,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
     runs = [r for path in args.results for r in read_results(path)]
     write_report(args.report_file, runs, title="node-reconciler: rollout",
                  subtitle="from " + ", ".join(args.results))
-    print(visible(f"wrote the rollout of {len(runs)} run(s) to {args.report_file}"), file=sys.stderr)
     return EXIT_OK
 
 

@@ -160,4 +160,3 @@ def write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: l
         runs.append(ReportRun(run, "predicted", f"simulated: {assumed.text()} (from {assumed.source})"))
     write_report(args.report_file, runs, title="node-reconciler: predicted rollout",
                  subtitle=f"plan against {opened.description}; nothing was changed")
-    print(visible(f"wrote the predicted rollout of {len(runs)} recipe(s) to {args.report_file}"), file=sys.stderr)

@@ -213,7 +213,6 @@ def _write_head_report(args: argparse.Namespace, cmp: Any, runs: dict[str, Any])
                                                      f"(from {assumed.source})"))
     write_report(args.report_file, drawn, title="node-reconciler: predicted rollout of the change",
                  subtitle=f"base {cmp.base_revision[:12]} → head {cmp.head_revision[:12]}")
-    print(visible(f"wrote the predicted rollout of {len(drawn)} recipe(s) to {args.report_file}"), file=sys.stderr)
 
 
 def _compare(args: argparse.Namespace, repo: Any, base_sha: str, head_sha: str, paths: list[str],

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 from collections.abc import Sequence
 
 from reconciler.cli.optcheck import output_file
 from reconciler.report.htmlreport import ReportRun, render_html
+from reconciler.report.safetext import visible
 
 
 def add_report_file_arg(p: argparse.ArgumentParser, what: str) -> None:
@@ -36,7 +38,9 @@ def check_report_file(args: argparse.Namespace) -> None:
 
 
 def write_report(path: str, runs: Sequence[ReportRun], *, title: str, subtitle: str = "") -> None:
-    """Render and write the page atomically (temporary file in the same directory, renamed)."""
+    """Render and write the page atomically (temporary file in the same directory, renamed), then
+    say so on stderr (``wrote the predicted rollout of 2 recipe run(s) to report.html``), for every
+    verb with ``--report`` alike."""
     page = render_html(runs, title=title, subtitle=subtitle)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=folder)
@@ -51,3 +55,5 @@ def write_report(path: str, runs: Sequence[ReportRun], *, title: str, subtitle: 
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    what = "predicted rollout" if runs and all(r.kind == "predicted" for r in runs) else "rollout"
+    print(visible(f"wrote the {what} of {len(runs)} recipe run(s) to {path}"), file=sys.stderr)

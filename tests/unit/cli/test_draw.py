@@ -24,7 +24,7 @@ def test_draws_apply_and_simulate_results(cli: RunCli, tmp_path: Path) -> None:
     (tmp_path / "sim.json").write_text(out)
     page = tmp_path / "r.html"
     rc, _, err = cli("draw", str(tmp_path / "apply.json"), str(tmp_path / "sim.json"), "--report", str(page))
-    assert rc == 0 and "wrote the rollout of 2 run(s)" in err
+    assert rc == 0 and "wrote the rollout of 2 recipe run(s) to " in err
     html = page.read_text()
     assert "gpu-training-tuning · actual · succeeded" in html
     assert "gpu-training-tuning · predicted (simulated) · succeeded" in html
@@ -78,3 +78,13 @@ def test_nan_and_duplicate_keys_are_refused(cli: RunCli, tmp_path: Path) -> None
                  '"compartments": []}')
     rc, _, err = cli("draw", str(f), "--report", str(tmp_path / "r.html"))
     assert rc == 2 and "NaN" in err
+
+
+@pytest.mark.parametrize(("verb", "what"), [("apply", "rollout"), ("simulate", "predicted rollout"),
+                                            ("plan", "predicted rollout")])
+def test_every_verb_with_report_says_where_it_wrote_it(cli: RunCli, tmp_path: Path, verb: str, what: str) -> None:
+    """``apply``/``simulate --report`` wrote the page without a word, while ``plan`` and ``draw`` said so."""
+    page = tmp_path / "r.html"
+    rc, _, err = cli(verb, RECIPE, "--cluster", f"sim:{FLEET}", "--report", str(page))
+    assert rc == 0 and page.exists()
+    assert f"wrote the {what} of 1 recipe run(s) to {page}" in err
