@@ -105,11 +105,15 @@ def confirm(args: argparse.Namespace, question: str) -> bool:
 
 
 def show_changes(changes: Sequence[Change], notes: Sequence[str], *, header: str) -> None:
-    """Print what will be written (text output), to stdout."""
+    """Print what will be written (text output), to stdout: the header, then each change's write
+    under its summary; changes in a row with the same summary (``ignore: every recipe skips this
+    node`` for 40 nodes) share one summary line."""
     print(visible(header))
+    last: str | None = None
     for c in changes:
-        if c.summary:
+        if c.summary and c.summary != last:
             print(visible(f"  {c.summary}"))
+        last = c.summary
         print(visible(f"    {c.describe()}"))
         for w in getattr(c, "warnings", ()) or ():
             print(visible(f"    warning: {w}"))

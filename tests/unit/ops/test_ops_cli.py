@@ -77,6 +77,9 @@ def test_dry_run_prints_the_exact_patch_and_writes_nothing(fleet: Path, cli: Run
     assert rc == 0 and "dry run: nothing was written" in out
     assert 'PATCH node/n1 {"metadata":{"labels":{"reconciler.nodewright.dev/ignore":"true"}' in out
     assert "PATCH node/n3" in out and "node/n2" not in out
+    lines = out.splitlines()  # the two writes share their summary line (it was printed before each)
+    assert lines[:2] == ["node ignore", "  ignore: every recipe skips this node"]
+    assert [ln[:16] for ln in lines[2:4]] == ["    PATCH node/n", "    PATCH node/n"]
     rc, out, _ = cli("reset", R, "--cluster", f"sim:{fleet}", "--dry-run", "-o", "json")
     doc = json.loads(out)
     assert rc == 0 and doc["dryRun"] and doc["written"] == 0
