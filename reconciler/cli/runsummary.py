@@ -83,7 +83,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
     ok = sum(1 for r in results if r.result == RunVerdict.SUCCEEDED)
     console.print(
         f"{ok}/{len(results)} recipe(s) succeeded; {totals['complete']} node run(s) complete, "
-        f"{totals['failed']} failed, {totals['other']} blocked or waiting; {totals['reboots']} reboot(s), "
+        f"{totals['failed']} failed, {totals['other']} held (blocked or waiting); {totals['reboots']} reboot(s), "
         f"{totals['evictions']} eviction(s), {totals['removals']} finished pod(s) removed; "
         f"{hms(sum(r.duration for r in results))} in all", soft_wrap=whole_lines(console),
     )

@@ -56,7 +56,7 @@ def test_nodes_waiting_for_an_earlier_recipe_are_one_line_per_recipe_not_a_failu
     print_summary(Console(file=out, width=200, color_system=None), [run])
     text = out.getvalue()
     assert "waiting" in text.splitlines()[2]  # the result column
-    assert "0/1 recipe(s) succeeded" in text and "0 failed, 12 blocked or waiting" in text
+    assert "0/1 recipe(s) succeeded" in text and "0 failed, 12 held (blocked or waiting)" in text
     lines = [ln for ln in text.splitlines() if "waiting for recipe" in ln]
     assert lines == ["  gpu-training-tuning 12 nodes waiting for recipe gpu-node-stack (priority 100): "
                      "n00, n01, n02, n03, n04, n05, n06, n07, n08, n09 and 2 more"]
