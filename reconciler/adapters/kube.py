@@ -84,6 +84,7 @@ from reconciler.errors import (
     NotFoundError,
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo, group_pods
+from reconciler.model.redact import redact
 from reconciler.model.selector import Taint
 from reconciler.ports import LeaseInfo, LeaseSpec, PodEviction, StageSpec, StageStatus, evict_one_by_one
 
@@ -848,7 +849,7 @@ class KubeCluster:
                             self._log_tails.clear()
                         self._log_tails[memo_key] = tail
             if tail:
-                st = StageStatus(st.phase, st.exit_code, st.reason, tail, st.started)
+                st = StageStatus(st.phase, st.exit_code, st.reason, redact(tail), st.started)
         return st
 
     def _log_tail(self, pod: str, container: str) -> str:

@@ -19,6 +19,7 @@ from reconciler.adapters.simcore import Obj, SimCore
 from reconciler.adapters.simsaved import SIM_ANN, STAGE_NS
 from reconciler.adapters.stagepod import IMAGE_PULL_FAILURES, build_stage_pod, stage_status_from_pod
 from reconciler.errors import NotFoundError
+from reconciler.model.redact import redact
 from reconciler.ports import StageSpec, StageStatus
 
 
@@ -105,7 +106,7 @@ class SimKubelet(SimCore):
         keeps no ``status`` dict; ``rec["kubelet"]`` holds what makes it again (:meth:`stage_pod`)."""
         rec["kubelet"] = (phase, exit_code, reason)
         st = stage_status_from_pod(self._pod_with_status(rec))[0]
-        rec["status"] = StageStatus(st.phase, st.exit_code, st.reason, rec["log"] or st.log_tail,
+        rec["status"] = StageStatus(st.phase, st.exit_code, st.reason, redact(rec["log"] or st.log_tail),
                                     self.epoch + rec["started"])
 
     def _stage_done(self, name: str, code: int, reason: str, log: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from reconciler.adapters.kubeobjects import parse_time
 from reconciler.model.nodestate import PREFIX, RUNTIME_REQUIRED_TAINT_KEY
+from reconciler.model.redact import redact
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY
 from reconciler.ports import StageSpec, StageStatus
 
@@ -330,7 +331,7 @@ def stage_status_from_pod(pod: Obj) -> tuple[StageStatus, str]:
                 StageStatus(
                     "failed",
                     exit_code=int(term["exitCode"]),
-                    reason=f"{reason}: {msg}"[:300] if msg else reason,
+                    reason=redact(f"{reason}: {msg}"[:300] if msg else reason),
                     started=started,
                 ),
                 str(s.get("name") or ""),
@@ -340,7 +341,7 @@ def stage_status_from_pod(pod: Obj) -> tuple[StageStatus, str]:
             # the kubelet keeps retrying a pull: pending with the waiting reason, so the stage fails
             # once the executor's image-pull grace is over (reconciler.execute.decide.judge_stage)
             msg = str(waiting.get("message") or "").strip()
-            return StageStatus("pending", None, str(waiting["reason"]), msg[:2000], started=started), ""
+            return StageStatus("pending", None, str(waiting["reason"]), redact(msg[:2000]), started=started), ""
     if phase == "Succeeded":
         return StageStatus("succeeded", 0, started=started), ""
     n_init = len(spec.get("initContainers") or ())
@@ -357,7 +358,7 @@ def stage_status_from_pod(pod: Obj) -> tuple[StageStatus, str]:
                 break
         reason = str(status.get("reason") or "Failed")
         msg = str(status.get("message") or "").strip()
-        return StageStatus("failed", code, f"{reason}: {msg}"[:300] if msg else reason, started=started), name
+        return StageStatus("failed", code, redact(f"{reason}: {msg}"[:300] if msg else reason), started=started), name
     any_started = any(
         (s.get("state") or {}).get("running") or (s.get("state") or {}).get("terminated")
         for s in (*inits, *(status.get("containerStatuses") or ()))

@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, field_validator
 from reconciler.errors import InputError
 from reconciler.jsonsafe import parse_json
 from reconciler.model.base import Frozen
+from reconciler.model.redact import redact
 from reconciler.model.utctime import to_rfc3339
 from reconciler.model.vocab import PERSISTED_PHASES, PackageStatus, Phase, Stage
 
@@ -322,6 +323,15 @@ class FailureRecord(Frozen):
     exitCode: int | None = None
     message: str = ""
     logTail: str = ""
+
+    @field_validator("message", "logTail", mode="after")
+    @classmethod
+    def _masked(cls, v: str) -> str:
+        """A stage's message and log are the cluster's text: secrets in them (a token in a clone URL,
+        ``password=…``) are masked (:func:`reconciler.model.redact.redact`) before the record is
+        written on the node (readable by everyone who can read nodes), shown or reported; a record
+        written by someone else is masked when it is read."""
+        return redact(v)
 
 
 def parse_model(model: type[Frozen], text: str | None) -> Any:

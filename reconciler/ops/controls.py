@@ -21,10 +21,11 @@ from __future__ import annotations
 import json
 from typing import Literal, Protocol, runtime_checkable
 
-from pydantic import ValidationError
+from pydantic import ValidationError, field_validator
 
 from reconciler.errors import ReconcilerError
 from reconciler.model.base import Frozen
+from reconciler.model.redact import redact
 from reconciler.ops.patches import ConfigMapPatch
 from reconciler.ports import ConfigMapStore
 
@@ -46,6 +47,15 @@ class Control(Frozen):
     reason: str = ""
     by: str = ""
     at: str = ""
+
+    @field_validator("reason", "by", mode="after")
+    @classmethod
+    def _masked(cls, v: str) -> str:
+        """Free text a person typed (``--reason``, who set it): a secret pasted into it is masked
+        (:func:`reconciler.model.redact.redact`) before it is stored in the controls ConfigMap and
+        wherever it is shown (pause --list, plan warnings, the apply's skip line); a record
+        written by someone else is masked when it is read."""
+        return redact(v)
 
     @property
     def active(self) -> bool:
