@@ -193,6 +193,11 @@ class _Run:
         self.recipes: list[recipes.LoadedRecipe] = []
         self.policies: list[policies.LoadedPolicy] = []
         self.claimed: set[str] = set()  # real paths of files read as AICR manifests
+        # policies that could not be loaded (by metadata.name), and whether a file could not be read
+        # at all: a recipe naming such a policy is not told it "is not defined" (the policy's own
+        # error is the one to fix; the check runs again once it loads)
+        self.broken_policies: set[str] = set()
+        self.unreadable = False
 
     def add_file(self, path: str) -> None:
         if path not in self.files:
@@ -226,6 +231,10 @@ class _Run:
             pol = policies.load_policy(doc, self.errors)
             if pol is not None:
                 self.policies.append(pol)
+            else:
+                meta = doc.data.get("metadata") if isinstance(doc.data, dict) else None
+                name = meta.get("name") if isinstance(meta, dict) else None
+                self.broken_policies.add(name if isinstance(name, str) else "")
         elif kind == compat.AICR_KIND and api in compat.AICR_API_VERSIONS:
             out = compat.load_recipe_result(doc, self.errors, locked=self.locked)
             for f in out.files:
@@ -306,9 +315,15 @@ class _Run:
         )
         if policy_map or check_policies:
             for r in run.recipes:
-                if r.recipe.deploymentPolicy is not None and r.recipe.deploymentPolicy not in policy_map:
+                name = r.recipe.deploymentPolicy
+                if name is not None and name not in policy_map and not self._maybe_broken(name):
                     run.errors.append(_missing_policy(r.recipe, inputs))
         return inputs
+
+    def _maybe_broken(self, policy: str) -> bool:
+        """True when ``policy`` may be one that failed to load (a policy document of that name, or
+        with no readable name, was refused; or some file could not be read at all)."""
+        return self.unreadable or policy in self.broken_policies or "" in self.broken_policies
 
     def sort_key(self, e: InputError) -> tuple[int, int, int]:
         pos = e.pos or SourcePos("")
@@ -367,6 +382,7 @@ def load_inputs(
             docs = load_file(f)
         except InputError as e:
             run.errors.append(e)
+            run.unreadable = True
             continue
         if not docs and not allow_empty:
             run.errors.append(InputError(

@@ -69,6 +69,28 @@ def test_missing_policy_is_reported_at_the_recipe_line(write, fail, line_of):
     assert str(err).startswith(f"{r}:{line_of(r, '# <- policy')}:")
 
 
+@pytest.mark.parametrize("broken", [
+    policy("gpu-rollout").replace("{budget: {count: 1}}", "{budget: {count: 1}, strategy: {fixd: {}}}"),
+    "apiVersion: reconciler.nodewright.dev/v1alpha1\nkind: DeploymentPolicy\nmetadata: {name: [x]}\nspec: {}\n",
+    "::: [\n",  # not YAML at all: it may have held the policy
+])
+def test_a_policy_that_fails_to_load_is_the_error_not_the_recipe_naming_it(write, fail, broken):
+    """The recipe was told its policy "is not defined (loaded policies: none)", listed first, while
+    the policy's own error (an unknown field) came second or not at all."""
+    r = write("r.yaml", noderecipe("r", policy="gpu-rollout"))
+    p = write("p.yaml", broken)
+    errs = fail([r], [p])
+    assert errs and all(e.pos is not None and e.pos.file == p for e in errs)
+    assert not any("is not defined" in e.message for e in errs)
+
+
+def test_a_broken_policy_of_another_name_still_leaves_the_reference_checked(write, fail):
+    r = write("r.yaml", noderecipe("r", policy="nope"))
+    p = write("p.yaml", policy("gpu-rollout").replace("{budget: {count: 1}}", "{budget: {count: 0.5}}"))
+    errs = fail([r], [p])
+    assert any("deploymentPolicy 'nope' is not defined" in e.message for e in errs)
+
+
 def test_policy_reference_unchecked_when_no_policies_given_but_policy_for_raises(write, line_of):
     r = write("r.yaml", noderecipe("r", policy="gpu-rollout"))
     inputs = load_inputs([r])
