@@ -35,7 +35,7 @@ def _clean(label: str, text: str) -> None:
 def test_a_failure_record_masks_the_stage_s_message_and_log_however_it_is_made() -> None:
     rec = FailureRecord(runId="run-1", reason="StageFailed", message=f"exit 2: {LOG}", logTail=LOG)
     _clean("built", rec.model_dump_json())
-    assert "https://***@git.example.com" in rec.logTail and "StageFailed" == rec.reason
+    assert "https://***@git.example.com" in rec.logTail and rec.reason == "StageFailed"
     read = FailureRecord.model_validate_json(json.dumps({"runId": "r", "reason": "x", "logTail": LOG}))
     _clean("read from a node", read.model_dump_json())  # a record written by another tool
 
