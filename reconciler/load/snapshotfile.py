@@ -47,6 +47,7 @@ from typing import Any
 import yaml
 
 from reconciler.errors import InputError, SourcePos
+from reconciler.jsonsafe import deeper_than
 from reconciler.load.yamlsafe import format_path as yamlsafe_format_path
 
 #: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
@@ -402,7 +403,9 @@ def parse_json(text: str, file: str) -> Any:
     except json.JSONDecodeError as e:
         raise InputError(f"JSON syntax error: {e.msg}", _offset_pos(text, e.pos, file)) from None
     except RecursionError:
-        raise InputError(f"JSON nesting is deeper than {MAX_DEPTH} levels", SourcePos(file, 1, 1)) from None
+        at = deeper_than(text, MAX_DEPTH)
+        pos = _offset_pos(text, at, file) if at is not None else SourcePos(file, 1, 1)
+        raise InputError(f"JSON nesting is deeper than {MAX_DEPTH} levels", pos) from None
     except _BadNumber as e:
         at = _number_offset(text, e.literal.rstrip("."))
         pos = _offset_pos(text, at, file) if at >= 0 else SourcePos(file, 1, 1)
