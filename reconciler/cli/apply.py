@@ -298,7 +298,9 @@ def open_events_file(path: str) -> IO[str]:
     try:
         return open(path, "a", encoding="utf-8")
     except OSError as e:
-        raise InputError(f"--events-file {visible(path)!r}: {e.strerror or e}") from None
+        from reconciler.load.pathwords import os_reason
+
+        raise InputError(f"--events-file {visible(path)!r}: {os_reason(e)}") from None
 
 
 def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: Any) -> Any:

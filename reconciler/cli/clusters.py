@@ -133,8 +133,12 @@ def check_kubeconfig(path: str | None, context: str | None = None) -> None:
             kubeconfig file is malformed.
     """
     if path and not os.path.isfile(path):
-        raise InputError(f"--kubeconfig {path}: no such file (give the path of a kubeconfig, or leave it out to "
-                         "use $KUBECONFIG, ~/.kube/config or the in-cluster service account)")
+        from reconciler.load.pathwords import MISSING, path_problem
+
+        problem = path_problem(path, want_file=True) or "not a regular file"
+        hint = (" (give the path of a kubeconfig, or leave it out to use $KUBECONFIG, ~/.kube/config or the "
+                "in-cluster service account)") if problem == MISSING else ""
+        raise InputError(f"--kubeconfig {path}: {'no such file' if problem == MISSING else problem}{hint}")
     default = os.path.expanduser("~/.kube/config")
     if path:
         files = [path]
@@ -203,13 +207,14 @@ def load_sim_config(path: str) -> SimConfig:
     from pydantic import ValidationError
 
     from reconciler.errors import InputErrors
+    from reconciler.load.pathwords import os_reason
     from reconciler.load.snapshot import best_errors, loc_path, pydantic_message
     from reconciler.load.yamlsafe import load_file
 
     try:
         os.stat(path)
     except OSError as e:
-        raise InputError(f"cannot read simulation config: {e.strerror or e}", SourcePos(path)) from None
+        raise InputError(f"cannot read simulation config: {os_reason(e)}", SourcePos(path)) from None
     docs = load_file(path)
     if not docs:
         raise InputError("simulation config holds no settings (leave out --sim-config to use the defaults)",

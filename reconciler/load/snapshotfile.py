@@ -48,6 +48,7 @@ import yaml
 
 from reconciler.errors import InputError, SourcePos
 from reconciler.jsonsafe import deeper_than
+from reconciler.load.pathwords import os_reason
 from reconciler.load.yamlsafe import format_path as yamlsafe_format_path
 
 #: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
@@ -217,7 +218,7 @@ def read_snapshot(path: str, *, max_bytes: int | None = None, prune: bool = Fals
         with open(path, "rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as e:
-        raise InputError(f"cannot read fleet file: {e.strerror or e}", SourcePos(path)) from None
+        raise InputError(f"cannot read fleet file: {os_reason(e)}", SourcePos(path)) from None
     if len(raw) > max_bytes:
         raise InputError(f"fleet snapshot is larger than the {max_bytes} byte limit", SourcePos(path, 1, 1))
     text = decode_snapshot(raw, path)

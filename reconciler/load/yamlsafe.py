@@ -44,6 +44,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from reconciler.errors import InputError, SourcePos
+from reconciler.load.pathwords import os_reason
 
 #: Largest input file accepted (bytes). Recipes are a few KiB; 8 MiB leaves room for big
 #: generated configMaps while keeping parse time (pure-Python composer) to seconds.
@@ -191,7 +192,7 @@ def read_text(path: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         with open(path, "rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", SourcePos(path)) from None
+        raise InputError(f"cannot read file: {os_reason(e)}", SourcePos(path)) from None
     if len(raw) > max_bytes:
         raise InputError(f"file is larger than the {max_bytes} byte limit for an input file", SourcePos(path, 1, 1))
     return decode_text(raw, path)
