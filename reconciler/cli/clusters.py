@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from reconciler.adapters.simconfig import SimConfig
-from reconciler.errors import InputError, SourcePos
+from reconciler.errors import PATH_LIMIT, InputError, SourcePos, clip, shown
 from reconciler.model.recipe import Recipe
 from reconciler.ops.controls import DEFAULT_NAMESPACE
 from reconciler.ports import Clock, Cluster
@@ -51,10 +51,10 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
     namespace = getattr(args, "namespace", None)
     if spec:
         if namespace and namespace != DEFAULT_NAMESPACE:
-            raise InputError(f"-n/--namespace {namespace!r}: the simulated fleet keeps the reconciler's objects in "
-                             f"{DEFAULT_NAMESPACE} only (drop -n, or use a real cluster)")
+            raise InputError(f"-n/--namespace {shown(namespace)}: the simulated fleet keeps the reconciler's objects "
+                             f"in {DEFAULT_NAMESPACE} only (drop -n, or use a real cluster)")
         if not spec.startswith("sim:"):
-            raise InputError(f"--cluster {spec!r}: expected sim:PATH (or use --kubeconfig for a real cluster)")
+            raise InputError(f"--cluster {shown(spec)}: expected sim:PATH (or use --kubeconfig for a real cluster)")
         from reconciler.adapters.sim import SimFleet
 
         config = SimConfig()
@@ -138,7 +138,8 @@ def check_kubeconfig(path: str | None, context: str | None = None) -> None:
         problem = path_problem(path, want_file=True) or "not a regular file"
         hint = (" (give the path of a kubeconfig, or leave it out to use $KUBECONFIG, ~/.kube/config or the "
                 "in-cluster service account)") if problem == MISSING else ""
-        raise InputError(f"--kubeconfig {path}: {'no such file' if problem == MISSING else problem}{hint}")
+        raise InputError(f"--kubeconfig {clip(path, PATH_LIMIT)}: {'no such file' if problem == MISSING else problem}"
+                         f"{hint}")
     default = os.path.expanduser("~/.kube/config")
     if path:
         files = [path]

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Callable
 
-from reconciler.errors import InputError
+from reconciler.errors import PATH_LIMIT, InputError, shown
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
 
@@ -29,7 +29,8 @@ _RUN_ID = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?")
 
 
 def _shown(value: str) -> str:
-    return repr(visible(redact(value)))
+    """A value of the user's as a message quotes it: redacted, made visible, then cut (:func:`shown`)."""
+    return shown(visible(redact(value)), PATH_LIMIT)
 
 
 def count(low: int, high: int) -> Callable[[str], int]:
