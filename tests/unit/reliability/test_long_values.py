@@ -1,7 +1,8 @@
 """A value the user gives (a recipe, node or package name, a selector, a namespace, a path, an
 option value) is quoted in an error cut to a sensible length (reconciler.errors.clip / shown, and
 error_line's backstop for what argparse echoes): a 100,000-character argument gives one short line
-that says how long it was, exit 2, nothing written."""
+that says how long it was, exit 2, nothing written; ``pause --new`` refuses a name that cannot be
+a recipe's instead of writing it into the controls ConfigMap."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def fleet(tmp_path: Path) -> Path:
 
 CASES = {
     "pause": ["pause", LONG, "-y"],
+    "pause-new": ["pause", "--new", LONG, "-y"],
     "resume": ["resume", LONG, "-y"],
+    "disable-new": ["disable", "--new", LONG, "-y"],
     "reset": ["reset", LONG, "-y"],
     "reset-package": ["reset", "gpu-node-stack", "--package", LONG, "-y"],
     "node-ignore": ["node", "ignore", LONG, "-y"],
@@ -73,6 +76,21 @@ def test_a_huge_argument_is_echoed_cut(case: str, fleet: Path, capsys: pytest.Ca
     assert "a" * (PATH_LIMIT + 8) not in out.err + out.out
     assert "characters)" in out.err, out.err[:600]  # says how long the value was
     assert hashlib.sha256(fleet.read_bytes()).hexdigest() == before
+
+
+@pytest.mark.parametrize("name", ["Bad_Name!", "a" * 54, "x.", ""])
+def test_pause_new_refuses_a_name_no_recipe_can_have(name: str, fleet: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # it wrote the key into the controls ConfigMap, after which the simulated fleet no longer loaded
+    # (a real API server refuses such a ConfigMap key)
+    before = fleet.read_bytes()
+    argv = ["pause", "--new", name, "-y", "--cluster", f"sim:{fleet}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "pause --new: recipe name" in err or "name the recipe" in err, err
+    assert fleet.read_bytes() == before
+    assert main(["pause", "--new", "not-yet-applied", "-y", "--cluster", f"sim:{fleet}"]) == 0
+    assert main(["status", "--cluster", f"sim:{fleet}"]) == 0
 
 
 def test_clip_and_shown() -> None:
