@@ -16,6 +16,30 @@ EXIT_BAD_INPUT = 2
 EXIT_CHANGES = 3
 EXIT_CLUSTER = 4
 
+#: How many characters of one value the user gave (a name, selector, pattern, option value) an
+#: error message quotes (:func:`shown`); a path in a position is cut at :data:`PATH_LIMIT`.
+ECHO_LIMIT = 80
+#: How many characters of a file path a :class:`SourcePos` shows (PATH_MAX is 4096; a longer
+#: "path" is not one any file has).
+PATH_LIMIT = 300
+
+
+def clip(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` as an error message shows it: unchanged up to ``limit`` characters, else its first
+    ``limit`` characters and its length (``aaaa… (100000 characters)``), so a 100,000-character
+    argument never fills the terminal. The printed line is redacted
+    (:func:`reconciler.report.redact.redact`), but a secret cut in two may no longer look like
+    one: a value that may hold a secret (a URL, a command) is redacted before it is cut."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def shown(value: object, limit: int = ECHO_LIMIT) -> str:
+    """``repr`` of ``value`` (``str(value)`` for a non-string) cut as :func:`clip` cuts:
+    ``'gpu-node-stack'``, ``'aaaa'… (100000 characters)``. For every value of the user's an error
+    message quotes."""
+    s = value if isinstance(value, str) else str(value)
+    return repr(s) if len(s) <= limit else f"{s[:limit]!r}… ({len(s)} characters)"
+
 
 class ReconcilerError(Exception):
     """Base class of every error the reconciler raises on purpose."""
@@ -32,9 +56,10 @@ class SourcePos:
     column: int = 0
 
     def __str__(self) -> str:
+        file = clip(self.file, PATH_LIMIT)
         if self.line:
-            return f"{self.file}:{self.line}:{self.column or 1}"
-        return self.file
+            return f"{file}:{self.line}:{self.column or 1}"
+        return file
 
 
 class InputError(ReconcilerError):

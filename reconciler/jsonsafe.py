@@ -120,6 +120,24 @@ def parse_json(
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*+"|[\[\]{}]')
+
+
+def deeper_than(text: str, max_depth: int) -> int | None:
+    """Offset in JSON ``text`` of the first ``[`` or ``{`` that opens a level deeper than
+    ``max_depth`` (the outermost container is level 1; brackets inside strings do not count), or
+    None when the nesting stays within it. Stops at that bracket: for positioning a refusal
+    (the decoder's ``RecursionError`` says nothing of where)."""
+    depth = 0
+    for m in _STRING_OR_BRACKET.finditer(text):
+        c = m[0]
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > max_depth:
+                return m.start()
+        elif c == "]" or c == "}":
+            depth -= 1
+    return None
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from reconciler.adapters.simconfig import SimConfig
-from reconciler.errors import InputError, SourcePos
+from reconciler.errors import PATH_LIMIT, InputError, SourcePos, clip, shown
 from reconciler.model.recipe import Recipe
 from reconciler.ops.controls import DEFAULT_NAMESPACE
 from reconciler.ports import Clock, Cluster
@@ -51,10 +51,10 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
     namespace = getattr(args, "namespace", None)
     if spec:
         if namespace and namespace != DEFAULT_NAMESPACE:
-            raise InputError(f"-n/--namespace {namespace!r}: the simulated fleet keeps the reconciler's objects in "
-                             f"{DEFAULT_NAMESPACE} only (drop -n, or use a real cluster)")
+            raise InputError(f"-n/--namespace {shown(namespace)}: the simulated fleet keeps the reconciler's objects "
+                             f"in {DEFAULT_NAMESPACE} only (drop -n, or use a real cluster)")
         if not spec.startswith("sim:"):
-            raise InputError(f"--cluster {spec!r}: expected sim:PATH (or use --kubeconfig for a real cluster)")
+            raise InputError(f"--cluster {shown(spec)}: expected sim:PATH (or use --kubeconfig for a real cluster)")
         from reconciler.adapters.sim import SimFleet
 
         config = SimConfig()
@@ -133,8 +133,13 @@ def check_kubeconfig(path: str | None, context: str | None = None) -> None:
             kubeconfig file is malformed.
     """
     if path and not os.path.isfile(path):
-        raise InputError(f"--kubeconfig {path}: no such file (give the path of a kubeconfig, or leave it out to "
-                         "use $KUBECONFIG, ~/.kube/config or the in-cluster service account)")
+        from reconciler.load.pathwords import MISSING, path_problem
+
+        problem = path_problem(path, want_file=True) or "not a regular file"
+        hint = (" (give the path of a kubeconfig, or leave it out to use $KUBECONFIG, ~/.kube/config or the "
+                "in-cluster service account)") if problem == MISSING else ""
+        raise InputError(f"--kubeconfig {clip(path, PATH_LIMIT)}: {'no such file' if problem == MISSING else problem}"
+                         f"{hint}")
     default = os.path.expanduser("~/.kube/config")
     if path:
         files = [path]
@@ -203,13 +208,14 @@ def load_sim_config(path: str) -> SimConfig:
     from pydantic import ValidationError
 
     from reconciler.errors import InputErrors
+    from reconciler.load.pathwords import os_reason
     from reconciler.load.snapshot import best_errors, loc_path, pydantic_message
     from reconciler.load.yamlsafe import load_file
 
     try:
         os.stat(path)
     except OSError as e:
-        raise InputError(f"cannot read simulation config: {e.strerror or e}", SourcePos(path)) from None
+        raise InputError(f"cannot read simulation config: {os_reason(e)}", SourcePos(path)) from None
     docs = load_file(path)
     if not docs:
         raise InputError("simulation config holds no settings (leave out --sim-config to use the defaults)",

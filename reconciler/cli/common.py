@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from reconciler.errors import shown
 from reconciler.load import InputPaths
 
 
@@ -84,7 +85,7 @@ def add_output_arg(p: argparse.ArgumentParser, choices: tuple[str, ...], *, head
         canon = ALIASES.get(value, value)
         if canon not in choices:
             offered = ", ".join(choices) + (" (or text)" if "table" in choices else "")
-            raise argparse.ArgumentTypeError(f"invalid choice {value!r} (choose from {offered})")
+            raise argparse.ArgumentTypeError(f"invalid choice {shown(value)} (choose from {offered})")
         return canon
 
     fmt.__name__ = "output format"
@@ -100,7 +101,7 @@ def _selector(text: str) -> Any:
     try:
         return parse_selector(text)
     except SelectorSyntaxError as e:
-        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+        raise argparse.ArgumentTypeError(f"{shown(text)}: {e}") from None
 
 
 def add_selector_arg(p: argparse.ArgumentParser) -> None:
@@ -121,8 +122,8 @@ def selected(args: argparse.Namespace, nodes: Sequence[Any]) -> list[Any]:
         return list(nodes)
     chosen = [n for n in nodes if sel.matches(n.labels)]
     if not chosen:
-        from reconciler.errors import InputError
+        from reconciler.errors import InputError, clip
 
-        raise InputError(f"-l/--selector {sel.kubectl_text()}: no node has these labels "
+        raise InputError(f"-l/--selector {clip(sel.kubectl_text())}: no node has these labels "
                          f"({len(nodes)} node(s) looked at)")
     return chosen

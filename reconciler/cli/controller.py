@@ -35,7 +35,7 @@ from reconciler.cli.common import add_cluster_args
 from reconciler.cli.globalflags import request_timeout
 from reconciler.cli.optcheck import count, seconds
 from reconciler.cli.statusgit import add_git_status_args
-from reconciler.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, InputError
+from reconciler.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, InputError, shown
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def _bool(text: str) -> bool:
         return True
     if v in ("false", "0", "no"):
         return False
-    raise argparse.ArgumentTypeError(f"{text!r}: expected true or false")
+    raise argparse.ArgumentTypeError(f"{shown(text)}: expected true or false")
 
 
 def add_parser(sub: Any) -> None:

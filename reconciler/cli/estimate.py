@@ -22,22 +22,22 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from reconciler.errors import InputError
+from reconciler.load.recipes import MAX_ESTIMATE_SECONDS, estimate_annotation, estimate_seconds
 from reconciler.model.observed import ObservedFleet
 from reconciler.model.plan import Plan
 from reconciler.model.policy import DeploymentPolicy
-from reconciler.model.recipe import Recipe, parse_duration
+from reconciler.model.recipe import Recipe
 from reconciler.model.run import RunResult
 from reconciler.report.estimate import REBOOT_ANNOTATION, STAGE_ANNOTATION, Assumptions, Estimate, estimate_from_run
 
 #: Longest stage or reboot time accepted by the flags and annotations (one week).
-MAX_ASSUMED = 7 * 24 * 3600.0
+MAX_ASSUMED = MAX_ESTIMATE_SECONDS
 
 
 def _duration_arg(flag: str) -> Callable[[str], float]:
     def parse(text: str) -> float:
         try:
-            return parse_duration(text, maximum=MAX_ASSUMED)
+            return estimate_seconds(text)
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
 
@@ -56,25 +56,15 @@ def add_estimate_args(p: argparse.ArgumentParser) -> None:
 
 
 def _annotation(inputs: Any, recipe: Recipe, key: str) -> float | None:
-    """The Go duration of annotation ``key`` on ``recipe``'s document, in seconds.
+    """The Go duration of annotation ``key`` on ``recipe``'s document, in seconds
+    (:func:`reconciler.load.recipes.estimate_annotation`; a recipe from
+    :func:`reconciler.load.load_inputs` has had it checked at load already).
 
     Raises:
         InputError: not a duration (positioned at the annotation).
     """
     doc = inputs.recipe_docs.get(recipe.name) if inputs is not None else None
-    if doc is None:
-        return None
-    notes = doc.get(("metadata", "annotations"))
-    if not isinstance(notes, dict) or key not in notes:
-        return None
-    value = notes[key]
-    try:
-        if not isinstance(value, str):
-            raise ValueError(f"{value!r} is not a duration like 30s, 2m or 1h30m")
-        return parse_duration(value, maximum=MAX_ASSUMED)
-    except ValueError as e:
-        raise InputError(f"annotation {key}: {e}", doc.pos(("metadata", "annotations", key)),
-                         f"metadata.annotations.{key}") from None
+    return None if doc is None else estimate_annotation(doc, key)
 
 
 def assumptions(recipe: Recipe, inputs: Any, args: argparse.Namespace, config: Any) -> tuple[Any, Assumptions]:

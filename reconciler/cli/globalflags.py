@@ -13,6 +13,8 @@ import argparse
 import re
 from typing import Any
 
+from reconciler.errors import shown
+
 _DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|s|m|h)?")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 #: longest --request-timeout accepted (one day)
@@ -29,10 +31,10 @@ def request_timeout(text: str) -> float:
     """
     m = _DURATION.fullmatch(text.strip())
     if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30, 30s, 2m, 1h)")
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a duration (e.g. 30, 30s, 2m, 1h)")
     value = float(m["n"]) * _UNIT[m["unit"]]
     if not 0 < value <= MAX_REQUEST_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be more than 0 and at most 24h")
+        raise argparse.ArgumentTypeError(f"{shown(text)}: must be more than 0 and at most 24h")
     return value
 
 

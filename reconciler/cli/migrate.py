@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from reconciler.cli.opsargs import add_write_args, confirm, save_sim
-from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError
+from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError, clip
 from reconciler.ops.migrate import PREFIXES, NodeImport, import_node, plan_import
 from reconciler.ops.patches import NodePatch, write_node_patches
 from reconciler.report.safetext import visible
@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
                            "nodes": [i.to_dict() for i in imports], "written": 0}
     as_json = args.output == "json"
     if not imports:
-        raise InputError(f"no node carries {' or '.join(f'{p}/nodeState_{args.name}' for p in PREFIXES[args.source])}")
+        keys = " or ".join(clip(f"{p}/nodeState_{args.name}") for p in PREFIXES[args.source])
+        raise InputError(f"no node carries {keys}")
     if not as_json:
         print(visible(f"import {args.source} resource {args.name} as recipe {recipe}: {len(patches)} node(s) to "
                       f"write, {len(errors)} unreadable, {len(imports) - len(patches) - len(errors)} left as is"))

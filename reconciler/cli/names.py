@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Sequence
 
-from reconciler.errors import InputError
+from reconciler.errors import InputError, shown
 from reconciler.model.nodestate import FailureRecord, NodeStateError, failure_key, parse_model, parse_state, state_key
 from reconciler.model.observed import NodeInfo
 from reconciler.ops.controls import read_controls
@@ -55,7 +55,7 @@ def require_recipe(name: str, cluster: object, nodes: Sequence[NodeInfo], *, hin
     known = known_recipes(cluster, nodes)
     if name in known:
         return
-    raise InputError(f"recipe {name!r} not found: no node has a record of it and it has no control switch; "
+    raise InputError(f"recipe {shown(name)} not found: no node has a record of it and it has no control switch; "
                      f"{listing(known, 'recipes')}{hint}")
 
 
@@ -84,5 +84,5 @@ def require_package(name: str, nodes: Sequence[NodeInfo], recipe: str | None) ->
     known = known_packages(nodes, recipe)
     if name in known:
         return
-    scope = f" for recipe {recipe!r}" if recipe else ""
-    raise InputError(f"package {name!r} not found: no node records it{scope}; {listing(known, 'packages')}")
+    scope = f" for recipe {shown(recipe)}" if recipe else ""
+    raise InputError(f"package {shown(name)} not found: no node records it{scope}; {listing(known, 'packages')}")

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from reconciler.cli.common import add_cluster_args, add_output_arg
 from reconciler.cli.outputs import dump, print_names
-from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError
+from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError, shown
 from reconciler.report.safetext import visible
 
 
@@ -86,7 +86,7 @@ def dry_run_mode(value: str) -> str | None:
         return value
     if value == "none":
         return None
-    raise argparse.ArgumentTypeError(f"{value!r}: expected client, server or none")
+    raise argparse.ArgumentTypeError(f"{shown(value)}: expected client, server or none")
 
 
 def confirm(args: argparse.Namespace, question: str) -> bool:

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Callable
 
-from reconciler.errors import InputError
+from reconciler.errors import PATH_LIMIT, InputError, shown
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
 
@@ -29,7 +29,8 @@ _RUN_ID = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?")
 
 
 def _shown(value: str) -> str:
-    return repr(visible(redact(value)))
+    """A value of the user's as a message quotes it: redacted, made visible, then cut (:func:`shown`)."""
+    return shown(visible(redact(value)), PATH_LIMIT)
 
 
 def count(low: int, high: int) -> Callable[[str], int]:
@@ -79,16 +80,24 @@ def output_file(option: str, path: str) -> None:
     """Check that ``path`` can be written at the end of the run (nothing is created now).
 
     Raises:
-        InputError: empty path, a directory, a parent that is missing, not a directory or not
-            writable, or an existing file that is not writable; the message names ``option``.
+        InputError: empty path, a directory, a symlink loop, a parent that is missing (or a
+            symlink loop), not a directory or not writable, or an existing file that is not
+            writable; the message names ``option``.
     """
+    from reconciler.load.pathwords import MISSING, SYMLINK_LOOP, path_problem
+
     shown = _shown(path)
     if not path or "\0" in path:
         raise InputError(f"{option} {shown}: not a file path")
     if os.path.isdir(path):
         raise InputError(f"{option} {shown}: is a directory (expected a file path)")
+    if os.path.islink(path) and path_problem(path) == SYMLINK_LOOP:
+        raise InputError(f"{option} {shown}: {SYMLINK_LOOP}")
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.exists(parent):
+        problem = path_problem(parent)
+        if problem not in (None, MISSING):
+            raise InputError(f"{option} {shown}: directory {_shown(parent)}: {problem}")
         raise InputError(f"{option} {shown}: directory {_shown(parent)} does not exist")
     if not os.path.isdir(parent):
         raise InputError(f"{option} {shown}: {_shown(parent)} is not a directory")

@@ -38,7 +38,7 @@ from reconciler.cli.names import require_package, require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.cli.optcheck import count, seconds
 from reconciler.cli.safeio import error_line
-from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, PATH_LIMIT, InputError, clip, shown
 from reconciler.ops.nodeops import RERUN_STAGES, rerun_patch
 from reconciler.ops.patches import plan_node_patches, select_nodes, write_node_patches
 from reconciler.report.redact import redact
@@ -181,7 +181,7 @@ def _render(args: argparse.Namespace) -> int:
     inputs = load_inputs([args.recipe], [], locked=False)
     recipes = [r for r in inputs.recipes if args.package in r.packages]
     if not recipes:
-        raise InputError(f"no recipe in {args.recipe} has a package named {args.package!r}")
+        raise InputError(f"no recipe in {clip(args.recipe, PATH_LIMIT)} has a package named {shown(args.package)}")
     recipe = recipes[0]
     pkg = recipe.packages[args.package]
     agent = args.agent_version or (image_tag(pkg.agentImageOverride) if pkg.agentImageOverride else "unknown")

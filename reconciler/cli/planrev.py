@@ -52,7 +52,7 @@ from typing import Any
 
 from reconciler.cli.optcheck import count
 from reconciler.cli.safeio import error_line
-from reconciler.errors import EXIT_CHANGES, EXIT_OK, InputError, InputErrors, SourcePos
+from reconciler.errors import EXIT_CHANGES, EXIT_OK, PATH_LIMIT, InputError, InputErrors, SourcePos, clip
 from reconciler.report.safetext import visible
 
 
@@ -184,7 +184,8 @@ def run_revisions(args: argparse.Namespace) -> int:
     paths = [p.strip("/") or "." for p in (args.recipes or ["recipes"])]
     policies = [p.strip("/") for p in args.policy]
     if not any(repo.exists(base_sha, p) or repo.exists(head_sha, p) for p in paths):
-        raise InputError(f"none of {', '.join(paths)} exists at {args.base} or {args.head} in {args.repo}")
+        raise InputError(f"none of {clip(', '.join(paths), PATH_LIMIT)} exists at {clip(args.base)} or "
+                         f"{clip(args.head)} in {clip(args.repo, PATH_LIMIT)}")
     changed = sorted({p for c in repo.changed_paths(base_sha, head_sha) for p in c.paths})
     loaded: dict[str, Any] = {}
     try:

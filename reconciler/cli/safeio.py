@@ -1,8 +1,10 @@
 """The CLI's process-level output safety: error lines, log records and a closed stdout.
 
 * :func:`error_line` — how every error and warning line is written: secrets masked
-  (:func:`reconciler.report.redact.redact`) and control characters made visible
-  (:func:`reconciler.report.safetext.visible`), one line;
+  (:func:`reconciler.report.redact.redact`), control characters made visible
+  (:func:`reconciler.report.safetext.visible`), one line, and no word of it longer than
+  :data:`~reconciler.errors.PATH_LIMIT` characters (:func:`~reconciler.errors.clip`: a value
+  argparse echoes, ``unrecognized arguments: <100,000 characters>``, is cut after redaction);
 * :func:`install_log_redaction` — every log record's message is formatted and redacted when it is
   created, so no handler (ours, pytest's, a user's) ever holds a secret;
 * :class:`StdoutGuard` — ``sys.stdout`` for the run: when the reader goes away (``apply | head``,
@@ -16,16 +18,25 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import sys
 from typing import Any, TextIO
 
+from reconciler.errors import PATH_LIMIT, clip
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
 
+#: a word longer than a path :func:`clip` (or a value :func:`~reconciler.errors.shown`) has left
+_LONG_WORD = re.compile(rf"\S{{{PATH_LIMIT + 8},}}")
+
 
 def error_line(prefix: str, message: object) -> str:
-    """``"<prefix>: <message>"`` redacted and made visible (one line)."""
-    return f"{prefix}: {visible(redact(message))}"
+    """``"<prefix>: <message>"`` redacted, made visible (one line) and with every word longer than
+    :data:`~reconciler.errors.PATH_LIMIT` characters cut (:func:`~reconciler.errors.clip`)."""
+    text = visible(redact(message))
+    if len(text) > PATH_LIMIT + 8:
+        text = _LONG_WORD.sub(lambda m: clip(m[0], PATH_LIMIT), text)
+    return f"{prefix}: {text}"
 
 
 def warn(message: object) -> None:

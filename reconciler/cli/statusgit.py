@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from reconciler.errors import InputError, ReconcilerError
+from reconciler.errors import InputError, ReconcilerError, shown
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.model.plan import Plan
 from reconciler.model.recipe import Recipe
@@ -78,7 +78,7 @@ def _sign_command(text: str) -> list[str]:
     if not argv:
         raise InputError("--status-sign-command: empty command")
     if shutil.which(argv[0]) is None:
-        raise InputError(f"--status-sign-command: program {visible(argv[0])!r} not found "
+        raise InputError(f"--status-sign-command: program {shown(visible(redact(argv[0])))} not found "
                          "(not on PATH or not executable)")
     return argv
 
@@ -118,7 +118,7 @@ class GitStatus:
             status_path("x", "x", args.status_prefix)
         m = _AUTHOR.fullmatch(args.status_author)
         if not m:
-            raise InputError(f"--status-author {visible(args.status_author)!r}: expected 'Name <email@host>'")
+            raise InputError(f"--status-author {shown(visible(args.status_author))}: expected 'Name <email@host>'")
         template = args.status_message or DEFAULT_MESSAGE
         with option("--status-message"):
             check_template(template)

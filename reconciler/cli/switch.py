@@ -19,6 +19,7 @@ from typing import Any
 from reconciler.adapters.host import operator_identity
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.errors import EXIT_OK, InputError
+from reconciler.model.recipe import check_recipe_name
 from reconciler.ops.controls import ACTIONS, Action, control_patch, read_controls, store_for
 from reconciler.report.safetext import visible
 
@@ -63,7 +64,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.recipe:
         raise InputError(f"{args.action}: name the recipe (or use --list)")
-    if not getattr(args, "new", False):
+    if getattr(args, "new", False):
+        try:  # the name becomes a key of the controls ConfigMap and matches recipes: it must be one
+            check_recipe_name(args.recipe)
+        except ValueError as e:
+            raise InputError(f"{args.action} --new: {e}") from None
+    else:
         from reconciler.cli.names import require_recipe
 
         hint = f" (to {args.action} a recipe before its first apply, pass --new)" if args.action in (

@@ -35,6 +35,7 @@ from types import MappingProxyType
 
 from reconciler.errors import InputError, InputErrors, SourcePos
 from reconciler.load import compat, policies, recipes
+from reconciler.load.pathwords import path_problem
 from reconciler.load.yamlsafe import YamlDoc, load_file
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import Recipe
@@ -164,10 +165,10 @@ def _expand(paths: Sequence[str], errors: list[InputError], *, optional: bool = 
             if not found and not optional:
                 errors.append(InputError("directory holds no *.yaml or *.yml file", SourcePos(p)))
             out.extend(sorted(found))
-        elif os.path.exists(p):
+        elif (problem := path_problem(p)) is None:
             out.append(p)
         else:
-            errors.append(InputError("no such file or directory", SourcePos(p)))
+            errors.append(InputError(problem, SourcePos(p)))
     return out
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from reconciler.errors import InputError, SourcePos
 from reconciler.load import policies
+from reconciler.load.pathwords import MISSING, path_problem
 from reconciler.load.recipes import VERSION_ANNOTATION as RECIPE_VERSION_ANNOTATION
 from reconciler.load.recipes import (
     LoadedRecipe,
@@ -271,8 +272,13 @@ def _manifest_path(
             )
         )
         return None
+    problem = path_problem(target, want_file=True)
+    if problem is not None:
+        errors.append(doc.error(path, f"manifest file {target} does not exist" if problem == MISSING
+                                else f"manifest file {target}: {problem}"))
+        return None
     if not os.path.isfile(target):
-        errors.append(doc.error(path, f"manifest file {target} does not exist"))
+        errors.append(doc.error(path, f"manifest file {target} is not a regular file"))
         return None
     return target
 

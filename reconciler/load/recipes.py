@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from reconciler.errors import InputError
 from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
 from reconciler.model.graph import find_cycle
-from reconciler.model.recipe import MAX_RECIPE_NAME, OBJECT_NAME, Package, Recipe
+from reconciler.model.recipe import MAX_RECIPE_NAME, OBJECT_NAME, Package, Recipe, parse_duration
 from reconciler.model.selector import check_label_key, check_label_value
 from reconciler.model.versions import is_exact
 
@@ -148,7 +148,8 @@ def check_metadata(doc: YamlDoc, errors: list[InputError]) -> None:
     """``metadata.labels`` and ``metadata.annotations`` as the Kubernetes API validates them
     (``ValidateLabels``, ``ValidateAnnotations``): mappings of strings; label keys and annotation
     keys are qualified names (:func:`~reconciler.model.selector.check_label_key`), label values
-    valid label values, all annotations together at most :data:`MAX_ANNOTATION_BYTES`."""
+    valid label values, all annotations together at most :data:`MAX_ANNOTATION_BYTES`; and the
+    estimate annotations (:func:`check_estimate_annotations`)."""
     for field in ("labels", "annotations"):
         path = ("metadata", field)
         value = doc.get(path)
@@ -172,6 +173,58 @@ def check_metadata(doc: YamlDoc, errors: list[InputError]) -> None:
             size += len(k.encode("utf-8", "surrogatepass")) + len(v.encode("utf-8", "surrogatepass"))
         if field == "annotations" and size > MAX_ANNOTATION_BYTES:
             errors.append(doc.error(path, f"annotations hold {size} bytes; Kubernetes allows {MAX_ANNOTATION_BYTES}"))
+    check_estimate_annotations(doc, errors)
+
+
+#: Recipe annotations that set the assumptions of the simulated duration estimate (Go durations,
+#: e.g. ``45s``, ``8m``): the time one stage takes and the time a reboot takes until the node is
+#: Ready again. Read by :mod:`reconciler.cli.estimate`; checked at load (:func:`check_estimate_annotations`),
+#: so a bad value fails ``validate`` and ``plan`` alike, not only a run that estimates.
+STAGE_ESTIMATE_ANNOTATION = "reconciler.nodewright.dev/estimate-stage-duration"
+REBOOT_ESTIMATE_ANNOTATION = "reconciler.nodewright.dev/estimate-reboot-duration"
+#: Every estimate annotation, with what it sets (for messages).
+ESTIMATE_ANNOTATIONS = {STAGE_ESTIMATE_ANNOTATION: "the stage time", REBOOT_ESTIMATE_ANNOTATION: "the reboot time"}
+#: Longest stage or reboot time the annotations (and ``--stage-time``/``--reboot-time``) accept: one week.
+MAX_ESTIMATE_SECONDS = 7 * 24 * 3600.0
+
+
+def estimate_seconds(value: str) -> float:
+    """An estimate annotation's value (a Go duration of at most :data:`MAX_ESTIMATE_SECONDS`) in seconds.
+
+    Raises:
+        ValueError: not a Go duration, or too long (the message quotes at most 80 characters of it).
+    """
+    return parse_duration(value, maximum=MAX_ESTIMATE_SECONDS)
+
+
+def estimate_annotation(doc: YamlDoc, key: str) -> float | None:
+    """Seconds of the estimate annotation ``key`` (one of :data:`ESTIMATE_ANNOTATIONS`) in
+    ``doc``'s ``metadata.annotations``; None when it is absent or not a string (a non-string value
+    is :func:`check_metadata`'s to report).
+
+    Raises:
+        InputError: not a Go duration the estimate accepts (:func:`estimate_seconds`), at the
+            annotation's value, naming it.
+    """
+    notes = doc.get(("metadata", "annotations"))
+    value = notes.get(key) if isinstance(notes, dict) else None
+    if not isinstance(value, str):
+        return None
+    try:
+        return estimate_seconds(value)
+    except ValueError as e:
+        what = ESTIMATE_ANNOTATIONS.get(key, "a time")
+        raise doc.error(("metadata", "annotations", key), f"{what} the simulated estimate assumes: {e}") from None
+
+
+def check_estimate_annotations(doc: YamlDoc, errors: list[InputError]) -> None:
+    """Each of :data:`ESTIMATE_ANNOTATIONS` present in ``metadata.annotations`` must be a Go
+    duration the estimate accepts (:func:`estimate_annotation`); errors are appended."""
+    for key in ESTIMATE_ANNOTATIONS:
+        try:
+            estimate_annotation(doc, key)
+        except InputError as e:
+            errors.append(e)
 
 
 def split_image(image: str, version: Any) -> tuple[str, str | None]:

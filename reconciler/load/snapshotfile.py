@@ -47,6 +47,8 @@ from typing import Any
 import yaml
 
 from reconciler.errors import InputError, SourcePos
+from reconciler.jsonsafe import deeper_than
+from reconciler.load.pathwords import os_reason
 from reconciler.load.yamlsafe import format_path as yamlsafe_format_path
 
 #: Largest snapshot accepted (bytes): a 100,000-node dump with 25 packages of recorded state per
@@ -216,7 +218,7 @@ def read_snapshot(path: str, *, max_bytes: int | None = None, prune: bool = Fals
         with open(path, "rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as e:
-        raise InputError(f"cannot read fleet file: {e.strerror or e}", SourcePos(path)) from None
+        raise InputError(f"cannot read fleet file: {os_reason(e)}", SourcePos(path)) from None
     if len(raw) > max_bytes:
         raise InputError(f"fleet snapshot is larger than the {max_bytes} byte limit", SourcePos(path, 1, 1))
     text = decode_snapshot(raw, path)
@@ -402,7 +404,9 @@ def parse_json(text: str, file: str) -> Any:
     except json.JSONDecodeError as e:
         raise InputError(f"JSON syntax error: {e.msg}", _offset_pos(text, e.pos, file)) from None
     except RecursionError:
-        raise InputError(f"JSON nesting is deeper than {MAX_DEPTH} levels", SourcePos(file, 1, 1)) from None
+        at = deeper_than(text, MAX_DEPTH)
+        pos = _offset_pos(text, at, file) if at is not None else SourcePos(file, 1, 1)
+        raise InputError(f"JSON nesting is deeper than {MAX_DEPTH} levels", pos) from None
     except _BadNumber as e:
         at = _number_offset(text, e.literal.rstrip("."))
         pos = _offset_pos(text, at, file) if at >= 0 else SourcePos(file, 1, 1)

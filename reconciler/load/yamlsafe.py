@@ -39,10 +39,12 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from reconciler.errors import InputError, SourcePos
+from reconciler.load.pathwords import os_reason
 
 #: Largest input file accepted (bytes). Recipes are a few KiB; 8 MiB leaves room for big
 #: generated configMaps while keeping parse time (pure-Python composer) to seconds.
@@ -190,7 +192,7 @@ def read_text(path: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         with open(path, "rb") as fh:
             raw = fh.read(max_bytes + 1)
     except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror or e}", SourcePos(path)) from None
+        raise InputError(f"cannot read file: {os_reason(e)}", SourcePos(path)) from None
     if len(raw) > max_bytes:
         raise InputError(f"file is larger than the {max_bytes} byte limit for an input file", SourcePos(path, 1, 1))
     return decode_text(raw, path)
@@ -257,8 +259,8 @@ def parse_documents(text: str, file: str) -> list[YamlDoc]:
             f"character #x{e.character:04x} is not allowed in YAML (control characters are forbidden)",
             _offset_pos(text, e.position, file),
         ) from None
-    except RecursionError:
-        raise InputError(f"YAML nesting is too deep (limit {MAX_DEPTH} levels)", SourcePos(file)) from None
+    except RecursionError:  # the composer recurses: nesting thousands deep ends here, unpositioned
+        raise _too_deep(text, file) from None
     except YAMLError as e:
         raise InputError(f"YAML error: {e}", SourcePos(file)) from None
     docs: list[YamlDoc] = []
@@ -271,6 +273,26 @@ def parse_documents(text: str, file: str) -> list[YamlDoc]:
         data = b.build(node, (), 0)
         docs.append(YamlDoc(file, i, data, MappingProxyType(b.positions)))
     return docs
+
+
+def _too_deep(text: str, file: str) -> InputError:
+    """The "nesting is deeper than :data:`MAX_DEPTH`" error of ``text``, at the first node that is
+    too deep (as :func:`_measure` counts: the document's root at depth 0), found from the parser's
+    events, which (unlike the composer) do not recurse."""
+    depth = 0
+    try:
+        for ev in YAML(typ="rt", pure=True).parse(io.StringIO(text)):
+            if isinstance(ev, CollectionStartEvent | ScalarEvent | AliasEvent) and depth > MAX_DEPTH:
+                mark = ev.start_mark
+                return InputError(f"YAML nesting is deeper than {MAX_DEPTH} levels",
+                                  SourcePos(file, mark.line + 1, mark.column + 1))
+            if isinstance(ev, CollectionStartEvent):
+                depth += 1
+            elif isinstance(ev, CollectionEndEvent):
+                depth -= 1
+    except (YAMLError, RecursionError):
+        pass
+    return InputError(f"YAML nesting is deeper than {MAX_DEPTH} levels", SourcePos(file))
 
 
 def _mark(node: Node) -> tuple[int, int]:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from reconciler.errors import shown
 from reconciler.model.base import Frozen, StrictBool, StrictFloat, StrictInt
 from reconciler.model.policy import Budget
 from reconciler.model.selector import LabelSelector, Toleration, check_label_key, check_selector, check_toleration
@@ -487,11 +488,7 @@ class Recipe(Frozen):
     @field_validator("name")
     @classmethod
     def _recipe_name(cls, v: str) -> str:
-        if not OBJECT_NAME.fullmatch(v) or len(v) > MAX_RECIPE_NAME:
-            raise ValueError(f"recipe name {v[:80]!r} must be a DNS-1123 subdomain of at most {MAX_RECIPE_NAME} "
-                             "characters (it is the end of node annotation keys such as "
-                             "reconciler.nodewright.dev/nodeState_<name>)")
-        return v
+        return check_recipe_name(v)
 
     @field_validator("deploymentPolicy")
     @classmethod
@@ -537,6 +534,20 @@ MAX_GO_DURATION = (2**63 - 1) / 1e9
 #: Longest ``gracefulShutdown``: one day (the stage pod's termination grace period; as
 #: ``drain.gracePeriodSeconds``, a longer one only hides a stuck package).
 MAX_GRACEFUL_SHUTDOWN = 24 * 3600.0
+def check_recipe_name(name: str) -> str:
+    """``name`` when it can name a recipe: a DNS-1123 subdomain (:data:`OBJECT_NAME`) of at most
+    :data:`MAX_RECIPE_NAME` characters.
+
+    Raises:
+        ValueError: anything else (the message quotes at most 80 characters of it).
+    """
+    if not OBJECT_NAME.fullmatch(name) or len(name) > MAX_RECIPE_NAME:
+        raise ValueError(f"recipe name {shown(name)} must be a DNS-1123 subdomain of at most {MAX_RECIPE_NAME} "
+                         "characters (it is the end of node annotation keys such as "
+                         "reconciler.nodewright.dev/nodeState_<name>)")
+    return name
+
+
 def parse_duration(text: str, *, maximum: float = MAX_GO_DURATION) -> float:
     """Parse a Go duration (``30s``, ``1m30s``, ``500ms``) into seconds, at most ``maximum``
     (default :data:`MAX_GO_DURATION`) and at most 64 characters.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from reconciler.errors import shown
 from reconciler.model.selector import LabelSelector, Requirement, check_label_key, check_label_value
 
 
@@ -83,5 +84,5 @@ def parse_selector(text: str) -> LabelSelector:
         except SelectorSyntaxError:
             raise
         except ValueError as e:
-            raise SelectorSyntaxError(f"{part.strip()!r}: {e}") from None
+            raise SelectorSyntaxError(f"{shown(part.strip())}: {e}") from None
     return LabelSelector(matchLabels=labels, matchExpressions=tuple(exprs))

@@ -18,7 +18,7 @@ differences):
 
 from __future__ import annotations
 
-from reconciler.errors import InputError
+from reconciler.errors import InputError, shown
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
     LEGACY_PREFIXES,
@@ -163,7 +163,7 @@ def rerun_patch(
             lifecycle in flight without ``force``.
     """
     if stage is not None and stage not in RERUN_STAGES:
-        raise InputError(f"--stage {stage!r}: expected one of {', '.join(RERUN_STAGES)}")
+        raise InputError(f"--stage {shown(stage)}: expected one of {', '.join(RERUN_STAGES)}")
     key = state_key(recipe)
     if key not in node.annotations:
         legacy = [f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES if f"{p}/nodeState_{recipe}" in node.annotations]

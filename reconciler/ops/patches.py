@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.errors import ConflictError, InputError, NotFoundError
+from reconciler.errors import ConflictError, InputError, NotFoundError, shown
 from reconciler.model.observed import NodeInfo
 from reconciler.ports import ConfigMapStore, NodePort
 
@@ -168,8 +168,8 @@ def select_nodes(nodes: Sequence[NodeInfo], patterns: Sequence[str]) -> list[Nod
             lists the nodes that exist, at most 20).
     """
     names = {n.name for n in nodes}
-    shown = sorted(names)[:20]
-    existing = (f"nodes: {', '.join(shown)}" + (f", … and {len(names) - len(shown)} more" if len(names) > len(shown)
+    first = sorted(names)[:20]
+    existing = (f"nodes: {', '.join(first)}" + (f", … and {len(names) - len(first)} more" if len(names) > len(first)
                                                  else "")) if names else "the cluster has no nodes"
     chosen: set[str] = set()
     for pat in patterns:
@@ -179,10 +179,11 @@ def select_nodes(nodes: Sequence[NodeInfo], patterns: Sequence[str]) -> list[Nod
         try:
             rx = re.compile(pat)
         except re.error as e:
-            raise InputError(f"node {pat!r} not found, and not a valid regular expression ({e}); {existing}") from None
+            raise InputError(f"node {shown(pat)} not found, and not a valid regular expression ({e}); "
+                             f"{existing}") from None
         hits = {n for n in names if rx.fullmatch(n)}
         if not hits:
-            raise InputError(f"node {pat!r} not found: no node has this name or matches it as a regular expression; "
-                             f"{existing}")
+            raise InputError(f"node {shown(pat)} not found: no node has this name or matches it as a regular "
+                             f"expression; {existing}")
         chosen |= hits
     return [n for n in nodes if n.name in chosen]

@@ -51,6 +51,7 @@ from typing import Any
 
 from reconciler.errors import InputError, InputErrors, SourcePos
 from reconciler.jsonsafe import json_positions, json_type, parse_json
+from reconciler.load.pathwords import path_problem
 from reconciler.load.yamlsafe import YamlDoc, format_path, read_text
 from reconciler.model.recipe import ENV_NAME, configmap_key_problem
 
@@ -171,6 +172,9 @@ def find_package(path: str) -> tuple[str, str]:
     Raises:
         InputError: nothing that looks like a package at ``path``.
     """
+    problem = path_problem(path)
+    if problem is not None:
+        raise InputError(problem, SourcePos(path))
     p = Path(path)
     if p.is_file():
         return str(p.parent), str(p)
@@ -184,8 +188,6 @@ def find_package(path: str) -> tuple[str, str]:
                         SourcePos(str(inner)),
                     )
             return str(root), str(root / "config.json")
-    if not p.exists():
-        raise InputError("no such file or directory", SourcePos(path))
     raise InputError(
         f"not a package: no config.json here nor in {IMAGE_DIR}/ (a package directory holds config.json and "
         f"{STEPS_DIR}/; an unpacked image holds /{IMAGE_DIR}/config.json)",

@@ -18,12 +18,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.load.recipes import REBOOT_ESTIMATE_ANNOTATION, STAGE_ESTIMATE_ANNOTATION
 from reconciler.model.run import RunResult
 from reconciler.model.vocab import EventKind
 
-#: Recipe annotations that set the estimate's assumptions (Go durations, e.g. ``45s``, ``8m``).
-STAGE_ANNOTATION = "reconciler.nodewright.dev/estimate-stage-duration"
-REBOOT_ANNOTATION = "reconciler.nodewright.dev/estimate-reboot-duration"
+#: Recipe annotations that set the estimate's assumptions (Go durations, e.g. ``45s``, ``8m``);
+#: checked when the recipe is loaded (:func:`reconciler.load.recipes.check_estimate_annotations`).
+STAGE_ANNOTATION = STAGE_ESTIMATE_ANNOTATION
+REBOOT_ANNOTATION = REBOOT_ESTIMATE_ANNOTATION
 
 
 @dataclass(frozen=True)

@@ -69,13 +69,48 @@ def test_flags_beat_annotations_beat_sim_config(tmp_path: Path) -> None:
     assert a.source == "stage: --stage-time; reboot: recipe annotation"
 
 
-def test_bad_annotation_is_an_error_at_its_line(tmp_path: Path) -> None:
-    path = _annotated(tmp_path, {STAGE_ANNOTATION: "soon"})
-    inputs = load_inputs([str(path)], [str(tmp_path / "policies")])
+@pytest.mark.parametrize("key", [STAGE_ANNOTATION, REBOOT_ANNOTATION])
+@pytest.mark.parametrize("value", ["soon", "9000h", "1" * 100_000 + "s"], ids=["word", "too-long", "huge"])
+def test_bad_annotation_fails_every_verb_at_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     key: str, value: str) -> None:
+    # checked when the recipe loads: validate, plan, simulate and apply refuse it as --report does,
+    # exit 2 with the file:line of the annotation, its key, a bounded message, and nothing written
+    path = _annotated(tmp_path, {key: value})
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if key in t)
+    fleet = tmp_path / "fleet.yaml"
+    shutil.copy(FLEET, fleet)
+    before = fleet.read_bytes()
+    sim = ["--cluster", f"sim:{fleet}"]
+    for argv in (["validate", str(path)], ["plan", str(path), *sim], ["simulate", str(path), *sim],
+                 ["apply", str(path), *sim, "-o", "json"],
+                 ["plan", str(path), *sim, "--report", str(tmp_path / "r.html")]):
+        assert main(argv) == 2, argv
+        out = capsys.readouterr()
+        assert not out.out.strip(), (argv, out.out[:300])
+        (err,) = [x for x in out.err.splitlines() if x.strip()]
+        assert err.removeprefix("error: ").startswith(f"{path}:{line}:"), (argv, err)
+        assert key in err and ("not a duration" in err or "longer than" in err), err
+        assert len(err) < 500 and "Traceback" not in out.err
+    assert fleet.read_bytes() == before and not (tmp_path / "r.html").exists()
+
+
+def test_estimate_annotation_of_a_nodewright_resource_is_checked_too(tmp_path: Path) -> None:
+    path = tmp_path / "cr.yaml"
+    path.write_text("apiVersion: nodewright.nvidia.com/v1alpha1\nkind: NodeWright\nmetadata:\n  name: t\n"
+                    f"  annotations:\n    {REBOOT_ANNOTATION}: later\n"
+                    "spec:\n  packages: {tools: {version: 1.0.0, image: x/tools}}\n")
     with pytest.raises(InputError) as e:
-        assumptions(inputs.recipes[0], inputs, _args(), None)
-    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if STAGE_ANNOTATION in t)
-    assert e.value.pos is not None and e.value.pos.line == line and "soon" in e.value.message
+        load_inputs([str(path)])
+    assert e.value.pos is not None and e.value.pos.line == 6
+    assert "the reboot time the simulated estimate assumes: 'later' is not a duration" in e.value.message
+    assert REBOOT_ANNOTATION in e.value.field
+
+
+def test_good_annotations_still_load_and_apply(tmp_path: Path) -> None:
+    path = _annotated(tmp_path, {STAGE_ANNOTATION: "1h30m", REBOOT_ANNOTATION: "168h"})
+    inputs = load_inputs([str(path)], [str(tmp_path / "policies")])
+    _, a = assumptions(inputs.recipes[0], inputs, _args(), None)
+    assert (a.stage_seconds, a.reboot_seconds) == (5400.0, 168 * 3600.0)
 
 
 def test_plan_repo_uses_the_flags_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

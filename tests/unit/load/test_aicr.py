@@ -172,6 +172,28 @@ def test_manifest_paths_are_confined(write, fail, line_of, entry, message):
     assert str(err).startswith(f"{path}:{line_of(path, '# <- 0')}:")
 
 
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: os.makedirs(d / "components" / "tuning.yaml"), "components/tuning.yaml: is a directory, not a file"),
+        (lambda d: (os.makedirs(d / "components"), os.symlink("tuning.yaml", d / "components" / "tuning.yaml")),
+         "components/tuning.yaml: symlink loop: too many levels of symbolic links (ELOOP)"),
+        (lambda d: (os.makedirs(d / "components"), os.symlink("gone.yaml", d / "components" / "tuning.yaml")),
+         "components/tuning.yaml: broken symlink: its target 'gone.yaml' does not exist"),
+    ],
+    ids=["directory", "symlink-loop", "broken-symlink"],
+)
+def test_manifest_entry_that_is_not_a_file_says_what_it_is(write, fail, line_of, tmp_path: Path, make, message):
+    # it used to say "does not exist" for each of these
+    make(tmp_path / "b")
+    path = write("b/recipe.yaml", recipe_result(["components/tuning.yaml"]))
+    (err,) = fail([path])
+    assert err.message.endswith(message), err.message
+    assert "does not exist" not in err.message or "broken symlink" in err.message
+    assert err.field == "componentRefs[1].manifestFiles[0]"
+    assert err.pos is not None and err.pos.line == line_of(path, "# <- 0")
+
+
 def test_symlink_escaping_the_directory_is_rejected(write, fail, line_of, tmp_path: Path):
     outside = write("secret/tuning.yaml", NODEWRIGHT)
     os.makedirs(tmp_path / "b" / "components")

@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from reconciler.errors import InputError
-from reconciler.jsonsafe import parse_json
+from reconciler.jsonsafe import deeper_than, parse_json
 from reconciler.model.nodestate import InFlight, NodeStateError, check_model, parse_model, parse_state
 from reconciler.model.policy import Budget, Compartment, ExponentialParams, StrategyParams
 from reconciler.model.recipe import (
@@ -286,6 +286,20 @@ def test_a_hostile_inflight_annotation_is_ignored_or_explained(text: str) -> Non
     assert parse_model(InFlight, text) is None
     with pytest.raises(NodeStateError, match=r"node n1: annotation reconciler\.nodewright\.dev/inflight_r"):
         check_model(InFlight, text, node="n1", key="reconciler.nodewright.dev/inflight_r")
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "at"),
+    [
+        ("[" * 3 + "]" * 3, 3, None),
+        ("[" * 4 + "]" * 4, 3, 3),
+        ('{"a": "[[[[[[", "b": [[[[]]]]}', 3, 23),  # brackets in strings do not count
+        ('["\\"[[[", [[[]]]]', 3, 12),  # nor does an escaped quote end the string
+        ('{"a":\n [\n  [[]]]}', 3, 12),
+    ],
+)
+def test_deeper_than_finds_the_bracket_that_crosses_the_limit(text: str, limit: int, at: int | None) -> None:
+    assert deeper_than(text, limit) == at
 
 
 def test_duplicate_keys_may_be_let_through_for_json_we_wrote() -> None:

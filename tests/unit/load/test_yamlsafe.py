@@ -242,9 +242,20 @@ def test_too_many_nodes_without_aliases_is_rejected(monkeypatch: pytest.MonkeyPa
     assert "more than 50 YAML nodes (split it into several files)" in err.message
 
 
-def test_deep_nesting_is_rejected():
-    err = parse_error("a: " + "[" * 200 + "]" * 200 + "\n")
-    assert "nesting" in err.message
+@pytest.mark.parametrize("depth", [200, 5000], ids=["measured", "composer-recursion"])
+def test_deep_nesting_is_rejected_at_the_line_it_crosses_the_limit(depth: int):
+    # 200 deep is measured after composing; thousands deep stop the (recursive) composer first,
+    # and the error used to name no line: both name where the 65th level starts
+    err = parse_error("kind: x\nspec:\n  a: " + "[" * depth + "]" * depth + "\n")
+    assert err.message == "YAML nesting is deeper than 64 levels"
+    # the root mapping is depth 0, spec's mapping 1, a's sequence 2 (column 6): level 65 is 63 further
+    assert err.pos is not None and (err.pos.line, err.pos.column) == (3, 6 + 63)
+
+
+def test_deep_block_nesting_names_its_line():
+    text = "".join("  " * i + f"k{i}:\n" for i in range(70)) + "  " * 70 + "x: 1\n"
+    err = parse_error(text)
+    assert "deeper than 64" in err.message and err.pos is not None and err.pos.line == 65
 
 
 def test_absurd_integer_is_reported_not_raised():

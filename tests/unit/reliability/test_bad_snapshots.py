@@ -169,9 +169,14 @@ def test_file_over_the_size_bound_is_rejected_unread(tmp_path: Path, capsys: pyt
 
 def test_json_nested_ten_thousand_deep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "deep.json"
-    bad.write_text('{"apiVersion": "v1", "kind": "List", "items": [' + "[" * 10000 + "]" * 10000 + "]}")
+    # a string full of brackets before it does not count; the error names where level 101 opens
+    # (it used to say 1:1 whatever the line)
+    bad.write_text('{"apiVersion": "v1", "kind": "List",\n"items": [\n{"kind": "Node", "x": "' + "[" * 500
+                   + '"},\n' + "[" * 10000 + "]" * 10000 + "]}")
     for line in run_both(bad, bad, None, tmp_path, capsys):
-        check_message(line, bad, "nesting is deeper", "")
+        check_message(line, bad, "nesting is deeper than 100 levels", "")
+        # the top-level object is level 1 and items 2: level 101 is the 99th bracket of line 4
+        assert line.startswith(f"error: {bad}:4:99: "), line
 
 
 def test_yaml_nested_200000_deep_is_refused_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

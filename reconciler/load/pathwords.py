@@ -1,0 +1,55 @@
+"""Why a path given as input (or output) cannot be used, in one wording for every verb.
+
+``os.path.exists`` and ``Path.is_file`` answer False for a symlink loop, a broken symlink and a
+missing file alike, so every such input used to read "no such file or directory". Here the
+reason is asked of the operating system (``os.stat``) and worded:
+
+* a symlink loop (``ELOOP``): ``symlink loop: too many levels of symbolic links (ELOOP)``;
+* a symlink whose target is missing: ``broken symlink: its target ... does not exist``;
+* nothing there: ``no such file or directory``;
+* a directory where a file is wanted: ``is a directory, not a file``;
+* any other error: the system's own words (``Permission denied``, ``File name too long``).
+
+The messages never quote the path: the caller's position (``SourcePos(path)``) or option names it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+#: The words for ``ELOOP``.
+SYMLINK_LOOP = "symlink loop: too many levels of symbolic links (ELOOP)"
+#: The words for a path with nothing at it.
+MISSING = "no such file or directory"
+
+
+def os_reason(e: OSError) -> str:
+    """The reason of ``e`` in words for an error message, without the file name the exception
+    carries (:data:`SYMLINK_LOOP` for ``ELOOP``, else the system's ``strerror``)."""
+    if e.errno == errno.ELOOP:
+        return SYMLINK_LOOP
+    if e.errno in (errno.ENOENT, errno.ENOTDIR):
+        return MISSING
+    return e.strerror or type(e).__name__
+
+
+def path_problem(path: str, *, want_file: bool = False) -> str | None:
+    """Why ``path`` cannot be read as an input: None when it exists (and, with ``want_file``,
+    is not a directory), else the reason in words (module docstring)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ENOENT and os.path.islink(path):
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            return f"broken symlink: its target {target[:120]!r} does not exist"
+        return os_reason(e)
+    except ValueError:  # an embedded NUL
+        return "not a file path"
+    if want_file and stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a file"
+    return None
