@@ -18,7 +18,7 @@ from reconciler.cli.console import make_console, whole_lines
 from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
 from reconciler.cli.runsummary import print_summary
 from reconciler.cli.safeio import error_line
-from reconciler.errors import EXIT_FAILED, EXIT_OK, CrashInjected, InputError, shown
+from reconciler.errors import EXIT_FAILED, EXIT_OK, PATH_LIMIT, CrashInjected, InputError, shown
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.jsonsafe import json_type
 from reconciler.report.safetext import markup, visible
@@ -302,7 +302,7 @@ def open_events_file(path: str) -> IO[str]:
     except OSError as e:
         from reconciler.load.pathwords import os_reason
 
-        raise InputError(f"--events-file {shown(visible(path))}: {os_reason(e)}") from None
+        raise InputError(f"--events-file {shown(visible(path), PATH_LIMIT)}: {os_reason(e)}") from None
 
 
 def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: Any) -> Any:

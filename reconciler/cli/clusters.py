@@ -54,7 +54,8 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
             raise InputError(f"-n/--namespace {shown(namespace)}: the simulated fleet keeps the reconciler's objects "
                              f"in {DEFAULT_NAMESPACE} only (drop -n, or use a real cluster)")
         if not spec.startswith("sim:"):
-            raise InputError(f"--cluster {shown(spec)}: expected sim:PATH (or use --kubeconfig for a real cluster)")
+            raise InputError(f"--cluster {shown(spec, PATH_LIMIT)}: expected sim:PATH "
+                             "(or use --kubeconfig for a real cluster)")
         from reconciler.adapters.sim import SimFleet
 
         config = SimConfig()
