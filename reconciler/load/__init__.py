@@ -369,7 +369,9 @@ def load_inputs(
     recipe_files = _expand(paths, run.errors)
     discovered = not policy_paths
     pol_paths = list(policy_paths) or _sibling_policies(paths)
+    before = len(run.errors)
     policy_files = _expand(pol_paths, run.errors, optional=discovered)
+    run.unreadable = len(run.errors) > before  # a --policy path that cannot be read: its error first
 
     parsed: list[tuple[YamlDoc, bool]] = []
     seen: set[str] = set()

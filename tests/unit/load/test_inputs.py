@@ -84,6 +84,12 @@ def test_a_policy_that_fails_to_load_is_the_error_not_the_recipe_naming_it(write
     assert not any("is not defined" in e.message for e in errs)
 
 
+def test_a_policy_path_that_cannot_be_read_is_the_error(write, fail, tmp_path: Path):
+    r = write("r.yaml", noderecipe("r", policy="gpu-rollout"))
+    errs = fail([r], [str(tmp_path / "missing.yaml")])
+    assert [e.pos.file if e.pos else None for e in errs] == [str(tmp_path / "missing.yaml")]
+
+
 def test_a_broken_policy_of_another_name_still_leaves_the_reference_checked(write, fail):
     r = write("r.yaml", noderecipe("r", policy="nope"))
     p = write("p.yaml", policy("gpu-rollout").replace("{budget: {count: 1}}", "{budget: {count: 0.5}}"))
