@@ -35,6 +35,10 @@ class _Parser(argparse.ArgumentParser):
     where the options are listed (not the whole usage, which hides it for a verb with many)."""
 
     def error(self, message: str) -> Any:
+        from reconciler.cli.opsargs import DRY_RUN_VALUE
+
+        # ``--dry-run=VALUE`` is parsed as a hidden option (cli/opsargs.dry_run_argv): named as typed
+        message = message.replace(f"argument {DRY_RUN_VALUE}:", "argument --dry-run:")
         self.exit(EXIT_BAD_INPUT, error_line(f"{self.prog}: error", message + did_you_mean(message))
                   + f"\n(`{self.prog} --help` lists the options)\n")
 

@@ -200,3 +200,14 @@ def test_an_unknown_option_is_refused_by_the_verb_with_its_closest_option(
     assert err.startswith(f"{verb}: error: unrecognized arguments: ")
     assert f"(`{verb} --help` lists the options)" in err
     assert (hint in err) if hint else ("did you mean" not in err)
+
+
+@pytest.mark.parametrize("argv", [["apply", "r.yaml", "--dry-run=bogus"], ["node", "ignore", "n1", "--dry-run=zz"]])
+def test_a_bad_dry_run_value_names_the_option_as_typed(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """It said 'argument --dry-run-value', the hidden option --dry-run=VALUE is parsed as."""
+    from reconciler.cli.opsargs import dry_run_argv
+
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(dry_run_argv(argv))
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "argument --dry-run: " in err and "dry-run-value" not in err
