@@ -56,6 +56,9 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
         if not spec.startswith("sim:"):
             raise InputError(f"--cluster {shown(spec, PATH_LIMIT)}: expected sim:PATH "
                              "(or use --kubeconfig for a real cluster)")
+        if not spec[4:].strip():
+            raise InputError("--cluster sim: names no file: expected sim:PATH, a kubectl YAML or JSON dump "
+                             "(examples/fleets/gpu-24.yaml)")
         from reconciler.adapters.sim import SimFleet
 
         config = SimConfig()

@@ -56,7 +56,7 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
     """``--cluster sim:PATH`` or ``--kubeconfig``/``--context`` for the real cluster."""
-    p.add_argument("--cluster", metavar="sim:PATH", help="simulated fleet from a kubectl YAML dump")
+    p.add_argument("--cluster", metavar="sim:PATH", help="simulated fleet from a kubectl YAML or JSON dump")
     p.add_argument("--sim-config", metavar="FILE", help="simulated fleet behaviour (durations, failures)")
     from reconciler.cli.globalflags import add_global_args
 

@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
     """Register the ``version`` verb."""
     p: argparse.ArgumentParser = sub.add_parser("version", help="client (and server) version", description=__doc__)
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--cluster", metavar="sim:PATH", help="simulated fleet from a kubectl YAML dump")
+    g.add_argument("--cluster", metavar="sim:PATH", help="simulated fleet from a kubectl YAML or JSON dump")
     g.add_argument("--kubeconfig", metavar="FILE", default=argparse.SUPPRESS,
                    help="kubeconfig of the real cluster (also the server version)")
     add_context_args(p, argparse.SUPPRESS)
