@@ -11,7 +11,7 @@ import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from reconciler.errors import shown
 from reconciler.model.base import Frozen, StrictBool, StrictFloat, StrictInt
@@ -87,6 +87,14 @@ def check_image(image: str, *, full: bool = False) -> str:
             f"{image[:120]!r} is not a valid {what} (registry/path in lower case, e.g. ghcr.io/org/package)"
         )
     return image
+
+
+def _unitless(v: object) -> object:
+    """A duration field given a bare number (YAML ``gracefulShutdown: 60``): the error says which
+    unit to add (``"60s"``), not "quote it" (``"60"`` is no duration either)."""
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        raise ValueError(f"{v!r} is a number; a duration needs a unit, e.g. \"{v}s\" ({v} seconds)")
+    return v
 
 
 class Interrupt(Frozen):
@@ -248,7 +256,7 @@ class Package(Frozen):
     configInterrupts: dict[str, Interrupt] = Field(default_factory=dict)
     env: tuple[EnvVar, ...] = ()
     resources: Resources | None = None
-    gracefulShutdown: str | None = None
+    gracefulShutdown: Annotated[str | None, BeforeValidator(_unitless)] = None
     uninstall: Uninstall | None = None
 
     @field_validator("name")
@@ -394,7 +402,7 @@ class ReadinessGate(Frozen):
 
     conditionType: Annotated[str, Field(strict=True)] | None = None
     labelSelector: LabelSelector | None = None
-    timeout: Annotated[str, Field(strict=True)] = "1h"
+    timeout: Annotated[str, BeforeValidator(_unitless), Field(strict=True)] = "1h"
 
     @field_validator("conditionType")
     @classmethod
@@ -556,7 +564,8 @@ def parse_duration(text: str, *, maximum: float = MAX_GO_DURATION) -> float:
         ValueError: not a Go duration, or longer than ``maximum``.
     """
     if len(text) > 64 or not _DURATION.fullmatch(text):
-        raise ValueError(f"{text[:80]!r} is not a duration like 30s, 2m or 1h30m")
+        unit = f" (a duration needs a unit: {text}s)" if re.fullmatch(r"[0-9]{1,20}(?:\.[0-9]{1,9})?", text) else ""
+        raise ValueError(f"{text[:80]!r} is not a duration like 30s, 2m or 1h30m{unit}")
     seconds = sum(float(n) * _UNIT[u] for n, u in _DURATION_PART.findall(text))
     if not seconds <= maximum:  # also catches an overflow to inf
         raise ValueError(f"duration {text!r} is longer than the {_human(maximum)} allowed here")

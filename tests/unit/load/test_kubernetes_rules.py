@@ -140,6 +140,18 @@ def test_graceful_shutdown_is_at_most_a_day() -> None:
         Package.model_validate({**base, "gracefulShutdown": "24h1s"})
 
 
+@pytest.mark.parametrize(("given", "says"), [
+    (60, 'a duration needs a unit, e.g. "60s"'),  # YAML ``gracefulShutdown: 60``: it said "quote it ("60")"
+    (1.5, 'e.g. "1.5s"'),
+    ("60", "(a duration needs a unit: 60s)"),  # and quoting it then failed without saying why
+])
+def test_a_duration_given_without_a_unit_says_which_to_add(given: object, says: str) -> None:
+    base = {"name": "pk", "version": "1.0.0", "image": "x", "containerSHA": SHA}
+    with pytest.raises(ValidationError) as info:
+        Package.model_validate({**base, "gracefulShutdown": given})
+    assert says in str(info.value) and "quote it" not in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("text", "value"),
     [("500m", Decimal("0.5")), ("2", Decimal(2)), ("1Gi", Decimal(2**30)), ("1.5k", Decimal(1500)),

@@ -256,7 +256,7 @@ REJECTIONS = [
     (
         "bad-graceful-shutdown",
         PKG + "    gracefulShutdown: 30  # <-\n",
-        "Input should be a valid string",
+        'a duration needs a unit, e.g. "30s"',
         "spec.packages.base-tools.gracefulShutdown",
     ),
     (
@@ -344,7 +344,7 @@ REJECTIONS = [
     (
         "gate-timeout-a-number",
         "readinessGate:\n  conditionType: Validated\n  timeout: 3600  # <-\n" + PKG,
-        "Input should be a valid string",
+        'a duration needs a unit, e.g. "3600s"',
         "spec.readinessGate.timeout",
     ),
     (
