@@ -366,7 +366,7 @@ def load_inputs(
     if allow_empty is None:
         allow_empty = paths.allow_empty if isinstance(paths, InputPaths) else True
     run = _Run(locked)
-    recipe_files = _expand(paths, run.errors)
+    recipe_files = _expand(paths, run.errors, optional=allow_empty)  # an empty directory is an empty set too
     discovered = not policy_paths
     pol_paths = list(policy_paths) or _sibling_policies(paths)
     before = len(run.errors)

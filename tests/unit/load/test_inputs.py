@@ -172,8 +172,13 @@ def test_errors_of_all_files_are_collected_in_file_and_line_order(write, fail):
 
 def test_empty_directory_and_missing_path(write, fail, tmp_path: Path):
     (tmp_path / "empty").mkdir()
-    errors = fail([str(tmp_path / "empty"), str(tmp_path / "missing")])
+    with pytest.raises(InputError) as info:
+        load_inputs([str(tmp_path / "empty"), str(tmp_path / "missing")], allow_empty=False)
+    errors = info.value.errors if isinstance(info.value, InputErrors) else [info.value]
     assert [e.message for e in errors] == ["directory holds no *.yaml or *.yml file", "no such file or directory"]
+    # an empty set allowed (--allow-empty, or a library caller): the directory is that empty set
+    assert [e.message for e in fail([str(tmp_path / "empty"), str(tmp_path / "missing")])] == [
+        "no such file or directory"]
 
 
 def test_a_single_string_path_is_accepted(write):

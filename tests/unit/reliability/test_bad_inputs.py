@@ -213,3 +213,10 @@ def test_allow_empty_says_an_empty_set_is_intended(
     for verb in (["validate"], ["plan", "--cluster", f"sim:{fleet}"], ["apply", "--cluster", f"sim:{fleet}"]):
         assert main([*verb, str(empty)]) == 2, verb
         assert f"{empty}:1:1: " in capsys.readouterr().err
+    folder = tmp_path / "no-recipes-yet"  # an empty directory is an empty set too (it was exit 2 even so)
+    folder.mkdir()
+    for verb in (["validate"], ["plan", "--cluster", f"sim:{fleet}"], ["apply", "--cluster", f"sim:{fleet}"]):
+        assert main([*verb, str(folder), "--allow-empty"]) == 0, verb
+        assert "Traceback" not in capsys.readouterr().err
+        assert main([*verb, str(folder)]) == 2, verb
+        assert "directory holds no *.yaml or *.yml file" in capsys.readouterr().err
