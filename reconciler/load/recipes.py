@@ -23,6 +23,7 @@ from reconciler.errors import InputError
 from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
 from reconciler.model.graph import find_cycle
 from reconciler.model.recipe import MAX_RECIPE_NAME, OBJECT_NAME, Package, Recipe, parse_duration
+from reconciler.model.redact import redact
 from reconciler.model.selector import check_label_key, check_label_value
 from reconciler.model.versions import is_exact
 
@@ -236,6 +237,9 @@ def split_image(image: str, version: Any) -> tuple[str, str | None]:
     """
     if not image.strip():
         return image, "image must not be empty"
+    if "://" in image:  # a URL (perhaps with user-info, whose "@" is no digest): not an image reference
+        return image, (f"image {redact(image)!r} is a URL; give the repository without a scheme or credentials "
+                       "(ghcr.io/org/pkg; pull credentials go in an image pull secret)")
     if "@" in image:
         return image, f"image {image!r} carries a digest; put it in containerSHA and the image without it"
     head, sep, last = image.rpartition("/")

@@ -318,3 +318,17 @@ def test_duplicate_keys_may_be_let_through_for_json_we_wrote() -> None:
     assert parse_json('{"a": 1, "a": 2}', "ann", allow_duplicates=True) == {"a": 2}
     with pytest.raises(InputError, match="deeper than 64"):
         parse_json('{"a": 1, "a": ' + "[" * 70 + "]" * 70 + "}", "ann", allow_duplicates=True)
+
+
+@pytest.mark.parametrize(("image", "says"), [
+    ("https://bob:pw@ghcr.io/x/y", "is a URL"),  # the user-info's "@" was taken for a digest
+    ("ghcr.io/x/y@sha256:" + "a" * 64, "carries a digest; put it in containerSHA"),
+    ("ghcr.io/x/y:2.0.0", "does not match version '1.0.0'"),
+    ("ghcr.io/x/y:1.0.0", None),
+])
+def test_image_references_are_told_apart(image: str, says: str | None) -> None:
+    from reconciler.load.recipes import split_image
+
+    _, problem = split_image(image, "1.0.0")
+    assert (problem is None) if says is None else (problem is not None and says in problem)
+    assert "pw@" not in (problem or "")  # the credentials are not echoed
