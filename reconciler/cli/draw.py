@@ -66,6 +66,9 @@ def read_results(path: str) -> list[Any]:
     shape = "expected the JSON of `reconciler apply -o json` or `simulate -o json`"
     if not isinstance(doc, dict):
         raise bad((), f"a result file must hold a JSON object, not {json_type(doc)}; {shape}")
+    if ("planHash" in doc and "result" not in doc) or ("plans" in doc and "results" not in doc):
+        raise bad((), "this is a plan (`reconciler plan -o json`), not the result of a run; draw the predicted "
+                      "rollout with `reconciler plan … --report FILE`, or give the JSON of `apply`/`simulate -o json`")
     items: list[tuple[tuple[str | int, ...], Any]]
     if "results" in doc:
         if not isinstance(doc["results"], list) or not doc["results"]:

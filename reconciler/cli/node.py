@@ -23,7 +23,7 @@ from typing import Any
 from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
 from reconciler.cli.names import require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
-from reconciler.errors import InputError
+from reconciler.errors import InputError, clip
 from reconciler.ops.nodeops import ignore_patch, reset_patch
 from reconciler.ops.patches import NodeOp, plan_node_patches, select_nodes, write_node_patches
 
@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         return show(args, nodes)
     if not args.nodes and args.selector is None:
         raise InputError(f"node {args.node_cmd}: name the nodes (NODE...) or select them with -l/--selector")
-    chosen = select_nodes(nodes, args.nodes) if args.nodes else nodes
+    scope = f"-l {clip(args.selector.kubectl_text())} selects" if args.selector is not None else ""
+    chosen = select_nodes(nodes, args.nodes, scope=scope) if args.nodes else nodes
     op: NodeOp
     if args.node_cmd in ("ignore", "unignore"):
         op = partial(ignore_patch, ignore=args.node_cmd == "ignore")

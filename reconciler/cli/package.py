@@ -27,6 +27,7 @@ listing what exists.
 from __future__ import annotations
 
 import argparse
+import difflib
 import io
 import json
 import sys
@@ -181,7 +182,12 @@ def _render(args: argparse.Namespace) -> int:
     inputs = load_inputs([args.recipe], [], locked=False)
     recipes = [r for r in inputs.recipes if args.package in r.packages]
     if not recipes:
-        raise InputError(f"no recipe in {clip(args.recipe, PATH_LIMIT)} has a package named {shown(args.package)}")
+        known = sorted({p for r in inputs.recipes for p in r.packages})
+        close = difflib.get_close_matches(args.package, known, n=1)
+        raise InputError(f"no recipe in {clip(args.recipe, PATH_LIMIT)} has a package named {shown(args.package)}"
+                         + (f"; did you mean {close[0]!r}?" if close else "")
+                         + (f"; packages: {', '.join(known[:20])}" + (f" and {len(known) - 20} more" if len(known) > 20
+                                                                       else "") if known else "; it holds none"))
     recipe = recipes[0]
     pkg = recipe.packages[args.package]
     agent = args.agent_version or (image_tag(pkg.agentImageOverride) if pkg.agentImageOverride else "unknown")

@@ -159,9 +159,11 @@ def write_node_patches(cluster: NodePort, patches: Sequence[NodePatch], op: Node
     return res
 
 
-def select_nodes(nodes: Sequence[NodeInfo], patterns: Sequence[str]) -> list[NodeInfo]:
+def select_nodes(nodes: Sequence[NodeInfo], patterns: Sequence[str], *, scope: str = "") -> list[NodeInfo]:
     """Nodes named by ``patterns``: an exact node name, else a regular expression that must match
-    the whole name (as ``kubectl skyhook`` node arguments). Order: as in ``nodes``.
+    the whole name (as ``kubectl skyhook`` node arguments). Order: as in ``nodes``. ``scope`` says
+    how ``nodes`` were narrowed before (``-l zone=b selects``), so a name outside it is said to be
+    outside it, not missing.
 
     Raises:
         InputError: a pattern that matches no node, or an invalid regular expression (the message
@@ -182,6 +184,8 @@ def select_nodes(nodes: Sequence[NodeInfo], patterns: Sequence[str]) -> list[Nod
             raise InputError(f"node {shown(pat)} not found, and not a valid regular expression ({e}); "
                              f"{existing}") from None
         hits = {n for n in names if rx.fullmatch(n)}
+        if not hits and scope:
+            raise InputError(f"node {shown(pat)} is not among the {len(names)} node(s) {scope}; {existing}")
         if not hits:
             raise InputError(f"node {shown(pat)} not found: no node has this name or matches it as a regular "
                              f"expression; {existing}")

@@ -88,3 +88,26 @@ def test_every_verb_with_report_says_where_it_wrote_it(cli: RunCli, tmp_path: Pa
     rc, _, err = cli(verb, RECIPE, "--cluster", f"sim:{FLEET}", "--report", str(page))
     assert rc == 0 and page.exists()
     assert f"wrote the {what} of 1 recipe run(s) to {page}" in err
+
+
+def test_a_plan_given_to_draw_is_named_as_a_plan(cli: RunCli, tmp_path: Path) -> None:
+    """It said 'recipe: recipe must be a string' at the plan's last line."""
+    rc, out, _ = cli("plan", RECIPE, "--cluster", f"sim:{FLEET}", "-o", "json")
+    (tmp_path / "plan.json").write_text(out)
+    rc, _, err = cli("draw", str(tmp_path / "plan.json"), "--report", str(tmp_path / "r.html"))
+    assert rc == 2 and "this is a plan (`reconciler plan -o json`)" in err and "plan … --report FILE" in err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_package_render_of_an_unknown_package_lists_the_recipe_s_packages(cli: RunCli) -> None:
+    recipe = str(ROOT / "recipes" / "gpu-node-stack.yaml")
+    rc, _, err = cli("package", "render", recipe, "--package", "nvidia-setpu")
+    assert rc == 2 and "did you mean 'nvidia-setup'?" in err
+    assert "packages: base-tools, kernel-params, nvidia-setup, rdma-memlock" in err
+
+
+def test_a_node_outside_the_selector_is_said_to_be_outside_it(cli: RunCli) -> None:
+    rc, _, err = cli("node", "ignore", "-l", "topology.kubernetes.io/zone=us-east-1b", "gpu-a-001",
+                     "--cluster", f"sim:{FLEET}", "--dry-run")
+    assert rc == 2 and "node 'gpu-a-001' is not among the 12 node(s) -l topology.kubernetes.io/zone=us-east-1b " \
+                       "selects" in err and "not found" not in err
