@@ -65,16 +65,19 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the versions; exit 0."""
+    """Print the versions; exit 0. As ``kubectl version``, the client's is printed before the
+    server is asked, so a server that cannot be reached (exit 4) still leaves the client version
+    on the terminal (text output; ``-o json|yaml`` is one document, printed only when complete)."""
     doc: dict[str, Any] = {"client": client_info()}
+    if args.output not in ("json", "yaml"):
+        print(f"Client Version: {doc['client']['version']}")
+        print(f"Python: {doc['client']['python']} ({doc['client']['platform']})", flush=True)
     server = server_info(args)
     if server is not None:
         doc["server"] = server
     if args.output in ("json", "yaml"):
         dump(doc, args.output)
         return EXIT_OK
-    print(f"Client Version: {doc['client']['version']}")
-    print(f"Python: {doc['client']['python']} ({doc['client']['platform']})")
     if server is not None:
         if "simulated" in server:
             print(f"Server Version: simulated fleet {server['simulated']}")

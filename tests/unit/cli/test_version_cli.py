@@ -95,8 +95,12 @@ def test_unreachable_server_is_a_cluster_error(tmp_path: Path, capsys: pytest.Ca
         "users": [{"name": "t", "user": {"token": "secret-token-value"}}],
         "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}]}))
     assert main(["version", "--kubeconfig", str(kc)]) == 4
-    err = capsys.readouterr().err
+    got = capsys.readouterr()
+    err = got.err
     assert err.startswith("error: get server version:") and "secret-token-value" not in err
+    assert got.out.startswith(f"Client Version: {PYPROJECT_VERSION}\n")  # as kubectl version: the client's first
+    assert main(["version", "--kubeconfig", str(kc), "-o", "json"]) == 4
+    assert capsys.readouterr().out == ""  # a document only when it is complete
 
 
 def test_missing_kubeconfig_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
