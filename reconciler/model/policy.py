@@ -34,7 +34,9 @@ class Budget(Frozen):
     def _exactly_one(self) -> Budget:
         if (self.percent is None) == (self.count is None):
             raise ValueError("budget needs exactly one of percent or count")
-        if self.percent is not None and not 1 <= self.percent <= 100:
+        if self.percent is not None and self.percent > 100:
+            raise ValueError(f"budget.percent {self.percent} must be 1-100 (a percentage of the compartment's nodes)")
+        if self.percent is not None and self.percent < 1:
             raise ValueError(
                 f"budget.percent {self.percent} must be 1-100 (0 would never let a node move: "
                 "a policy that can never finish)"

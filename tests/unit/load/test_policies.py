@@ -107,7 +107,7 @@ REJECTIONS = [
     (
         "percent-over-100",
         "default:\n  budget:\n    percent: 101  # <-\n",
-        "must be 1-100",
+        "must be 1-100 (a percentage of the compartment's nodes)",  # not "0 would never let a node move"
         "spec.default.budget.percent",
     ),
     (
