@@ -217,3 +217,13 @@ def test_package_logs_finds_failed_stage_pods(recipe: Path, tmp_path: Path, cli:
     assert rc == 0 and "== n1 fix 2.1.0 apply pod" in out and "exit 7" in out
     rc, out, err = cli("package", "logs", "other", "--recipe", R, "--cluster", f"sim:{saved}")
     assert rc == 2 and "package 'other' not found" in err and "known packages: fix" in err and not out
+
+
+def test_resuming_a_recipe_switched_only_with_new_twice_says_why_it_is_unknown(fleet: Path, cli: RunCli) -> None:
+    assert cli("pause", "later", "--new", "--cluster", f"sim:{fleet}", "-y")[0] == 0
+    assert cli("resume", "later", "--cluster", f"sim:{fleet}", "-y")[0] == 0
+    rc, _, err = cli("resume", "later", "--cluster", f"sim:{fleet}", "-y")
+    assert rc == 2 and "recipe 'later' not found" in err
+    assert "nothing is paused or disabled under that name" in err and "pass --new" not in err
+    rc, _, err = cli("pause", "latr", "--cluster", f"sim:{fleet}", "-y")
+    assert rc == 2 and "pass --new" in err
