@@ -11,8 +11,13 @@
   ``expected_config_files`` present in the configMap);
 * ``status PKG``: per node, the package's version, stage and state (``reconciler status --package``);
 * ``rerun PKG --recipe R --node N... [--stage S]``: rewrite the package's entry to stage S,
-  ``in_progress`` (without ``--stage``: delete the entry, the package restarts from apply) and
-  drop the node's failure record; the next ``apply`` runs it;
+  ``in_progress``, with a fresh set of attempts (without ``--stage``: delete the entry, the
+  package restarts from apply) and drop the node's failure record; the next ``apply`` runs it.
+  On a node whose lifecycle failed (or, with ``--force``, is in flight) that lifecycle resumes,
+  keeping our cordon and the interrupt it owes, with the package counted as restarted in it, so
+  its stage pods get new names: the stage runs again instead of the failed pods of the earlier
+  run being read back (they stay, for their logs). A lifecycle already at its interrupt or after
+  it would skip a restart of an earlier stage: refused, even with ``--force``, naming the way on;
 * ``logs PKG --recipe R [--node N...] [--tail N] [-f]``: log tails of the package's stage pods
   that still exist (failed or running; successful ones are deleted) and the failure record's tail
   (best effort); ``--tail N`` keeps the last N lines of each; ``-f`` keeps looking while a stage
@@ -87,7 +92,9 @@ def add_parser(sub: Any) -> None:
     add_selector_arg(rr)
     rr.add_argument("--stage", choices=RERUN_STAGES, help="restart at this stage (default: from apply)")
     rr.add_argument("--version", help="entry version when several are recorded")
-    rr.add_argument("--force", action="store_true", help="even while a lifecycle is in flight on the node")
+    rr.add_argument("--force", action="store_true",
+                    help="even while a lifecycle is in flight on the node or failed there (that lifecycle then "
+                         "resumes with the package restarted)")
     add_write_args(rr)
     rr.set_defaults(func=run)
 
