@@ -6,9 +6,11 @@ records — the versions in the package-state map, the run ids of the in-flight 
 (``lifecycle``, ``runId``) and of the failure record, the package's reruns in that lifecycle
 (``InFlight.reruns``: the pods of the latest run first, then those of the earlier ones), the
 recorded stage (or ``--stage``) and attempts 1..N — and asks the cluster for each
-(``Cluster.stage_status``: one read per candidate). Successful stage pods are deleted by the
-executor, so usually only running or failed pods are found; the failure record's log tail (kept
-on the node) is returned as well.
+(``Cluster.stage_status``: one read per candidate). The executor deletes a node's stage pods when
+its lifecycle completes; until then (in progress, failed) they stay — failed ones for their logs,
+successful ones as the record of what completed, which a resumed run reads — so the pods found
+are those of a node whose lifecycle has not completed. The failure record's log tail (kept on the
+node) is returned as well.
 """
 
 from __future__ import annotations

@@ -256,3 +256,35 @@ def test_package_logs_finds_failed_stage_pods(recipe: Path, tmp_path: Path, cli:
     assert rc == 0 and "== n1 fix 2.1.0 apply pod" in out and "exit 7" in out
     rc, out, err = cli("package", "logs", "other", "--recipe", R, "--cluster", f"sim:{saved}")
     assert rc == 2 and "package 'other' not found" in err and "known packages: fix" in err and not out
+
+
+def test_package_logs_says_which_stage_pods_stay(tmp_path: Path, cli: RunCli,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The help said successful stage pods are deleted (NodeWright's rule); ours stay until the
+    node's lifecycle completes (a completed stage is recorded with the node's next write, its pod
+    being the record until then). On a failed node the successful stage's pod is found; once the
+    node completes, none is, and the help and the empty answer say why."""
+    two = RECIPE.replace("  packages:\n", f"  packages:\n    base: {{version: 1.0.0, image: ghcr.io/example/base, "
+                                          f"containerSHA: {SHA}}}\n")
+    recipe = tmp_path / "two.yaml"
+    recipe.write_text(two.replace("      containerSHA: " + SHA, "      containerSHA: " + SHA
+                                  + "\n      dependsOn: {base: 1.0.0}"))
+    fleet = write_fleet(tmp_path / "f.yaml", [make_node("n1", {"pool": "gpu"})])
+    cfg = tmp_path / "sim.yaml"
+    cfg.write_text("failures:\n- {node: n1, package: fix, stage: apply, exitCode: 7, times: 99}\n")
+    failed = tmp_path / "failed.yaml"
+    assert cli("apply", str(recipe), "--cluster", f"sim:{fleet}", "--sim-config", str(cfg), "--sim-save",
+               str(failed), "-o", "json")[0] == 1
+    rc, out, _ = cli("package", "logs", "base", "--recipe", R, "--node", "n1", "--cluster", f"sim:{failed}",
+                     "-o", "json")
+    assert rc == 0 and [(x["stage"], x["phase"]) for x in json.loads(out)["logs"]] == [("config", "succeeded")]
+    with pytest.raises(SystemExit):
+        cli("package", "logs", "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "deleted when its lifecycle completes" in text and "the successful ones as the record" in text
+    assert cli("package", "rerun", "fix", "--recipe", R, "--node", "n1", "--force", "--cluster", f"sim:{failed}",
+               "-y")[0] == 0
+    done = tmp_path / "done.yaml"
+    assert cli("apply", str(recipe), "--cluster", f"sim:{failed}", "--sim-save", str(done), "-o", "json")[0] == 0
+    rc, out, _ = cli("package", "logs", "base", "--recipe", R, "--node", "n1", "--cluster", f"sim:{done}")
+    assert rc == 0 and "stage pods are deleted when the node's lifecycle completes" in out
