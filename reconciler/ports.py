@@ -38,8 +38,10 @@ class StageSpec:
     uninstall-interrupt; the check (``<stage>-check``) runs in the same pod after the stage.
     ``attempt`` (1-based) and ``run_id`` (the id of the run that started the node's lifecycle) are
     part of the pod name, so a retry never collides with a failed pod kept for its logs and a
-    resumed run finds the pods of the lifecycle it continues. ``interrupt`` is set for interrupt
-    stages (the merged interrupt).
+    resumed run finds the pods of the lifecycle it continues. ``rerun`` (0 unless an operations
+    verb restarted the package in this lifecycle: ``InFlight.reruns``) is part of it too, so a
+    package run again never reads back the pods of its earlier run. ``interrupt`` is set for
+    interrupt stages (the merged interrupt).
     ``pull_ref`` is ``image@sha256:…`` or ``image:version``.
     """
 
@@ -59,22 +61,26 @@ class StageSpec:
     tolerations: tuple[Toleration, ...] = ()
     agent_image: str | None = None
     timeout_seconds: int = 1800
+    rerun: int = 0
 
     @property
     def pod_name(self) -> str:
         """Deterministic DNS-1123 name (≤ 63 chars): readable prefix + 8 hex of a digest of the
         identifying fields (NodeWright names stage pods the same way, semantics §3.1)."""
         return _stage_pod_name(self.recipe, self.package, self.version, self.stage, self.node, self.attempt,
-                               self.run_id)
+                               self.run_id, self.rerun)
 
 
 @functools.lru_cache(maxsize=4096)
-def _stage_pod_name(recipe: str, package: str, version: str, stage: str, node: str, attempt: int, run_id: str) -> str:
+def _stage_pod_name(recipe: str, package: str, version: str, stage: str, node: str, attempt: int, run_id: str,
+                    rerun: int = 0) -> str:
     """:attr:`StageSpec.pod_name` (memoised: a node's lifecycle asks for the same few names at
     every step). The memo is bounded to the working set of the largest batch (a few names per
     node in flight), not the fleet: unbounded it held every name of a run, about 1.7 KB per node
     (issue 13's 10,000-node simulated rollout)."""
     ident = "|".join((recipe, package, version, stage, node, str(attempt), run_id))
+    if rerun:  # names of pods never rerun stay as they were
+        ident += f"|rerun {rerun}"
     h = hashlib.sha256(ident.encode()).hexdigest()[:8]
     base = re.sub(r"[^a-z0-9-]+", "-", f"{recipe}-{package}-{stage}-{node}".lower())
     return f"{base[:53].strip('-')}-{h}"

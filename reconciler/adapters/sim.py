@@ -215,6 +215,8 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
             "pendingExit": rec.get("pending_exit", 0), "pendingReason": rec.get("pending_reason", ""),
             "pendingLog": rec.get("pending_log", ""),
         }
+        if spec.rerun:
+            state["rerun"] = spec.rerun
         pod: Obj = copy.deepcopy(self._pod_with_status(rec))
         pod["metadata"]["annotations"][SIM_ANN] = json.dumps(state, sort_keys=True)
         return pod
@@ -227,6 +229,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
             spec = StageSpec(
                 recipe=st["recipe"], node=obj["spec"]["nodeName"], package=st["package"], version=st["version"],
                 stage=st["stage"], pull_ref=st.get("pullRef", ""), run_id=st["runId"], attempt=int(st["attempt"]),
+                rerun=int(st.get("rerun", 0)),
                 interrupt=Interrupt(type=st["interrupt"], services=tuple(st.get("interruptServices") or ()))
                 if st.get("interrupt") else None,
             )

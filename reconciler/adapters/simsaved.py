@@ -59,6 +59,7 @@ class StageRecord(_Saved):
     stage: Literal["apply", "config", "interrupt", "post-interrupt", "upgrade", "uninstall", "uninstall-interrupt"]
     runId: str
     attempt: Annotated[int, Field(ge=1, le=1_000_000)]
+    rerun: Annotated[int, Field(ge=0, le=1_000_000)] = 0
     pullRef: str = ""
     interrupt: Literal["reboot", "service", "restartAllServices", "noop"] | None = None
     interruptServices: list[str] = Field(default_factory=list)

@@ -145,6 +145,8 @@ def spec_summary(spec: StageSpec, agent_image: str) -> str:
         "runId": spec.run_id,
         "attempt": spec.attempt,
     }
+    if spec.rerun:
+        summary["rerun"] = spec.rerun
     if spec.interrupt is not None:
         summary["interrupt"] = spec.interrupt.model_dump(exclude_defaults=True)
     if spec.config_map:

@@ -11,13 +11,23 @@
   ``expected_config_files`` present in the configMap);
 * ``status PKG``: per node, the package's version, stage and state (``reconciler status --package``);
 * ``rerun PKG --recipe R --node N... [--stage S]``: rewrite the package's entry to stage S,
-  ``in_progress`` (without ``--stage``: delete the entry, the package restarts from apply) and
-  drop the node's failure record; the next ``apply`` runs it;
+  ``in_progress``, with a fresh set of attempts (without ``--stage``: delete the entry, the
+  package restarts from apply) and drop the node's failure record; the next ``apply`` runs it.
+  On a node whose lifecycle failed (or, with ``--force``, is in flight) that lifecycle resumes,
+  keeping our cordon and the interrupt it owes, with the package counted as restarted in it, so
+  its stage pods get new names: the stage runs again instead of the failed pods of the earlier
+  run being read back (they stay, for their logs). A lifecycle already at its interrupt or after
+  it would skip a restart of an earlier stage: refused, even with ``--force``, naming the way on;
 * ``logs PKG --recipe R [--node N...] [--tail N] [-f]``: log tails of the package's stage pods
-  that still exist (failed or running; successful ones are deleted) and the failure record's tail
-  (best effort); ``--tail N`` keeps the last N lines of each; ``-f`` keeps looking while a stage
-  pod is pending or running and prints phase changes and new lines (the lines are those the
-  cluster reports for the pod's failing container: a running pod's output shows once it fails).
+  that still exist and the failure record's tail (best effort). A node's stage pods are deleted
+  when its lifecycle completes; until then — in progress, or failed — they stay, the failed ones
+  for their logs and the successful ones as the record of what completed (a resumed run reads
+  them: a stage's completion is recorded with the node's next write), so on a failed node the
+  pod of a successful stage is found too (``succeeded``; on a cluster it shows ``Running``: the
+  stage ran in the init containers, the pause container keeps the pod).
+  ``--tail N`` keeps the last N lines of each; ``-f`` keeps looking while a stage pod is pending
+  or running and prints phase changes and new lines (the lines are those the cluster reports for
+  the pod's failing container: a running pod's output shows once it fails).
 
 For ``status``, ``rerun`` and ``logs`` a PKG recorded on no node (for ``--recipe`` when given), a
 ``--recipe`` known nowhere on the cluster and a ``--node`` matching no node are errors (exit 2)
@@ -88,11 +98,20 @@ def add_parser(sub: Any) -> None:
     add_selector_arg(rr)
     rr.add_argument("--stage", choices=RERUN_STAGES, help="restart at this stage (default: from apply)")
     rr.add_argument("--version", help="entry version when several are recorded")
-    rr.add_argument("--force", action="store_true", help="even while a lifecycle is in flight on the node")
+    rr.add_argument("--force", action="store_true",
+                    help="even while a lifecycle is in flight on the node or failed there (that lifecycle then "
+                         "resumes with the package restarted)")
     add_write_args(rr)
     rr.set_defaults(func=run)
 
-    lg = psub.add_parser("logs", help="log tails of the package's stage pods (best effort)")
+    lg = psub.add_parser(
+        "logs", help="log tails of the package's stage pods that still exist (best effort)",
+        description="Log tails of the package's stage pods that still exist, and the failure record's tail. "
+                    "A node's stage pods are deleted when its lifecycle completes; until then (in progress, or "
+                    "failed) they stay: the failed ones for their logs, the successful ones as the record of what "
+                    "completed (on a cluster they show Running: the pause container holds the pod). Looked up: the "
+                    "package's recorded stage (or --stage), every attempt up to --attempts, of the node's lifecycle "
+                    "(each rerun of the package in it, newest first) and of its failed run.")
     lg.add_argument("package", metavar="PKG")
     lg.add_argument("--recipe", required=True)
     lg.add_argument("--node", action="append", default=[], metavar="NODE", help="node name or regex (repeatable)")
@@ -252,8 +271,9 @@ def _logs(args: argparse.Namespace, opened: Any, nodes: list[Any]) -> int:
         print(json.dumps({"logs": [vars(x) for x in found]}, indent=2, sort_keys=True))
         return EXIT_OK
     if not found:
-        print(visible(f"no stage pod or failure record of {args.package} (recipe {args.recipe}) found; successful "
-                      "stage pods are deleted, host logs stay under the agent's log directory"))
+        print(visible(f"no stage pod or failure record of {args.package} (recipe {args.recipe}) found; stage pods "
+                      "are deleted when the node's lifecycle completes, host logs stay under the agent's log "
+                      "directory"))
     for x in found:
         print(visible(_head(x)))
         print(visible(x.log.rstrip(), multiline=True) if x.log else "(no log captured)")

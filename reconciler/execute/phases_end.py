@@ -64,7 +64,9 @@ class EndPhases(StepCore):
             self._event(EventKind.UNCORDON, f"claim released; still cordoned for {', '.join(others)}")
         m.owns_cordon = False
         self._write(DeleteStages(name))
-        if failure_key(name) in node.annotations:  # it had failed: clear its Erroring condition
+        erroring = node.condition(condition_type(name, "Erroring"))
+        if failure_key(name) in node.annotations or (erroring is not None and erroring.status == "True"):
+            # it had failed (its failure record may be gone: `package rerun`): clear its Erroring condition
             self._write(SetCondition(condition_type(name, "Erroring"), "False", "Complete", f"recipe {name} complete"))
         m.outcome = Outcome.COMPLETE
         self._event(EventKind.COMPLETE, "untainted runtime-required" if taints is not None else "")

@@ -47,8 +47,12 @@ class StagePhases(StepCore):
 
     # ------------------------------------------------------------------ stages
     def _spec(self, run: StageRun, stage: str) -> StageSpec:
-        return stage_spec(self.recipe, self.name, run, stage, lifecycle=self.m.lifecycle or self.ctx.run_id,
-                          agent_image=self.ctx.agent_image)
+        lifecycle = self.m.lifecycle or self.ctx.run_id
+        fl = self.m.inflight
+        # restarted by `package rerun` / `reset --package` in this lifecycle: pods of a new name
+        rerun = fl.rerun_of(run.step.package) if fl is not None and fl.lifecycle_id == lifecycle else 0
+        return stage_spec(self.recipe, self.name, run, stage, lifecycle=lifecycle,
+                          agent_image=self.ctx.agent_image, rerun=rerun)
 
     def _phase_stages(self) -> float | None:
         if not self.m.runs and self.plan.steps:

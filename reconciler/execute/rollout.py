@@ -48,7 +48,7 @@ from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import run_verdict
-from reconciler.model.vocab import NodeResult, Phase
+from reconciler.model.vocab import NodeResult, Phase, Stage
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
 from reconciler.ports import Clock, Cluster, ClusterPorts, NodeInterest
 
@@ -548,8 +548,9 @@ class Rollout:
                 any_failed = True
                 outcomes.append(NodeOutcome(
                     np.name, NodeResult.FAILED, np.compartment, failed_stage=f0.stage, reason=f0.reason,
-                    message=f"failed in run {f0.runId} with the same inputs (not retried; use --retry-failed): "
-                    f"{f0.message}", exit_code=f0.exitCode, log_tail=f0.logTail))
+                    message=f"failed in run {f0.runId} with the same inputs (not retried; use --retry-failed"
+                    f"{_rerun_hint(f0, self.recipe.name, np.name)}): {f0.message}", exit_code=f0.exitCode,
+                    log_tail=f0.logTail))
                 continue
             if r is None and np.name in self.waiting:
                 any_waiting = True
@@ -614,3 +615,14 @@ class Rollout:
             duration=duration,
             writes=getattr(self.ports.nodes, "writes", 0),  # the adapter playing the roles counts its writes
         )
+
+
+def _rerun_hint(failure: FailureRecord, recipe: str, node: str) -> str:
+    """The other way on for a node left failed, when its failure names a package stage the failed
+    lifecycle can run again: ``package rerun`` (from the package's first stage, or its
+    post-interrupt stage); "" for a failure of the node itself (drain, interrupt, readiness)."""
+    if not failure.package or failure.stage in (Stage.INTERRUPT, Stage.UNINSTALL_INTERRUPT):
+        return ""
+    stage = f" --stage {Stage.POST_INTERRUPT}" if failure.stage == Stage.POST_INTERRUPT else ""
+    return (f", or `reconciler package rerun {failure.package} --recipe {recipe} --node {node}{stage} --force` "
+            f"to run {failure.package} again")

@@ -123,7 +123,7 @@ def tolerations(recipe: Recipe) -> tuple[Toleration, ...]:
 
 
 #: Memo of :func:`stage_spec`: key (recipe identity, node, package, version, stage, image,
-#: lifecycle, attempt, agent image, interrupt) -> (recipe, spec). The recipe is kept beside the
+#: lifecycle, attempt, agent image, interrupt, rerun) -> (recipe, spec). The recipe is kept beside the
 #: spec so its identity is never mistaken for a later object's recycled ``id``; the interrupt (a
 #: small frozen model, parsed afresh from the node's record at each step) is keyed by value.
 #: Bounded: cleared when it reaches :data:`_SPEC_MEMO_MAX` entries (a few per node in flight).
@@ -132,20 +132,23 @@ _SPEC_MEMO_MAX = 2048
 
 
 def stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecycle: str,
-               agent_image: str | None, interrupt: Interrupt | None = None) -> StageSpec:
+               agent_image: str | None, interrupt: Interrupt | None = None, rerun: int = 0) -> StageSpec:
     """The stage pod for ``stage`` of ``run`` on ``node``; the package's config, env, resources and
     grace period apply only when the stage works on the recipe's own version of the package.
+    ``rerun``: how many times the package was restarted in the lifecycle (``InFlight.reruns``),
+    part of the pod's name.
 
     Memoised (issue 17: a node's lifecycle asks for the same spec at every look at its running
     stage, about a tenth of a step's CPU): the answer depends only on the arguments, and the
     recipe and interrupt models are frozen, so a spec is shared, never rebuilt."""
     version = run.version
     key = (id(recipe), node, run.step.package, version, stage, run.pull_ref, lifecycle, run.attempt,
-           agent_image, interrupt)
+           agent_image, interrupt, rerun)
     hit = _SPEC_MEMO.get(key)
     if hit is not None and hit[0] is recipe:
         return hit[1]
-    spec = _stage_spec(recipe, node, run, stage, lifecycle=lifecycle, agent_image=agent_image, interrupt=interrupt)
+    spec = _stage_spec(recipe, node, run, stage, lifecycle=lifecycle, agent_image=agent_image, interrupt=interrupt,
+                       rerun=rerun)
     if len(_SPEC_MEMO) >= _SPEC_MEMO_MAX:
         _SPEC_MEMO.clear()
     _SPEC_MEMO[key] = (recipe, spec)
@@ -153,7 +156,7 @@ def stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecycl
 
 
 def _stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecycle: str,
-                agent_image: str | None, interrupt: Interrupt | None) -> StageSpec:
+                agent_image: str | None, interrupt: Interrupt | None, rerun: int) -> StageSpec:
     pkg: Package | None = recipe.packages.get(run.step.package)
     same = pkg is not None and pkg.version == run.version
     grace = None
@@ -176,6 +179,7 @@ def _stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecyc
         tolerations=tolerations(recipe),
         agent_image=(pkg.agentImageOverride if same and pkg is not None else None) or agent_image,
         timeout_seconds=recipe.timeouts.stage,
+        rerun=rerun,
     )
 
 

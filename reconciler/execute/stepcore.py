@@ -256,11 +256,14 @@ class StepCore:
         base = fl.model_dump() if fl else {}
         lifecycle = self.m.lifecycle or self.ctx.run_id
         stamp = self._stamp()
-        timers = dict(base.get("timers") or {}) if base.get("lifecycle", lifecycle) == lifecycle else {}
+        same = base.get("lifecycle", lifecycle) == lifecycle
+        timers = dict(base.get("timers") or {}) if same else {}
         if phase in (Phase.WAIT, Phase.DRAIN, Phase.READINESS_GATE):
             timers.setdefault(phase, stamp)  # its timeout counts from the first start, across restarts
         base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=stamp,
                     lifecycle=lifecycle, timers=timers)
+        if not same:  # a new lifecycle names every stage pod anew: no earlier rerun counts
+            base["reruns"] = None
         if phase in (Phase.WAIT, Phase.DRAIN, Phase.STAGES) and self.plan.interrupt is not None:
             # the interrupt is owed from the start, so a restart after the stages never loses it
             base.update(interrupt=self.plan.interrupt.model_dump(mode="json"),

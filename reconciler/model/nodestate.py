@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -254,6 +254,13 @@ class InFlight(Frozen):
     ``requestedAt`` None means "not requested"; ``""`` means "requested at an unknown time" (a
     record written by an older version with a clock reading): the request is never sent twice
     and its timeout counts from when this run first saw it.
+    ``reruns``: package → how many times an operations verb (``package rerun``, ``reset
+    --package``) restarted it in this lifecycle (None: never). It is part of that package's stage
+    pod names (:attr:`reconciler.ports.StageSpec.rerun`), so the next apply runs the package again
+    instead of reading back the pods of its earlier run (kept, a failed one for its logs); written
+    in the verb's one write, it survives a crash of the apply that follows. Only the rerun
+    package's pods are renamed: the others (one still running, the interrupt) keep theirs, so
+    nothing runs twice. A new lifecycle starts without it.
     """
 
     runId: str
@@ -267,6 +274,22 @@ class InFlight(Frozen):
     bootID: str = ""
     requestedAt: str | None = None
     interruptOwner: str = ""
+    reruns: dict[str, Annotated[int, Field(ge=1, le=1_000_000)]] | None = None
+
+    @property
+    def lifecycle_id(self) -> str:
+        """The lifecycle this record belongs to (``lifecycle``; older records: ``runId``)."""
+        return self.lifecycle or self.runId
+
+    def rerun_of(self, package: str) -> int:
+        """How many times ``package`` was restarted in this lifecycle (:attr:`reruns`; 0: never)."""
+        return (self.reruns or {}).get(package, 0)
+
+    def with_rerun(self, package: str) -> InFlight:
+        """This record with ``package`` restarted once more (:attr:`reruns`; ``lifecycle`` written
+        out, so an older record's lifecycle keeps its name)."""
+        return self.model_copy(update={"lifecycle": self.lifecycle_id,
+                                       "reruns": {**(self.reruns or {}), package: self.rerun_of(package) + 1}})
 
     @property
     def owes(self) -> str:

@@ -1,12 +1,16 @@
 """``package logs``: find the stage pods of a package on a node and their log tails (best effort).
 
 Stage pod names are derived from (recipe, package, version, stage, node, attempt, lifecycle run
-id) (``StageSpec.pod_name``); this module rebuilds the candidates from the node's records — the
-versions in the package-state map, the run ids of the in-flight record (``lifecycle``, ``runId``)
-and of the failure record, the recorded stage (or ``--stage``) and attempts 1..N — and asks the
-cluster for each (``Cluster.stage_status``: one read per candidate). Successful stage pods are
-deleted by the executor, so usually only running or failed pods are found; the failure record's
-log tail (kept on the node) is returned as well.
+id, rerun count) (``StageSpec.pod_name``); this module rebuilds the candidates from the node's
+records — the versions in the package-state map, the run ids of the in-flight record
+(``lifecycle``, ``runId``) and of the failure record, the package's reruns in that lifecycle
+(``InFlight.reruns``: the pods of the latest run first, then those of the earlier ones), the
+recorded stage (or ``--stage``) and attempts 1..N — and asks the cluster for each
+(``Cluster.stage_status``: one read per candidate). The executor deletes a node's stage pods when
+its lifecycle completes; until then (in progress, failed) they stay — failed ones for their logs,
+successful ones as the record of what completed, which a resumed run reads — so the pods found
+are those of a node whose lifecycle has not completed. The failure record's log tail (kept on the
+node) is returned as well.
 """
 
 from __future__ import annotations
@@ -62,14 +66,17 @@ def candidates(node: NodeInfo, recipe: str, package: str, stage: str | None = No
     for r in ((inflight.lifecycle, inflight.runId) if inflight else ()) + ((failure.runId,) if failure else ()):
         if r and r not in runs:
             runs.append(r)
+    reruns = inflight.rerun_of(package) if inflight else 0
     out: list[StageSpec] = []
     for e in sorted(entries, key=lambda x: x.version):
         stages = [stage] if stage else [e.stage]
         for st in stages:
             for run in runs:
-                for attempt in range(max_attempts, 0, -1):
-                    out.append(StageSpec(recipe=recipe, node=node.name, package=package, version=e.version,
-                                         stage=st, pull_ref="", run_id=run, attempt=attempt))
+                gens = range(reruns, -1, -1) if inflight is not None and run == inflight.lifecycle_id else (0,)
+                for gen in gens:
+                    for attempt in range(max_attempts, 0, -1):
+                        out.append(StageSpec(recipe=recipe, node=node.name, package=package, version=e.version,
+                                             stage=st, pull_ref="", run_id=run, attempt=attempt, rerun=gen))
     return out
 
 

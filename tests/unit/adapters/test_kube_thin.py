@@ -136,6 +136,31 @@ def test_stage_pod_create_sends_the_generated_body(server: str) -> None:
     assert pods[0][0]["body"]["spec"]["nodeName"] == "n1"
 
 
+@pytest.mark.parametrize("thin", [True, False], ids=["thin", "generated"])
+def test_a_rerun_stage_pod_is_created_and_read_under_its_own_name(server: str, thin: bool) -> None:
+    """The real-cluster path of `package rerun` (the pods of a failed run stay, for their logs):
+    the rerun's spec (``StageSpec.rerun``, from ``InFlight.reruns``) is created and read back under
+    a name of its own, never the earlier pod's, and says so in its stage-spec annotation."""
+    from dataclasses import replace
+
+    from reconciler.adapters.stagepod import SPEC_ANNOTATION
+
+    first = StageSpec(recipe="r", node="n1", package="pkg", version="1.0", stage="apply", pull_ref="img@sha256:ab",
+                      run_id="run-1")
+    again = replace(first, rerun=1)
+    assert again.pod_name != first.pod_name and again.pod_name.startswith("r-pkg-apply-n1-")
+    _, sent = _requests(server, thin, lambda kc: (kc.start_stage(again), kc.stage_status(again)))
+    posts = [r for r in sent if r["method"] == "POST" and r["path"].endswith("/pods")]
+    assert len(posts) == 1 and posts[0]["body"]["metadata"]["name"] == again.pod_name
+    assert json.loads(posts[0]["body"]["metadata"]["annotations"][SPEC_ANNOTATION])["rerun"] == 1
+    assert [r["path"] for r in sent if r["method"] == "GET" and "/pods/" in r["path"]] == [
+        f"/api/v1/namespaces/node-reconciler/pods/{again.pod_name}"]
+    _, sent = _requests(server, thin, lambda kc: kc.start_stage(first))  # a pod never rerun: as before
+    body = next(r["body"] for r in sent if r["method"] == "POST" and r["path"].endswith("/pods"))
+    assert body["metadata"]["name"] == first.pod_name
+    assert "rerun" not in json.loads(body["metadata"]["annotations"][SPEC_ANNOTATION])
+
+
 def test_thin_path_errors(server: str) -> None:
     kc = _cluster(server, thin=True)
     try:

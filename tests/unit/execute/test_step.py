@@ -638,6 +638,8 @@ def test_stage_specs_are_memoised_by_what_they_are_made_of() -> None:
     assert stage_spec(RECIPE, "n1", run, "apply", lifecycle="run-2", agent_image=None).run_id == "run-2"
     retried = replace(run, attempt=2)
     assert stage_spec(RECIPE, "n1", retried, "apply", lifecycle="run-1", agent_image=None).attempt == 2
+    rerun = stage_spec(RECIPE, "n1", run, "apply", lifecycle="run-1", agent_image=None, rerun=1)
+    assert rerun.rerun == 1 and rerun.pod_name != first.pod_name
     reboot = interrupt_spec(RECIPE, "n1", PLAN.steps, Interrupt(type="reboot"), lifecycle="run-1", agent_image=None)
     restart = interrupt_spec(RECIPE, "n1", PLAN.steps, Interrupt(type="service", services=["kubelet"]),
                              lifecycle="run-1", agent_image=None)
@@ -645,3 +647,62 @@ def test_stage_specs_are_memoised_by_what_they_are_made_of() -> None:
                                                                                         services=["kubelet"])
     assert interrupt_spec(RECIPE, "n1", PLAN.steps, Interrupt(type="reboot"), lifecycle="run-1",
                           agent_image=None) is reboot  # an equal interrupt parsed afresh: the same spec
+
+
+# ---- a package restarted by `package rerun` / `reset --package` in the lifecycle (InFlight.reruns)
+RERUN_FL = fl("stages", reruns={"drv": 1})
+
+
+def _rerun_mem(*, running: bool, lifecycle: str = "run-1") -> Memory:
+    m = stages_mem(running=running)
+    m.inflight, m.lifecycle = RERUN_FL, lifecycle
+    return m
+
+
+def _first_spec(**kw: Any) -> Any:
+    from reconciler.execute.stagework import stage_spec
+
+    return stage_spec(RECIPE, "n1", build_runs(RECIPE, {}, PLAN.steps)[0], "apply", lifecycle="run-1",
+                      agent_image=None, **kw)
+
+
+@pytest.mark.parametrize(("lifecycle", "rerun"), [("run-1", 1), ("run-2", 0)],
+                         ids=["resumed-lifecycle", "new-lifecycle"])
+def test_a_restarted_package_starts_its_stage_under_a_new_name(lifecycle: str, rerun: int) -> None:
+    """The resumed lifecycle (the one the rerun counted the package in) starts the stage pod under
+    a name of the rerun, never the name of its earlier (failed, kept) pod; a new lifecycle
+    (``--retry-failed``) names every pod anew already: the count of the old one does not apply."""
+    m = _rerun_mem(running=False, lifecycle=lifecycle)
+    t = step(m, View(fresh=node(unschedulable=True, ours=True, inflight=RERUN_FL)), PLAN, CTX, NOW, UTC)
+    started = [e.spec for e in t.effects if isinstance(e, StartStage)]
+    assert len(started) == 1 and started[0].rerun == rerun and started[0].run_id == lifecycle
+    assert (started[0].pod_name == _first_spec().pod_name) is (lifecycle == "run-1" and rerun == 0)
+    if lifecycle == "run-1":
+        assert started[0].pod_name == _first_spec(rerun=1).pod_name
+
+
+def test_a_restarted_package_that_runs_is_looked_at_under_its_new_name() -> None:
+    """Resumed after a crash (its entry in progress): the lifecycle reads the rerun's pod, not the
+    earlier one (which would read as failed)."""
+    t = step(_rerun_mem(running=True), View(fresh=node(unschedulable=True, ours=True, inflight=RERUN_FL)),
+             PLAN, CTX, NOW, UTC)
+    assert [type(r) for r in t.needs] == [ReadStage]
+    assert t.needs[0].spec.pod_name == _first_spec(rerun=1).pod_name  # type: ignore[union-attr]
+
+
+def test_the_rerun_count_is_kept_by_the_lifecycles_records_and_dropped_by_a_new_one() -> None:
+    """The lifecycle rewrites its in-flight record at each phase: the count (what names the rerun's
+    pods, post-interrupt included) stays with it; the interrupt pod keeps its name (a requested
+    reboot is found again, never sent twice)."""
+    m = _rerun_mem(running=True)
+    v = stage_view(StageStatus("succeeded", started=UTC - 10),
+                   nodes=(node(unschedulable=True, ours=True, inflight=RERUN_FL, boot="b1"),))
+    v = replace(v, stages={_first_spec(rerun=1).pod_name: StageStatus("succeeded", started=UTC - 10)})
+    t = step(m, v, PLAN, CTX, NOW, UTC)
+    assert t.memory.phase is Phase.INTERRUPT and t.memory.inflight.reruns == {"drv": 1}
+    assert [e.spec.pod_name for e in t.effects if isinstance(e, StartStage)] == [INTERRUPT_POD]
+    # a new lifecycle (--retry-failed on the node) writes a record of its own: no count
+    fresh = Memory(phase=Phase.CORDON, lifecycle="run-2", inflight=RERUN_FL, node=node(inflight=RERUN_FL))
+    t2 = step(fresh, View(fresh=node(inflight=RERUN_FL)), PLAN, replace(CTX, run_id="run-2"), NOW, UTC)
+    assert t2.memory.inflight is not None and t2.memory.inflight.lifecycle == "run-2"
+    assert t2.memory.inflight.reruns is None

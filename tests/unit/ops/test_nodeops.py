@@ -19,13 +19,22 @@ from reconciler.model.nodestate import (
     dump_state,
     failure_key,
     inflight_key,
+    parse_model,
     parse_state,
     state_key,
     status_key,
 )
 from reconciler.model.observed import NodeInfo
-from reconciler.ops.nodeops import IGNORE_LABEL, ignore_patch, recipes_on, rerun_patch, reset_package_patch, reset_patch
-from reconciler.ops.patches import NodePatch, plan_node_patches, select_nodes, write_node_patches
+from reconciler.ops.nodeops import (
+    IGNORE_LABEL,
+    ignore_patch,
+    past_the_stages,
+    recipes_on,
+    rerun_patch,
+    reset_package_patch,
+    reset_patch,
+)
+from reconciler.ops.patches import NodeOp, NodePatch, plan_node_patches, select_nodes, write_node_patches
 from reconciler.testing import builders as b
 
 R = "gpu-setup"
@@ -106,7 +115,8 @@ def test_rerun_rewrites_the_entry_and_drops_the_failure() -> None:
     assert p is not None
     new = parse_state(p.annotations[state_key(R)])
     tune = new["tune|2.0.0"]
-    assert (tune.stage, tune.state, tune.restarts) == ("config", "in_progress", 3)
+    # a fresh set of attempts: with restarts 3 kept the rerun would start past stageRetries
+    assert (tune.stage, tune.state, tune.restarts) == ("config", "in_progress", 0)
     assert new["base|1.0.0"].state == "complete" and p.annotations[failure_key(R)] is None
     gone = rerun_patch(node(**ours()), R, "tune")
     assert gone is not None and list(parse_state(gone.annotations[state_key(R)])) == ["base|1.0.0"]
@@ -124,12 +134,106 @@ def test_rerun_refusals() -> None:
     with pytest.raises(InputError, match="--version"):
         rerun_patch(node(**{state_key(R): two}), R, "tune")
     assert rerun_patch(node(**{state_key(R): two}), R, "tune", version="1.0.0") is not None
-    flying = ours(**{inflight_key(R): dump_model(InFlight(runId="run-2", planHash="h", phase="drain"))})
-    with pytest.raises(InputError, match="in flight"):
+    drain = dump_model(InFlight(runId="run-2", planHash="h", phase="drain"))
+    flying = {state_key(R): STATE, inflight_key(R): drain}  # no failure record: a lifecycle in flight
+    with pytest.raises(InputError, match=r"is in flight \(run run-2, phase drain\); let it finish .*pass --force"):
         rerun_patch(node(**flying), R, "tune")
     assert rerun_patch(node(**flying), R, "tune", force=True) is not None
+    failed = ours(**{inflight_key(R): drain})  # the lifecycle failed: said so, with the ways on that work
+    with pytest.raises(InputError, match=r"lifecycle of recipe gpu-setup failed \(StageFailed at tune apply, run "
+                                         r"run-1; phase drain\).*pass --force to rerun tune .*apply --retry-failed"):
+        rerun_patch(node(**failed), R, "tune")
+    assert rerun_patch(node(**failed), R, "tune", force=True) is not None
     with pytest.raises(InputError, match="node reset"):
         rerun_patch(node(**{state_key(R): "{not json"}), R, "tune")
+
+
+def _failed_in(phase: str, **kw: object) -> dict[str, str]:
+    """A node whose lifecycle failed in ``phase``: failure record, in-flight record (the reboot
+    owed), our cordon."""
+    fl = InFlight.model_validate({"runId": "run-1", "planHash": "h", "phase": phase, "lifecycle": "run-1",
+                                  "interrupt": {"type": "reboot"}, "interruptPackages": ["tune"], **kw})
+    return ours(**{inflight_key(R): dump_model(fl), cordon_key(R): CORDON})
+
+
+@pytest.mark.parametrize("restart", [
+    lambda n: rerun_patch(n, R, "tune", force=True),
+    lambda n: rerun_patch(n, R, "tune", "config", force=True),
+    lambda n: reset_package_patch(n, R, "tune", force=True),
+], ids=["rerun", "rerun-stage", "reset-package"])
+def test_a_restart_in_a_lifecycle_counts_the_package_restarted_in_the_same_write(restart: NodeOp) -> None:
+    """The new-user trial: `package rerun --force` on a failed node, then `apply`, read the failed
+    stage pods of the first run back (their names come from the lifecycle). The one write that
+    restarts the package also counts it restarted in the lifecycle the next apply resumes
+    (InFlight.reruns: part of its stage pod names); everything else of the record is kept."""
+    n = node(unschedulable=True, **_failed_in("stages"))
+    p = restart(n)
+    assert p is not None and "tune restarted (rerun 1: new stage pod names)" in p.summary
+    assert "the failed lifecycle (run run-1, phase stages) resumes" in p.summary
+    before = parse_model(InFlight, n.annotations[inflight_key(R)])
+    after = parse_model(InFlight, p.annotations[inflight_key(R)])
+    assert after.reruns == {"tune": 1} and after.model_copy(update={"reruns": None}) == before
+    assert p.annotations[failure_key(R)] is None and cordon_key(R) not in p.annotations  # the cordon stays
+    again = restart(node(**{**n.annotations, inflight_key(R): p.annotations[inflight_key(R)]}))
+    assert again is not None and parse_model(InFlight, again.annotations[inflight_key(R)]).reruns == {"tune": 2}
+    # an older record naming its lifecycle by runId only: the name is written out with the count
+    legacy = dump_model(InFlight(runId="run-0", planHash="h", phase="stages"))
+    old = restart(node(**ours(**{inflight_key(R): legacy})))
+    assert old is not None and parse_model(InFlight, old.annotations[inflight_key(R)]).lifecycle == "run-0"
+    # no lifecycle on the node: the next apply starts one, whose pods have new names anyway
+    fresh = restart(node(**ours()))
+    assert fresh is not None and inflight_key(R) not in fresh.annotations
+
+
+@pytest.mark.parametrize(("phase", "stage", "skipped"), [
+    ("wait", None, False), ("drain", "apply", False), ("stages", None, False), ("stages", "config", False),
+    ("stages", "post-interrupt", False),
+    ("interrupt", None, True), ("interrupt", "apply", True), ("interrupt", "config", True),
+    ("interrupt", "interrupt", False), ("interrupt", "post-interrupt", False),
+    ("post-interrupt", None, True), ("post-interrupt", "interrupt", True), ("post-interrupt", "post-interrupt", False),
+    ("readiness-gate", None, False), ("uncordon", "apply", False),  # it completes; the apply after it runs them
+])
+def test_past_the_stages(phase: str, stage: str | None, skipped: bool) -> None:
+    """A lifecycle resumed at its interrupt or after it runs only what comes next: a restart of an
+    earlier stage would be skipped by it."""
+    assert past_the_stages(InFlight(runId="r", planHash="h", phase=phase), stage) is skipped  # type: ignore[arg-type]
+
+
+def test_a_restart_the_lifecycle_would_skip_is_refused_even_forced() -> None:
+    requested = _failed_in("interrupt", requestedAt="2026-12-01T10:00:00.000000Z", bootID="b1")
+    ops: tuple[NodeOp, ...] = (lambda n: rerun_patch(n, R, "tune", force=True),
+                               lambda n: reset_package_patch(n, R, "tune", force=True))
+    for op in ops:
+        with pytest.raises(InputError, match=r"failed \(StageFailed.*\) and is past the stages of tune \(phase "
+                                             r"interrupt; its reboot requested at 2026-12-01T10:00:00.000000Z, not "
+                                             r"confirmed yet\).*`reconciler apply --retry-failed`.*node reset n1 "
+                                             r"--recipe gpu-setup --force`"):
+            op(node(unschedulable=True, **requested))
+    # what is still ahead of it is fine
+    assert rerun_patch(node(**requested), R, "tune", "post-interrupt", force=True) is not None
+    flying = {state_key(R): STATE, inflight_key(R): dump_model(InFlight(runId="run-2", planHash="h",
+                                                                         phase="post-interrupt"))}
+    with pytest.raises(InputError, match=r"is in flight \(run run-2\) and is past .*first \(`reconciler apply`\)"):
+        rerun_patch(node(**flying), R, "tune", "config", force=True)
+
+
+def test_reset_of_a_failed_node_that_owes_its_reboot_names_the_ways_on() -> None:
+    """The refusal stays (the reboot is owed: stages of the lifecycle ran), but it says the
+    lifecycle failed and points to what works: a plain apply does not retry a failed node."""
+    at_stages = node(unschedulable=True, **_failed_in("stages"))
+    with pytest.raises(InputError) as e:
+        reset_patch(at_stages, R)
+    msg = str(e.value)
+    assert "the lifecycle of recipe gpu-setup failed (StageFailed at tune apply, run run-1)" in msg
+    assert "still owes a reboot (phase stages; not requested yet" in msg and "let the lifecycle finish" not in msg
+    assert "`reconciler apply --retry-failed`" in msg and msg.endswith("or pass --force to reset it anyway")
+    assert "`reconciler package rerun tune --recipe gpu-setup --node n1 --force` and then `reconciler apply`" in msg
+    # at its interrupt the lifecycle would skip a rerun: not offered
+    at_reboot = node(unschedulable=True, **_failed_in("interrupt", requestedAt="2026-12-01T10:00:00.000000Z"))
+    with pytest.raises(InputError, match=r"requested at 2026-12-01T10:00:00.000000Z, not confirmed yet") as e:
+        reset_patch(at_reboot, R)
+    assert "package rerun" not in str(e.value) and "--retry-failed" in str(e.value)
+    assert reset_patch(at_stages, R, force=True) is not None
 
 
 def test_recipes_on_and_select_nodes() -> None:

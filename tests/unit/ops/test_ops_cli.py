@@ -147,6 +147,45 @@ def test_package_rerun(fleet: Path, cli: RunCli) -> None:
     assert parse_state(ann[state_key(R)]) == {} and failure_key(R) not in ann
 
 
+def test_package_rerun_of_a_failed_node_runs_the_stage_again(recipe: Path, tmp_path: Path, cli: RunCli) -> None:
+    """The new-user trial, through the CLI: apply fails a stage; `package rerun` says the lifecycle
+    failed and what works; with --force the next apply (nothing injected now) runs the stage again
+    and succeeds, instead of reading the failed pods of the first run back; `package logs` of a
+    rerun that fails again shows the rerun's pods first, then the earlier ones."""
+    fleet = write_fleet(tmp_path / "f.yaml", [make_node("n1", {"pool": "gpu"})])
+    cfg = tmp_path / "sim.yaml"
+    cfg.write_text("failures:\n- {node: n1, package: fix, stage: apply, exitCode: 7, times: 99}\n")
+    failed = tmp_path / "failed.yaml"
+    assert cli("apply", str(recipe), "--cluster", f"sim:{fleet}", "--sim-config", str(cfg), "--sim-save",
+               str(failed), "-o", "json")[0] == 1
+    rc, _, err = cli("package", "rerun", "fix", "--recipe", R, "--node", "n1", "--cluster", f"sim:{failed}", "-y")
+    assert rc == 2 and "lifecycle of recipe kernel-fix failed (StageFailed at fix apply" in err
+    assert "pass --force to rerun fix" in err and "`reconciler apply --retry-failed`" in err and "node reset" not in err
+    rc, out, _ = cli("package", "rerun", "fix", "--recipe", R, "--node", "n1", "--force", "--cluster", f"sim:{failed}",
+                     "-y")
+    assert rc == 0 and "fix restarted (rerun 1: new stage pod names)" in out
+    again = tmp_path / "again.yaml"
+    rc, out, _ = cli("apply", str(recipe), "--cluster", f"sim:{failed}", "--sim-config", str(cfg), "--sim-save",
+                     str(again), "-o", "json")
+    assert rc == 1  # the package still fails (injected again): logs show both runs' pods
+    rc, out, _ = cli("package", "logs", "fix", "--recipe", R, "--node", "n1", "--cluster", f"sim:{again}", "-o", "json")
+    pods = [x for x in json.loads(out)["logs"] if x["source"] == "pod"]
+    assert rc == 0 and len({x["pod"] for x in pods}) == len(pods) == 6  # 3 attempts of each run
+    doc = YAML(typ="safe", pure=True).load(failed.read_text(encoding="utf-8"))
+    first_run = {o["metadata"]["name"] for o in doc["items"] if o["kind"] == "Pod"}
+    assert [x["pod"] in first_run for x in pods] == [False] * 3 + [True] * 3
+    fixed = tmp_path / "fixed.yaml"
+    rc, out, _ = cli("package", "rerun", "fix", "--recipe", R, "--node", "n1", "--force", "--cluster", f"sim:{again}",
+                     "-y", "--sim-save", str(fixed))
+    assert rc == 0 and "(rerun 2: new stage pod names)" in out
+    done = tmp_path / "done.yaml"
+    rc, out, _ = cli("apply", str(recipe), "--cluster", f"sim:{fixed}", "--sim-save", str(done), "-o", "json")
+    assert rc == 0, out
+    n1 = load_fleet(done)["n1"]
+    assert failure_key(R) not in n1["metadata"]["annotations"] and not n1["spec"].get("unschedulable")
+    assert parse_state(n1["metadata"]["annotations"][state_key(R)])["fix|2.1.0"].state == "complete"
+
+
 def test_pause_and_disable_are_honoured_by_apply(fleet: Path, recipe: Path, tmp_path: Path, cli: RunCli) -> None:
     rc, out, err = cli("pause", R, "--reason", "change freeze", "--cluster", f"sim:{fleet}", "-y")
     assert rc == 0 and f"PATCH configmap/node-reconciler/{CONTROLS_CONFIGMAP}" in out
@@ -227,3 +266,35 @@ def test_resuming_a_recipe_switched_only_with_new_twice_says_why_it_is_unknown(f
     assert "nothing is paused or disabled under that name" in err and "pass --new" not in err
     rc, _, err = cli("pause", "latr", "--cluster", f"sim:{fleet}", "-y")
     assert rc == 2 and "pass --new" in err
+
+
+def test_package_logs_says_which_stage_pods_stay(tmp_path: Path, cli: RunCli,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The help said successful stage pods are deleted (NodeWright's rule); ours stay until the
+    node's lifecycle completes (a completed stage is recorded with the node's next write, its pod
+    being the record until then). On a failed node the successful stage's pod is found; once the
+    node completes, none is, and the help and the empty answer say why."""
+    two = RECIPE.replace("  packages:\n", f"  packages:\n    base: {{version: 1.0.0, image: ghcr.io/example/base, "
+                                          f"containerSHA: {SHA}}}\n")
+    recipe = tmp_path / "two.yaml"
+    recipe.write_text(two.replace("      containerSHA: " + SHA, "      containerSHA: " + SHA
+                                  + "\n      dependsOn: {base: 1.0.0}"))
+    fleet = write_fleet(tmp_path / "f.yaml", [make_node("n1", {"pool": "gpu"})])
+    cfg = tmp_path / "sim.yaml"
+    cfg.write_text("failures:\n- {node: n1, package: fix, stage: apply, exitCode: 7, times: 99}\n")
+    failed = tmp_path / "failed.yaml"
+    assert cli("apply", str(recipe), "--cluster", f"sim:{fleet}", "--sim-config", str(cfg), "--sim-save",
+               str(failed), "-o", "json")[0] == 1
+    rc, out, _ = cli("package", "logs", "base", "--recipe", R, "--node", "n1", "--cluster", f"sim:{failed}",
+                     "-o", "json")
+    assert rc == 0 and [(x["stage"], x["phase"]) for x in json.loads(out)["logs"]] == [("config", "succeeded")]
+    with pytest.raises(SystemExit):
+        cli("package", "logs", "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "deleted when its lifecycle completes" in text and "the successful ones as the record" in text
+    assert cli("package", "rerun", "fix", "--recipe", R, "--node", "n1", "--force", "--cluster", f"sim:{failed}",
+               "-y")[0] == 0
+    done = tmp_path / "done.yaml"
+    assert cli("apply", str(recipe), "--cluster", f"sim:{failed}", "--sim-save", str(done), "-o", "json")[0] == 0
+    rc, out, _ = cli("package", "logs", "base", "--recipe", R, "--node", "n1", "--cluster", f"sim:{done}")
+    assert rc == 0 and "stage pods are deleted when the node's lifecycle completes" in out
