@@ -74,7 +74,28 @@ def gate_text(plan: Plan) -> str:
 
 
 def _changing(plan: Plan) -> list[NodePlan]:
-    return [n for n in plan.nodes if n.steps or n.interrupt is not None or n.batch > 0 or n.untaint]
+    """The nodes shown one by one: those with work and those left failed (``notRetried``)."""
+    return [n for n in plan.nodes if n.has_work]
+
+
+def nodes_line(plan: Plan, what: str = "selected") -> str:
+    """``24 of 24 selected change`` (``what``: the words after the total), with the nodes
+    ``apply`` leaves failed when there are any (``…; 2 failed with the same inputs before: not
+    retried (use --retry-failed)``)."""
+    s = plan.summary
+    line = f"{s.get('nodesChanging', 0)} of {s.get('nodes', 0)} {what} change"
+    failed = s.get("notRetried", 0)
+    if failed:
+        line += f"; {failed} failed with the same inputs before: not retried (use --retry-failed)"
+    return line
+
+
+def batch_cell(n: NodePlan) -> str:
+    """The batch a node runs in (``us-east-1a #2``), its compartment alone when it has none, or
+    ``us-east-1a: failed, not retried`` for a node ``apply`` leaves failed."""
+    if n.notRetried is not None:
+        return f"{n.compartment}: failed, not retried"
+    return f"{n.compartment} #{n.batch}" if n.batch else n.compartment
 
 
 def _count_line(counts: dict[str, int], keys: Iterable[str]) -> str:
@@ -120,7 +141,7 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
         meta += f" · revision {plan.revision}"
     meta += f" · plan hash {plan.planHash[:12]}"
     console.print(text(meta), soft_wrap=True)
-    console.print(text(f"Nodes: {s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected change"))
+    console.print(text(f"Nodes: {nodes_line(plan)}"), soft_wrap=True)
     console.print(text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"), soft_wrap=True)
     console.print(text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"), soft_wrap=True)
     console.print(text(f"Batches: {s.get('batches', 0)}"))
@@ -165,7 +186,7 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
                 drain.append("untaint")
             nt.add_row(
                 text(n.name),
-                text(f"{n.compartment} #{n.batch}" if n.batch else n.compartment),
+                text(batch_cell(n)),
                 text(steps, multiline=True),
                 text(describe(n.interrupt)),
                 text(", ".join(drain) or "-"),
@@ -258,7 +279,7 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
     head.append("")
     actions = s.get("actions", {})
     intr = s.get("interrupts", {})
-    head.append(f"**{s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected nodes change.**")
+    head.append(f"**{md_escape(nodes_line(plan, 'selected nodes'))}.**")
     head.append("")
     head.append("| | |")
     head.append("|---|---|")
@@ -321,7 +342,7 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
             _row(
                 md_escape(n.name),
                 md_escape(n.compartment),
-                n.batch or "-",
+                "failed, not retried" if n.notRetried is not None else n.batch or "-",
                 steps,
                 md_escape(describe(n.interrupt)),
                 "yes" if n.cordon else "no",
