@@ -68,7 +68,9 @@ what the plan would *do* (steps, order, batches, pods to wait for or evict) chan
 ``summary`` = ``{nodes, nodesChanging, actions: {install, upgrade, downgrade, reconfigure,
 uninstall} (counted per step), interrupts: {reboot, service, restartAllServices, noop}
 (counted per node), batches, untaint, notRetried}``; ``nodesChanging`` counts nodes with work,
-``notRetried`` the nodes left failed (not retried by a run with the same inputs).
+``notRetried`` the nodes left failed (not retried by a run with the same inputs). With
+``-l/--selector`` also ``selector: {selector, nodes, leftOut}``: its kubectl text, how many selected
+nodes it picks and how many selected nodes with work (or a taint to remove) it leaves out.
 """
 
 from __future__ import annotations
@@ -507,12 +509,14 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             )
     memo: dict[tuple[str | None, ...], tuple[NodeDiff, list[Step]]] = {}
     drafts = [_plan_node(recipe, fleet, n, deps, warnings, memo) for n in selected]
+    narrowed: dict[str, Any] | None = None
     if only is not None:
         sel = only.kubectl_text()
         outside = [d for d in drafts if not only.matches(d.info.labels)]
         # the per-node warnings of nodes left alone do not concern this run
         _drop_node_warnings(warnings, {d.info.name for d in outside})
         held = [d.info.name for d in outside if d.has_work or d.untaint]
+        narrowed = {"selector": sel, "nodes": len(drafts) - len(outside), "leftOut": len(held)}
         if held:
             warnings.append(f"{len(held)} selected node(s) with work do not match -l {sel} and are left as they are "
                             f"for this run (still counted in their compartment): {_names(held)}")
@@ -630,6 +634,8 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         "untaint": sum(1 for d in drafts if d.untaint),
         "notRetried": len(failed),
     }
+    if narrowed is not None:
+        summary["selector"] = narrowed
     released = [{"name": o.name, "outOfScope": o.reason, "cordon": o.holdsCordon, "owes": o.owes}
                 for o in out_of_scope]
     return Plan(

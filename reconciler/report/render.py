@@ -90,6 +90,23 @@ def nodes_line(plan: Plan, what: str = "selected") -> str:
     return line
 
 
+def no_changes_text(plan: Plan) -> str:
+    """The line shown when no node is listed: every selected node is up to date, or — with
+    ``-l/--selector`` — what the selector picks is, and how many nodes with work it leaves out."""
+    narrowed = plan.summary.get("selector")
+    if not isinstance(narrowed, dict):
+        return "No changes: every selected node is up to date."
+    sel, picked, left = narrowed.get("selector", ""), narrowed.get("nodes", 0), narrowed.get("leftOut", 0)
+    total = plan.summary.get("nodes", 0)
+    if not picked:
+        line = f"No changes: -l {sel} picks none of the {total} node(s) the recipe selects"
+    elif left:
+        line = f"No changes for the {picked} node(s) -l {sel} picks"
+    else:
+        line = f"No changes: the {picked} node(s) -l {sel} picks are up to date"
+    return line + (f"; {left} node(s) with work left out by -l." if left else ".")
+
+
 def batch_cell(n: NodePlan) -> str:
     """The batch a node runs in (``us-east-1a #2``), its compartment alone when it has none, or
     ``us-east-1a: failed, not retried`` for a node ``apply`` leaves failed."""
@@ -193,7 +210,7 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
             )
         console.print(nt)
     else:
-        console.print(text("No changes: every selected node is up to date."))
+        console.print(text(no_changes_text(plan)), soft_wrap=True)
 
     if plan.warnings:
         console.print(text("Warnings:", style="bold yellow"))
@@ -315,7 +332,7 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
             head.append(f"- … and {len(risks) - len(top)} more (see details)")
         head.append("")
     elif not _changing(plan):
-        head.append("No changes: every selected node is up to date.")
+        head.append(md_escape(no_changes_text(plan)))
         head.append("")
 
     changing = sorted(_changing(plan), key=lambda x: (x.compartment, x.batch or 10**9, x.name))
