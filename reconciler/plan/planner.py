@@ -563,6 +563,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
 
     # compartments and batches
     assignment = assign_compartments(policy, [d.info for d in drafts])
+    warnings.extend(empty_compartment_warnings(policy, [d.info for d in drafts], assignment))
     order = [c.name for c in policy.compartments] + [DEFAULT_COMPARTMENT]
     batch_of: dict[str, int] = {}
     compartments: list[CompartmentPlan] = []
@@ -653,6 +654,37 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
     )
 
 
+def empty_compartment_warnings(policy: DeploymentPolicy, nodes: Sequence[NodeInfo],
+                               assignment: Mapping[str, str]) -> list[str]:
+    """One warning per named compartment of ``policy`` that gets none of ``nodes`` (the recipe's
+    selected nodes, placed by ``assignment``): a compartment that silently drops out of the plan
+    is more likely a selector typo, or a compartment shadowed by an overlapping one, than
+    intended. A shadowed compartment's warning names the compartments that took its nodes (a node
+    matching several goes to the safest strategy, then the smaller ceiling, then the name:
+    :func:`~reconciler.plan.batching.assign_compartments`). None when no node is selected (the
+    recipe's own warning says so)."""
+    if not nodes:
+        return []
+    used = set(assignment.values())
+    out: list[str] = []
+    for c in policy.compartments:
+        if c.name in used:
+            continue
+        sel = c.selector.kubectl_text() or "(everything)"
+        matching = [n.name for n in nodes if c.selector.matches(n.labels)]
+        if not matching:
+            out.append(f"compartment {c.name}: its selector {sel} matches none of the {len(nodes)} node(s) the "
+                       "recipe selects: it gets no node and its budget and strategy apply to nothing (a typo in the "
+                       "selector, or nodes not labelled yet?)")
+            continue
+        took = sorted({assignment[n] for n in matching})
+        out.append(f"compartment {c.name}: its selector {sel} matches {len(matching)} selected node(s), but each "
+                   f"is placed in {', '.join(f'compartment {t}' for t in took)} (a node matching several compartments "
+                   "goes to the safest strategy — fixed, linear, exponential —, then the smaller budget ceiling, then "
+                   "the name): it gets no node and its budget and strategy apply to nothing")
+    return out
+
+
 def out_of_scope_nodes(recipe: Recipe, fleet: ObservedFleet, selected: set[str]) -> list[OutOfScopeNode]:
     """Nodes not in ``selected`` that hold records of ``recipe`` (its cordon claim or in-flight
     record), in name order, with what they still owe (issue 12's scope rules): an interrupt is owed
@@ -672,7 +704,8 @@ def out_of_scope_nodes(recipe: Recipe, fleet: ObservedFleet, selected: set[str])
     return out
 
 
-__all__ = ["DrainView", "classify_drain", "compute_plan", "order_steps", "out_of_scope_nodes", "plan_hash"]
+__all__ = ["DrainView", "classify_drain", "compute_plan", "empty_compartment_warnings", "order_steps",
+           "out_of_scope_nodes", "plan_hash"]
 
 
 def locked_refusals(plan: Plan, recipe: Recipe) -> list[str]:
