@@ -24,7 +24,7 @@ rollout loop's (:class:`~reconciler.execute.timeline.Timeline`). Errors: ``Input
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -57,6 +57,8 @@ class ApplySettings:
     recipe applied must have one and match it. ``workers``: node runs advanced at once (1 for the
     simulated fleet; None: :func:`~reconciler.execute.rollout.default_workers` of each plan).
     ``poll_seconds``: fallback poll interval. ``lease_duration`` / ``wait_for_lock``: seconds.
+    ``retry_failed``: start again the nodes that failed in an earlier run with the same inputs
+    (planned with ``compute_plan(retry_failed=True)``; without it they are left failed).
     """
 
     holder: str
@@ -130,9 +132,11 @@ def _narrowed(fleet: ObservedFleet, only: LabelSelector | None) -> ObservedFleet
 
 
 def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "",
-                 only: LabelSelector | None = None) -> list[Plan]:
+                 only: LabelSelector | None = None, retry_failed: bool = False) -> list[Plan]:
     """Plan every recipe of ``inputs`` against one observation of ``cluster`` (reads only);
-    ``revision`` labels where the inputs came from (recorded, not hashed).
+    ``revision`` labels where the inputs came from (recorded, not hashed); ``only`` and
+    ``retry_failed`` as ``apply``'s ``-l`` and ``--retry-failed`` (:func:`compute_plan`), so the
+    plans are the ones ``apply`` with the same options carries out.
 
     Raises: InputError (a dependency cycle), ClusterError (the reads failed).
 
@@ -141,7 +145,8 @@ def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "",
     fifth of the CPU of observing 100,000 nodes."""
     with paused_gc():
         fleet = observe(cluster)
-        return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision, only=only) for r in inputs.recipes]
+        return [compute_plan(r, policy_for(r, inputs), fleet, revision=revision, only=only, retry_failed=retry_failed)
+                for r in inputs.recipes]
 
 
 def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: ApplySettings,
@@ -167,9 +172,11 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
     current: Recipe | None = None
     try:
         fleet = observe(ports)
-        only = settings.only
-        first = {r.name: compute_plan(r, policies[r.name], fleet, only=only) for r in inputs.recipes}
-        _check_gates(inputs, first, settings)
+        only, retry = settings.only, settings.retry_failed
+        first = {r.name: compute_plan(r, policies[r.name], fleet, only=only, retry_failed=retry)
+                 for r in inputs.recipes}
+        _check_gates(inputs, first, settings,
+                     lambda r, other: compute_plan(r, policies[r.name], fleet, only=only, retry_failed=other))
         out.tainted = auto_taint(fenced.nodes, inputs.recipes, _narrowed(fleet, only))
         if out.tainted:
             for o in observers:
@@ -188,8 +195,8 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
                     done.append(recipe)
                 continue
             fleet = observe(ports)
-            the_plan = compute_plan(recipe, policies[recipe.name], fleet, only=only)
-            earlier = [(e, compute_plan(e, policies[e.name], fleet, only=only)) for e in done]
+            the_plan = compute_plan(recipe, policies[recipe.name], fleet, only=only, retry_failed=retry)
+            earlier = [(e, compute_plan(e, policies[e.name], fleet, only=only, retry_failed=retry)) for e in done]
             waiting = waiting_nodes(recipe, the_plan, earlier)
             done.append(recipe)
             for o in observers:
@@ -220,8 +227,11 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
     return out
 
 
-def _check_gates(inputs: Inputs, first: Mapping[str, Plan], settings: ApplySettings) -> None:
-    """The plan-hash gate and locked mode, on the first plan of every recipe, before any write."""
+def _check_gates(inputs: Inputs, first: Mapping[str, Plan], settings: ApplySettings,
+                 replan: Callable[[Recipe, bool], Plan] | None = None) -> None:
+    """The plan-hash gate and locked mode, on the first plan of every recipe, before any write.
+    ``replan(recipe, retry_failed)``: the same plan with the other ``--retry-failed``, made only
+    to say so when the reviewed plan differs just by that flag."""
     expected = settings.expected_hashes
     if expected is not None:
         for rec in inputs.recipes:
@@ -230,6 +240,13 @@ def _check_gates(inputs: Inputs, first: Mapping[str, Plan], settings: ApplySetti
                 raise PlanMismatchError(f"{settings.plan_source} has no plan for recipe {rec.name}; plan it and "
                                         "review it")
             if current != expected[rec.name]:
+                other = not settings.retry_failed
+                if replan is not None and replan(rec, other).planHash == expected[rec.name]:
+                    made, now = ("with", "without") if other else ("without", "with")
+                    raise PlanMismatchError(
+                        f"{settings.plan_source} for recipe {rec.name} was made {made} --retry-failed and this "
+                        f"apply runs {now} it (nodes that failed with the same inputs are planned differently); "
+                        f"apply {made} --retry-failed, or re-run `reconciler plan` {now} it and review it")
                 raise PlanMismatchError(
                     f"{settings.plan_source} is stale for recipe {rec.name}: its planHash {expected[rec.name][:12]} "
                     f"does not match the current inputs and fleet ({current[:12]}); re-run `reconciler plan` and "

@@ -29,6 +29,7 @@ from pydantic import ConfigDict, Field, Strict, StringConstraints
 
 from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339, Labels, QualifiedName
 from reconciler.model.base import Frozen
+from reconciler.model.nodestate import IGNORE_LABEL
 from reconciler.model.recipe import Recipe
 
 #: Longest simulated duration accepted for one step (seconds; about 31 years).
@@ -120,13 +121,17 @@ class SimConfig(_Strict):
         return bool(self.neverReturns or any(f.node != "*" or f.package != "*" for f in self.failures)
                     or (self.validator is not None and self.validator.failsOn))
 
-    def unknown_names(self, nodes: Callable[[], Collection[str]],
-                      packages: Collection[str]) -> list[tuple[tuple[str | int, ...], str]]:
+    def unknown_names(self, nodes: Callable[[], Collection[str]], packages: Collection[str],
+                      runs: Callable[[str], Collection[str]] | None = None) -> list[tuple[tuple[str | int, ...], str]]:
         """The node and package names of this config that are not in the fleet (``nodes()``,
         called only when a node is named) or in any of the recipes run (``packages``): each as
         ``(field path, message)``, e.g. ``(("failures", 0, "node"), "no node 'gpu-zz-1' in the
         fleet (did you mean 'gpu-a-001'?)")``. A typo there would otherwise make the what-if
-        silently succeed. Pure."""
+        silently succeed. With ``runs`` (node → the packages the recipes run would run on it;
+        empty for a node none of them selects), also the names that exist but never meet: a
+        failure of a package on a node no recipe runs it on, and a node of ``neverReturns`` or
+        ``validator.failsOn`` no recipe selects — a what-if that could never happen passes as
+        silently. Pure."""
         out: list[tuple[tuple[str | int, ...], str]] = []
         if not self.names():
             return out
@@ -138,18 +143,41 @@ class SimConfig(_Strict):
             where = "the fleet" if kind == "node" else "the recipes given"
             return f"no {kind} {name!r} in {where}{hint}"
 
+        def unselected(name: str, what: str) -> str:
+            return (f"no recipe given selects node {name!r} (their nodeSelector, or the node is labelled "
+                    f"{IGNORE_LABEL}=true): {what}")
+
+        never = "this failure could never happen"
         for i, f in enumerate(self.failures):
-            if f.node != "*" and f.node not in fleet:
+            node_known = f.node == "*" or f.node in fleet
+            package_known = f.package == "*" or f.package in packages
+            if not node_known:
                 out.append((("failures", i, "node"), miss("node", f.node, fleet)))
-            if f.package != "*" and f.package not in packages:
+            if not package_known:
                 out.append((("failures", i, "package"), miss("package", f.package, packages)))
+            if runs is None or f.node == "*" or not (node_known and package_known):
+                continue
+            ran = runs(f.node)
+            if not ran:
+                out.append((("failures", i, "node"), unselected(f.node, never)))
+            elif f.package != "*" and f.package not in ran:
+                out.append((("failures", i, "node"),
+                            f"no recipe given runs package {f.package!r} on node {f.node!r} (none of those with it "
+                            f"selects the node): {never}"))
         for i, n in enumerate(self.neverReturns):
             if n not in fleet:
                 out.append((("neverReturns", i), miss("node", n, fleet)))
+            elif runs is not None and not runs(n):
+                out.append((("neverReturns", i),
+                            unselected(n, "none of them reboots it, so its never coming back changes nothing")))
         if self.validator is not None:
             for i, n in enumerate(self.validator.failsOn):
                 if n not in fleet:
                     out.append((("validator", "failsOn", i), miss("node", n, fleet)))
+                elif runs is not None and not runs(n):
+                    out.append((("validator", "failsOn", i),
+                                unselected(n, "no readiness gate of theirs waits on it, so the validator failing "
+                                              "there changes nothing")))
         return out
 
     def stage_duration(self, stage: str) -> float:

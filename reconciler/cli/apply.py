@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from rich.console import Console
 
-from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg, add_retry_failed_arg
 from reconciler.cli.console import make_console, whole_lines
 from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
 from reconciler.cli.runsummary import print_summary
@@ -53,8 +53,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--workers", type=count(1, 1024), default=None, metavar="N",
                    help="nodes advanced at once on a real cluster (threads; default: the largest batch "
                         "the budget allows, 16 to 128)")
-    p.add_argument("--retry-failed", action="store_true",
-                   help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
+    add_retry_failed_arg(p)
     p.add_argument("--poll-seconds", type=seconds(0, 3600, low_inclusive=False), default=None,
                    help="seconds between looks at the cluster")
     p.add_argument("--wait-for-lock", type=seconds(0, 7 * 86400), default=0.0, metavar="SECONDS",
@@ -312,7 +311,8 @@ def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: 
         return None
     from reconciler.cli.live import LiveView, predict
 
-    return LiveView(console, predict(inputs, opened.cluster, args.selector) if opened.sim is None else None)
+    eta = predict(inputs, opened.cluster, args.selector, args.retry_failed) if opened.sim is None else None
+    return LiveView(console, eta)
 
 
 def _save(args: argparse.Namespace, opened: Any) -> None:

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.plan import check_selector
 
     check_selector(args, opened.cluster)
-    plans = plan_recipes(inputs, opened.cluster, only=args.selector)
+    plans = plan_recipes(inputs, opened.cluster, only=args.selector, retry_failed=args.retry_failed)
     from reconciler.ops.controls import held_reason
 
     held = {p.recipe.name: held_reason(opened.cluster, p.recipe.name) for p in plans}

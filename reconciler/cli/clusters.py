@@ -7,11 +7,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
 
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.errors import PATH_LIMIT, InputError, SourcePos, clip, shown
+from reconciler.model.nodestate import is_ignored
 from reconciler.model.recipe import Recipe
 from reconciler.ops.controls import DEFAULT_NAMESPACE
 from reconciler.ports import Clock, Cluster
@@ -170,15 +172,18 @@ def check_sim_config_names(args: argparse.Namespace, opened: Opened, recipes: It
     path = getattr(args, "sim_config", None)
     if path:
         config = opened.sim_config or load_sim_config(path)
-        check_sim_names(path, config, lambda: {n.name for n in opened.cluster.list_nodes()}, recipes)
+        check_sim_names(path, config, lambda: {n.name: n.labels for n in opened.cluster.list_nodes()}, recipes)
 
 
-def check_sim_names(path: str | None, config: SimConfig | None, nodes: Callable[[], Collection[str]],
+def check_sim_names(path: str | None, config: SimConfig | None, nodes: Callable[[], Mapping[str, Mapping[str, str]]],
                     recipes: Iterable[Recipe]) -> None:
     """A ``--sim-config`` that names a node the fleet does not have or a package none of
     ``recipes`` has is bad input: a typo would make the what-if silently pass
-    (:meth:`SimConfig.unknown_names`). ``nodes``: the fleet's node names (called only when the
-    config names a node).
+    (:meth:`SimConfig.unknown_names`). So is one whose names exist but never meet: a failure of a
+    package on a node no recipe that has the package selects (its ``nodeSelector``, or the node
+    labelled ignore), a ``neverReturns`` or ``validator.failsOn`` node no recipe selects — the
+    what-if would pass as silently. ``nodes``: the fleet's node names with their labels (called
+    only when the config names a node).
 
     Raises:
         InputError: with file:line:column of each unknown name
@@ -186,8 +191,17 @@ def check_sim_names(path: str | None, config: SimConfig | None, nodes: Callable[
     """
     if not path or config is None:
         return
+    recipes = list(recipes)
     packages = {p for r in recipes for p in r.packages}
-    unknown = config.unknown_names(nodes, packages)
+    fleet = cache(nodes)
+
+    def runs(node: str) -> set[str]:
+        labels = fleet().get(node, {})
+        if is_ignored(labels):
+            return set()
+        return {p for r in recipes if r.nodeSelector.matches(labels) for p in r.packages}
+
+    unknown = config.unknown_names(fleet, packages, runs)
     if not unknown:
         return
     from reconciler.errors import InputErrors

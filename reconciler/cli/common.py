@@ -111,6 +111,14 @@ def add_selector_arg(p: argparse.ArgumentParser) -> None:
                    help="only nodes with these labels (kubectl syntax: k=v,k!=v,'k in (a,b)',!k)")
 
 
+def add_retry_failed_arg(p: argparse.ArgumentParser) -> None:
+    """``--retry-failed`` of ``apply``, ``plan`` and ``simulate``, with one meaning: nodes that failed
+    in an earlier run with the same inputs are started again (without it they are left failed,
+    :func:`reconciler.model.nodestate.not_retried`)."""
+    p.add_argument("--retry-failed", action="store_true",
+                   help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
+
+
 def selected(args: argparse.Namespace, nodes: Sequence[Any]) -> list[Any]:
     """``nodes`` narrowed to ``-l/--selector`` (all of them without it).
 

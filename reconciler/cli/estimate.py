@@ -105,13 +105,14 @@ def assumptions(recipe: Recipe, inputs: Any, args: argparse.Namespace, config: A
 
 
 def simulate_recipes(steps: Sequence[tuple[Recipe, DeploymentPolicy]], fleet: ObservedFleet, config: Any = None,
-                     only: Any = None) -> list[tuple[Plan, RunResult]]:
+                     only: Any = None, retry_failed: bool = False) -> list[tuple[Plan, RunResult]]:
     """Apply each ``(recipe, policy)`` of ``steps``, in order, to one simulated copy of ``fleet``
     (nothing else is touched; a later recipe sees what the earlier ones did), as ``reconciler
     simulate`` does: each plan is computed against the copy as it is then, with the simulated
     durations of ``config`` (default :class:`~reconciler.adapters.simconfig.SimConfig`) adjusted
     for the recipe (:meth:`~reconciler.adapters.simconfig.SimConfig.for_estimate`: a readiness gate
-    passes at once). ``only``: the ``-l/--selector``. Returns each recipe's plan and run.
+    passes at once). ``only``: the ``-l/--selector``; ``retry_failed``: ``--retry-failed``. Returns each
+    recipe's plan and run.
 
     Raises:
         ReconcilerError: the simulated rollout could not run.
@@ -128,15 +129,15 @@ def simulate_recipes(steps: Sequence[tuple[Recipe, DeploymentPolicy]], fleet: Ob
     out = []
     for recipe, policy in steps:
         sim.config = base.for_estimate(recipe)
-        plan = compute_plan(recipe, policy, observe(sim), only=only)
-        out.append((plan, Rollout(recipe, policy, plan, sim, sim).run()))
+        plan = compute_plan(recipe, policy, observe(sim), only=only, retry_failed=retry_failed)
+        out.append((plan, Rollout(recipe, policy, plan, sim, sim, retry_failed=retry_failed).run()))
     return out
 
 
 def simulate_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, config: Any,
-                  only: Any = None) -> RunResult:
+                  only: Any = None, retry_failed: bool = False) -> RunResult:
     """Apply ``recipe`` alone to a simulated copy of ``fleet`` (:func:`simulate_recipes` of one)."""
-    return simulate_recipes([(recipe, policy)], fleet, config, only)[0][1]
+    return simulate_recipes([(recipe, policy)], fleet, config, only, retry_failed)[0][1]
 
 
 def simulator(

@@ -138,10 +138,11 @@ def jsonl_summary(stream: IO[str], results: Sequence[RunResult], *, skipped: Map
 PREDICT_MAX_NODES = 5000
 
 
-def predict(inputs: Any, cluster: Any, only: Any = None) -> dict[str, dict[str, list[float]]]:
+def predict(inputs: Any, cluster: Any, only: Any = None,
+            retry_failed: bool = False) -> dict[str, dict[str, list[float]]]:
     """recipe → compartment → simulated batch starts and end: the recipes applied, in order, to a
     simulated copy of ``cluster`` (what ``reconciler simulate`` does, default durations; ``only``: the
-    ``-l`` selector of ``apply``). Empty when
+    ``-l`` selector of ``apply``, ``retry_failed`` its ``--retry-failed``). Empty when
     the fleet is larger than :data:`PREDICT_MAX_NODES` or the simulation cannot run."""
     from reconciler.cli.estimate import simulate_recipes
     from reconciler.errors import ReconcilerError
@@ -153,7 +154,8 @@ def predict(inputs: Any, cluster: Any, only: Any = None) -> dict[str, dict[str, 
         fleet = observe(cluster)
         if len(fleet.nodes) > PREDICT_MAX_NODES:
             return {}
-        runs = simulate_recipes([(r, policy_for(r, inputs)) for r in inputs.recipes], fleet, only=only)
+        runs = simulate_recipes([(r, policy_for(r, inputs)) for r in inputs.recipes], fleet, only=only,
+                                retry_failed=retry_failed)
         return {plan.recipe.name: predicted_schedule(result.timeline, [c.name for c in plan.compartments])
                 for plan, result in runs}
     except ReconcilerError:

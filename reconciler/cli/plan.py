@@ -14,7 +14,8 @@ Output:
   size budget is shared so the whole body stays under GitHub's comment limit.
 
 Exit codes: 0 ok; with ``--detailed-exitcode`` 3 when any recipe has pending changes (a node
-with work, or a runtime-required taint to remove); 2 bad input (no recipe at all, or an empty file,
+with work, or a runtime-required taint to remove; not a node ``apply`` leaves failed, which
+``--retry-failed`` plans as ``apply --retry-failed`` does); 2 bad input (no recipe at all, or an empty file,
 unless ``--allow-empty``); 4 cluster error.
 """
 
@@ -25,7 +26,13 @@ import contextlib
 import sys
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg, add_selector_arg
+from reconciler.cli.common import (
+    add_cluster_args,
+    add_input_args,
+    add_output_arg,
+    add_retry_failed_arg,
+    add_selector_arg,
+)
 from reconciler.errors import EXIT_CHANGES, EXIT_OK
 from reconciler.model.plan import Plan, canonical_json
 from reconciler.report.safetext import visible
@@ -54,9 +61,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--detailed-exitcode",
         action="store_true",
-        help="exit 3 when changes are pending, 0 when every selected node is up to date",
+        help="exit 3 when apply would change something, 0 when not (every selected node up to date or "
+             "left failed)",
     )
     add_selector_arg(p)
+    add_retry_failed_arg(p)
     from reconciler.cli.reportfile import add_report_file_arg
 
     add_report_file_arg(p, "predicted")
@@ -82,7 +91,8 @@ def check_selector(args: argparse.Namespace, cluster: Any) -> None:
 
 
 def pending(plan: Plan) -> bool:
-    """True when the plan would change something (a node with work or a taint to remove)."""
+    """True when the plan would change something (a node with work or a taint to remove; a node
+    left failed, ``notRetried``, is not: ``apply`` does not touch it)."""
     return bool(plan.summary.get("nodesChanging") or plan.summary.get("untaint"))
 
 
@@ -120,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     opened = open_cluster(args, read_only=True)  # plan never writes the cluster (nor saves a simulated one)
     check_sim_config_names(args, opened, inputs.recipes)
     check_selector(args, opened.cluster)
-    plans = plan_recipes(inputs, opened.cluster, revision=args.revision, only=args.selector)
+    plans = plan_recipes(inputs, opened.cluster, revision=args.revision, only=args.selector,
+                         retry_failed=args.retry_failed)
     from reconciler.cli.console import styles_allowed
     from reconciler.ops.controls import held_reason
 
@@ -156,7 +167,8 @@ def write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: l
             continue
         recipe = inputs.recipe(plan.recipe.name)
         cfg, assumed = assumptions(recipe, inputs, args, config)
-        run = simulate_plan(recipe, policy_for(recipe, inputs), fleet, cfg, only=args.selector)
+        run = simulate_plan(recipe, policy_for(recipe, inputs), fleet, cfg, only=args.selector,
+                            retry_failed=getattr(args, "retry_failed", False))
         runs.append(ReportRun(run, "predicted", f"simulated: {assumed.text()} (from {assumed.source})"))
     write_report(args.report_file, runs, title="node-reconciler: predicted rollout",
                  subtitle=f"plan against {opened.description}; nothing was changed")

@@ -115,6 +115,9 @@ def dispatch(args: argparse.Namespace) -> int:
         if getattr(args, "selector", None) is not None:
             raise InputError("-l/--selector is not supported in revision mode (--repo/--base/--head): the comparison "
                              "covers every node the recipes select")
+        if getattr(args, "retry_failed", False):
+            raise InputError("--retry-failed is not supported in revision mode (--repo/--base/--head): the comparison "
+                             "plans both revisions as apply plans them by default")
         if args.output in ("yaml", "name"):
             raise InputError(f"-o {args.output}: revision mode (--repo/--base/--head) prints table, json or markdown")
         return run_revisions(args)

@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg
+from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg, add_retry_failed_arg
 from reconciler.cli.console import make_console
 from reconciler.cli.runsummary import print_summary
 from reconciler.errors import EXIT_FAILED, EXIT_OK
@@ -30,6 +30,7 @@ def add_parser(sub: Any) -> None:
     add_output_arg(p, ("table", "json"))
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--timeline", action="store_true", help="print every event of the simulated run")
+    add_retry_failed_arg(p)
     from reconciler.cli.reportfile import add_report_file_arg
 
     add_report_file_arg(p, "predicted (simulated)")
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     cfg_path = getattr(args, "sim_config", None)
     source = open_cluster(argparse.Namespace(**{**vars(args), "sim_config": None}))
     config = load_sim_config(cfg_path) if cfg_path else None
-    check_sim_names(cfg_path, config, lambda: {n.name for n in source.cluster.list_nodes()}, inputs.recipes)
+    check_sim_names(cfg_path, config, lambda: {n.name: n.labels for n in source.cluster.list_nodes()}, inputs.recipes)
     with paused_gc():  # millions of acyclic objects allocated, none freed: no collector passes over them
         sim = SimFleet(objects_from_observed(observe(source.cluster)), config)
     results: list[RunResult] = []
@@ -61,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
     for recipe in inputs.recipes:
         policy = policy_for(recipe, inputs)
         sim.config = base.for_estimate(recipe)  # without a validator, a readiness gate passes at once
-        plan = compute_plan(recipe, policy, observe(sim))
-        results.append(Rollout(recipe, policy, plan, sim, sim).run())
+        plan = compute_plan(recipe, policy, observe(sim), retry_failed=args.retry_failed)
+        results.append(Rollout(recipe, policy, plan, sim, sim, retry_failed=args.retry_failed).run())
     if getattr(args, "report_file", None):
         from reconciler.cli.reportfile import write_report
         from reconciler.report.htmlreport import ReportRun

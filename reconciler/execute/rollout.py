@@ -39,28 +39,21 @@ from reconciler.model.nodestate import (
     FailureRecord,
     InFlight,
     condition_type,
-    digest,
-    failure_key,
     inflight_key,
+    inputs_digest,
+    not_retried,
+    not_retried_message,
     parse_model,
 )
 from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import run_verdict
-from reconciler.model.vocab import NodeResult, Phase, Stage
+from reconciler.model.vocab import NodeResult, Phase
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
 from reconciler.ports import Clock, Cluster, ClusterPorts, NodeInterest
 
 log = logging.getLogger(__name__)
-
-
-def inputs_digest(recipe: Recipe, policy: DeploymentPolicy) -> str:
-    """Digest of what a node is changed *to*: the recipe and policy without their file paths."""
-    return digest({
-        "recipe": recipe.digest_dump(),
-        "policy": policy.model_dump(mode="json", exclude={"source"}),
-    })
 
 
 MIN_AUTO_WORKERS = 16
@@ -199,13 +192,24 @@ class Rollout:
     def _compartments(self) -> list[_Compartment]:
         out = []
         nodes_now = {n.name: n for n in self.ports.nodes.list_nodes()}
+
+        def held(name: str) -> FailureRecord | None:  # failed earlier with these very inputs: left failed
+            info = nodes_now.get(name)
+            return None if info is None else not_retried(info.annotations, self.recipe.name, self.ctx.inputs,
+                                                         retry_failed=self.retry_failed)
+
+        # the plan's notRetried nodes are in no batch (the planner made the same decision): still
+        # failed on this read, they are reported failed as the plan said, their condition re-asserted
+        for np_ in self.plan.nodes:
+            if np_.notRetried is not None and (rec := held(np_.name)) is not None:
+                self.prefailed[np_.name] = rec
+                self._reassert_failed(np_.name, rec)
         for cp in self.plan.compartments:
             queue = []
             for n in (n for batch in cp.batches for n in batch if n in self._by_name):
-                info = nodes_now.get(n)
-                rec = parse_model(FailureRecord, info.annotations.get(failure_key(self.recipe.name))) if info else None
-                if rec is not None and rec.inputs == self.ctx.inputs and not self.retry_failed:
-                    self.prefailed[n] = rec  # failed earlier with these very inputs: left failed
+                rec = held(n)  # a node that failed since the plan was made
+                if rec is not None:
+                    self.prefailed[n] = rec
                     self._reassert_failed(n, rec)
                     continue
                 if n in self.waiting:
@@ -548,8 +552,7 @@ class Rollout:
                 any_failed = True
                 outcomes.append(NodeOutcome(
                     np.name, NodeResult.FAILED, np.compartment, failed_stage=f0.stage, reason=f0.reason,
-                    message=f"failed in run {f0.runId} with the same inputs (not retried; use --retry-failed"
-                    f"{_rerun_hint(f0, self.recipe.name, np.name)}): {f0.message}", exit_code=f0.exitCode,
+                    message=not_retried_message(f0, self.recipe.name, np.name), exit_code=f0.exitCode,
                     log_tail=f0.logTail))
                 continue
             if r is None and np.name in self.waiting:
@@ -615,14 +618,3 @@ class Rollout:
             duration=duration,
             writes=getattr(self.ports.nodes, "writes", 0),  # the adapter playing the roles counts its writes
         )
-
-
-def _rerun_hint(failure: FailureRecord, recipe: str, node: str) -> str:
-    """The other way on for a node left failed, when its failure names a package stage the failed
-    lifecycle can run again: ``package rerun`` (from the package's first stage, or its
-    post-interrupt stage); "" for a failure of the node itself (drain, interrupt, readiness)."""
-    if not failure.package or failure.stage in (Stage.INTERRUPT, Stage.UNINSTALL_INTERRUPT):
-        return ""
-    stage = f" --stage {Stage.POST_INTERRUPT}" if failure.stage == Stage.POST_INTERRUPT else ""
-    return (f", or `reconciler package rerun {failure.package} --recipe {recipe} --node {node}{stage} --force` "
-            f"to run {failure.package} again")

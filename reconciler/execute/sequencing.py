@@ -15,8 +15,9 @@ from reconciler.model.recipe import Recipe
 
 def _has_work(n: NodePlan) -> bool:
     # a pending runtime-required untaint is not work a later recipe waits for: the taint leaves
-    # only when every runtime-required recipe is complete, so waiting on it would deadlock (§2.9)
-    return bool(n.steps) or n.interrupt is not None
+    # only when every runtime-required recipe is complete, so waiting on it would deadlock (§2.9);
+    # a node left failed (notRetried: its steps are not planned) is not complete either
+    return bool(n.steps) or n.interrupt is not None or n.notRetried is not None
 
 
 def waiting_nodes(recipe: Recipe, plan: Plan, earlier: Sequence[tuple[Recipe, Plan]]) -> dict[str, str]:

@@ -14,7 +14,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -24,6 +24,10 @@ from reconciler.model.base import Frozen
 from reconciler.model.redact import redact
 from reconciler.model.utctime import to_rfc3339
 from reconciler.model.vocab import PERSISTED_PHASES, PackageStatus, Phase, Stage
+
+if TYPE_CHECKING:
+    from reconciler.model.policy import DeploymentPolicy
+    from reconciler.model.recipe import Recipe
 
 PREFIX = "reconciler.nodewright.dev"
 LEGACY_PREFIXES = ("skyhook.nvidia.com", "nodewright.nvidia.com")
@@ -355,6 +359,46 @@ class FailureRecord(Frozen):
         written on the node (readable by everyone who can read nodes), shown or reported; a record
         written by someone else is masked when it is read."""
         return redact(v)
+
+
+def inputs_digest(recipe: Recipe, policy: DeploymentPolicy) -> str:
+    """Digest of what a node is changed *to*: the recipe and policy without their file paths
+    (``FailureRecord.inputs``; :func:`not_retried` compares it)."""
+    return digest({
+        "recipe": recipe.digest_dump(),
+        "policy": policy.model_dump(mode="json", exclude={"source"}),
+    })
+
+
+def not_retried(annotations: Mapping[str, str], recipe: str, inputs: str, *,
+                retry_failed: bool = False) -> FailureRecord | None:
+    """The failure record that makes a run of ``recipe`` with ``inputs`` (:func:`inputs_digest`)
+    leave a node failed instead of starting it again, or None when the run may start it.
+
+    A node that failed in an earlier run with these very inputs is not retried (it would fail
+    the same way: a run does not hammer a broken node) unless ``retry_failed``
+    (``--retry-failed``); a record from other inputs (the recipe or policy changed since), or an
+    unreadable one, does not hold the node. The one rule behind ``apply``'s "not retried" (the
+    rollout, on its fresh read of each node of a batch) and the plan's ``notRetried`` nodes
+    (left out of every batch), so ``plan`` says what ``apply`` will do. Pure."""
+    if retry_failed:
+        return None
+    rec: FailureRecord | None = parse_model(FailureRecord, annotations.get(failure_key(recipe)))
+    return rec if rec is not None and rec.inputs == inputs else None
+
+
+def not_retried_message(rec: FailureRecord, recipe: str = "", node: str = "") -> str:
+    """How a node held failed by :func:`not_retried` is reported (the run's result, the plan's
+    node note): the failed run, the hint, the failure's own message. With ``recipe`` and ``node``
+    the hint also names the other way on when the failure names a package stage the failed
+    lifecycle can run again: ``package rerun`` (from the package's first stage, or its
+    post-interrupt stage); not for a failure of the node itself (drain, interrupt, readiness)."""
+    rerun = ""
+    if recipe and node and rec.package and rec.stage not in (Stage.INTERRUPT, Stage.UNINSTALL_INTERRUPT):
+        stage = f" --stage {Stage.POST_INTERRUPT}" if rec.stage == Stage.POST_INTERRUPT else ""
+        rerun = (f", or `reconciler package rerun {rec.package} --recipe {recipe} --node {node}{stage} --force` "
+                 f"to run {rec.package} again")
+    return f"failed in run {rec.runId} with the same inputs (not retried; use --retry-failed{rerun}): {rec.message}"
 
 
 def parse_model(model: type[Frozen], text: str | None) -> Any:

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from reconciler.jsonsafe import dumps_sorted
 from reconciler.model.base import Frozen
+from reconciler.model.nodestate import FailureRecord
 from reconciler.model.recipe import Interrupt, ReadinessGate
 from reconciler.model.vocab import Action
 
@@ -54,6 +55,10 @@ class NodePlan(Frozen):
     counts them); ``pdbs`` the PodDisruptionBudgets covering them (``ns/name: disruptionsAllowed``);
     ``drainBlockers`` pods a drain would refuse with the reason (kubectl filter classes).
     ``batch`` is 1-based within the compartment; 0 when the node has nothing to do.
+    ``notRetried``: the node failed in an earlier run with the same inputs and ``apply`` leaves it
+    failed (:func:`~reconciler.model.nodestate.not_retried`; ``--retry-failed`` retries it): its
+    failure record; the node then has no steps, no interrupt and no batch, and is not counted as
+    changing. None otherwise.
     """
 
     name: str
@@ -70,13 +75,16 @@ class NodePlan(Frozen):
     untaint: bool = False
     imported: bool = False
     note: str = ""
+    notRetried: FailureRecord | None = None
 
     @property
     def has_work(self) -> bool:
-        """The run has something to do on this node: steps, an interrupt (owed ones included), a
-        batch, or the runtime-required taint to remove. False: up to date (a run leaves it
-        ``untouched`` and every report counts it complete)."""
-        return bool(self.steps or self.interrupt is not None or self.batch > 0 or self.untaint)
+        """The node is not up to date: the run has something to do on it (steps, an interrupt —
+        owed ones included —, a batch, or the runtime-required taint to remove), or it is left
+        failed (``notRetried``: the run reports it failed and does not touch it). False: up to
+        date (a run leaves it ``untouched`` and every report counts it complete)."""
+        return bool(self.steps or self.interrupt is not None or self.batch > 0 or self.untaint
+                    or self.notRetried is not None)
 
 
 class CompartmentPlan(Frozen):

@@ -31,14 +31,17 @@ Per selected node (nodes not matching ``recipe.nodeSelector`` are untouched and 
   :data:`~reconciler.model.nodestate.RUNTIME_REQUIRED_TAINT_KEY` and has no steps and no interrupt.
 
 A node *has work* when it has steps, an interrupt, an ``InFlight`` record or our cordon (the last
-two: an unfinished lifecycle to finish or a cordon to release). Nodes with work are placed in
-batches per compartment (:mod:`reconciler.plan.batching`), in the order: ``InFlight`` record or our
-cordon first, then nodes already unschedulable (cordoned by someone else or by another recipe: they
-add nothing to the compartment's disruption, so with the budget used up they are the only nodes a
-rollout can start), then node ``created`` ascending, then name. A compartment's ``matched`` and budget
-ceiling count every selected node assigned to it; batches are predicted over its nodes with work,
-assuming every node succeeds. Nodes cordoned by someone else are reported in a warning (they
-count against the budget at run time, decision (a)); the prediction does not subtract them.
+two: an unfinished lifecycle to finish or a cordon to release) — unless it failed in an earlier run
+with the same inputs (:func:`~reconciler.model.nodestate.not_retried`, the rollout's own rule):
+then, without ``retry_failed``, it is left failed as ``apply`` leaves it (``notRetried``). Nodes
+with work are placed in batches per compartment (:mod:`reconciler.plan.batching`), in the order:
+``InFlight`` record or our cordon first, then nodes already unschedulable (cordoned by someone else
+or by another recipe: they add nothing to the compartment's disruption, so with the budget used up
+they are the only nodes a rollout can start), then node ``created`` ascending, then name. A
+compartment's ``matched`` and budget ceiling count every selected node assigned to it; batches are
+predicted over its nodes with work, assuming every node succeeds. Nodes cordoned by someone else are
+reported in a warning (they count against the budget at run time, decision (a)); the prediction does
+not subtract them.
 
 **planHash** = sha256 (hex) of a canonical JSON document (sorted keys, no whitespace) of::
 
@@ -51,7 +54,10 @@ count against the budget at run time, decision (a)); the prediction does not sub
 
 With ``-l/--selector`` (``compute_plan(only=...)``) the selector is one more entry of ``nodes``,
 ``{"name": "", "onlyNodes": ...}`` (first: no node has an empty name), so a plan of a subset
-never has the hash of the plan of every node.
+never has the hash of the plan of every node. A node left failed (``notRetried``: it failed in an
+earlier run with the same inputs and ``retry_failed`` is not given) has ``"notRetried": true`` in
+its entry, so a plan made with ``--retry-failed`` never has the hash of one made without it when
+the flag changes what the plan does (and has it when no node is left failed).
 
 Not hashed: file paths (``source``), the revision label, resourceVersions, bootIDs, and volatile
 status the plan only displays — PodDisruptionBudget ``disruptionsAllowed`` and node Ready (they
@@ -61,7 +67,10 @@ what the plan would *do* (steps, order, batches, pods to wait for or evict) chan
 
 ``summary`` = ``{nodes, nodesChanging, actions: {install, upgrade, downgrade, reconfigure,
 uninstall} (counted per step), interrupts: {reboot, service, restartAllServices, noop}
-(counted per node), batches, untaint}``; ``nodesChanging`` counts nodes with work.
+(counted per node), batches, untaint, notRetried}``; ``nodesChanging`` counts nodes with work,
+``notRetried`` the nodes left failed (not retried by a run with the same inputs). With
+``-l/--selector`` also ``selector: {selector, nodes, leftOut}``: its kubectl text, how many selected
+nodes it picks and how many selected nodes with work (or a taint to remove) it leaves out.
 """
 
 from __future__ import annotations
@@ -84,13 +93,17 @@ from reconciler.model.nodestate import (
     IGNORE_LABEL,
     LEGACY_PREFIXES,
     RUNTIME_REQUIRED_TAINT_KEY,
+    FailureRecord,
     InFlight,
     config_key,
     cordon_claims,
     cordon_key,
     failure_key,
     inflight_key,
+    inputs_digest,
     is_ignored,
+    not_retried,
+    not_retried_message,
     parse_model,
     state_key,
 )
@@ -214,6 +227,7 @@ class _Draft:
     has_work: bool
     note: str
     hash_part: dict[str, Any] = field(default_factory=dict)
+    not_retried: FailureRecord | None = None
 
     @property
     def first(self) -> bool:
@@ -430,8 +444,15 @@ def plan_hash(recipe: Recipe, policy: DeploymentPolicy, node_parts: Sequence[Map
 # the plan
 
 
+def _drop_node_warnings(warnings: list[str], names: set[str]) -> None:
+    """Remove the per-node warnings (``node NAME …``) of ``names``: nodes this run leaves alone."""
+    if names:
+        warnings[:] = [w for w in warnings
+                       if not (w.startswith("node ") and w[5:].split(":")[0].split(" ")[0] in names)]
+
+
 def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet, *, revision: str = "",
-                 only: LabelSelector | None = None) -> Plan:
+                 only: LabelSelector | None = None, retry_failed: bool = False) -> Plan:
     """Plan ``recipe`` under ``policy`` against the observed ``fleet`` (see the module docstring).
 
     ``revision`` is a label of where the inputs came from (e.g. a git SHA); it is recorded in the
@@ -442,6 +463,14 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
     kept), and a warning says how many. The selector is part of the plan hash, so ``plan -l`` and
     ``apply -l`` with the same selector agree and a plan approved for a subset never matches a
     run over all nodes (``apply --plan``).
+
+    A node with work that failed in an earlier run with the same inputs is left failed, as
+    ``apply`` leaves it (:func:`~reconciler.model.nodestate.not_retried`): no step, no interrupt,
+    no batch, not counted in ``nodesChanging`` but in ``notRetried``, its failure record in
+    ``NodePlan.notRetried`` and a warning naming it — unless ``retry_failed`` (``--retry-failed``),
+    which plans it as any other node. Such a node's hash part carries ``"notRetried": true``, so a
+    plan made with ``--retry-failed`` is applied only with it, and the other way round, while a
+    fleet with no such node keeps its hash whatever the flag.
 
     Raises:
         InputError: the recipe's ``dependsOn`` has a cycle (the message names it).
@@ -480,13 +509,14 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             )
     memo: dict[tuple[str | None, ...], tuple[NodeDiff, list[Step]]] = {}
     drafts = [_plan_node(recipe, fleet, n, deps, warnings, memo) for n in selected]
+    narrowed: dict[str, Any] | None = None
     if only is not None:
         sel = only.kubectl_text()
         outside = [d for d in drafts if not only.matches(d.info.labels)]
-        gone = {d.info.name for d in outside}
         # the per-node warnings of nodes left alone do not concern this run
-        warnings[:] = [w for w in warnings if not (w.startswith("node ") and w[5:].split(":")[0].split(" ")[0] in gone)]
+        _drop_node_warnings(warnings, {d.info.name for d in outside})
         held = [d.info.name for d in outside if d.has_work or d.untaint]
+        narrowed = {"selector": sel, "nodes": len(drafts) - len(outside), "leftOut": len(held)}
         if held:
             warnings.append(f"{len(held)} selected node(s) with work do not match -l {sel} and are left as they are "
                             f"for this run (still counted in their compartment): {_names(held)}")
@@ -494,6 +524,23 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             d.steps, d.interrupt, d.untaint, d.has_work = [], None, False, False
             d.drain, d.pdbs = DrainView(), {}
             d.note = (d.note + "; " if d.note else "") + f"outside -l {sel}: left as it is"
+
+    # failed earlier with these very inputs: apply leaves them failed (the rollout's own rule)
+    inputs = inputs_digest(recipe, policy)
+    failed: list[str] = []
+    for d in drafts:
+        rec = not_retried(d.info.annotations, recipe.name, inputs, retry_failed=retry_failed) if d.has_work else None
+        if rec is None:
+            continue
+        failed.append(d.info.name)
+        d.steps, d.interrupt, d.untaint, d.has_work = [], None, False, False
+        d.drain, d.pdbs = DrainView(), {}
+        d.not_retried, d.note = rec, not_retried_message(rec, recipe.name, d.info.name)
+        d.hash_part["notRetried"] = True
+    if failed:
+        _drop_node_warnings(warnings, set(failed))  # about a lifecycle that does not run
+        warnings.append(f"{len(failed)} node(s) failed in an earlier run with these same inputs and are left failed: "
+                        f"apply does not retry them (use --retry-failed): {_names(failed)}")
 
     # aggregated per-package notices
     imported = [d.info.name for d in drafts if d.diff.imported]
@@ -516,6 +563,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
 
     # compartments and batches
     assignment = assign_compartments(policy, [d.info for d in drafts])
+    warnings.extend(empty_compartment_warnings(policy, [d.info for d in drafts], assignment))
     order = [c.name for c in policy.compartments] + [DEFAULT_COMPARTMENT]
     batch_of: dict[str, int] = {}
     compartments: list[CompartmentPlan] = []
@@ -567,6 +615,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             untaint=d.untaint,
             imported=d.diff.imported,
             note=d.note,
+            notRetried=d.not_retried,
         )
         for d in drafts
     )
@@ -584,7 +633,10 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         "interrupts": interrupts,
         "batches": sum(len(c.batches) for c in compartments),
         "untaint": sum(1 for d in drafts if d.untaint),
+        "notRetried": len(failed),
     }
+    if narrowed is not None:
+        summary["selector"] = narrowed
     released = [{"name": o.name, "outOfScope": o.reason, "cordon": o.holdsCordon, "owes": o.owes}
                 for o in out_of_scope]
     return Plan(
@@ -600,6 +652,37 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         warnings=tuple(warnings),
         readinessGate=recipe.readinessGate,
     )
+
+
+def empty_compartment_warnings(policy: DeploymentPolicy, nodes: Sequence[NodeInfo],
+                               assignment: Mapping[str, str]) -> list[str]:
+    """One warning per named compartment of ``policy`` that gets none of ``nodes`` (the recipe's
+    selected nodes, placed by ``assignment``): a compartment that silently drops out of the plan
+    is more likely a selector typo, or a compartment shadowed by an overlapping one, than
+    intended. A shadowed compartment's warning names the compartments that took its nodes (a node
+    matching several goes to the safest strategy, then the smaller ceiling, then the name:
+    :func:`~reconciler.plan.batching.assign_compartments`). None when no node is selected (the
+    recipe's own warning says so)."""
+    if not nodes:
+        return []
+    used = set(assignment.values())
+    out: list[str] = []
+    for c in policy.compartments:
+        if c.name in used:
+            continue
+        sel = c.selector.kubectl_text() or "(everything)"
+        matching = [n.name for n in nodes if c.selector.matches(n.labels)]
+        if not matching:
+            out.append(f"compartment {c.name}: its selector {sel} matches none of the {len(nodes)} node(s) the "
+                       "recipe selects: it gets no node and its budget and strategy apply to nothing (a typo in the "
+                       "selector, or nodes not labelled yet?)")
+            continue
+        took = sorted({assignment[n] for n in matching})
+        out.append(f"compartment {c.name}: its selector {sel} matches {len(matching)} selected node(s), but each "
+                   f"is placed in {', '.join(f'compartment {t}' for t in took)} (a node matching several compartments "
+                   "goes to the safest strategy — fixed, linear, exponential —, then the smaller budget ceiling, then "
+                   "the name): it gets no node and its budget and strategy apply to nothing")
+    return out
 
 
 def out_of_scope_nodes(recipe: Recipe, fleet: ObservedFleet, selected: set[str]) -> list[OutOfScopeNode]:
@@ -621,7 +704,8 @@ def out_of_scope_nodes(recipe: Recipe, fleet: ObservedFleet, selected: set[str])
     return out
 
 
-__all__ = ["DrainView", "classify_drain", "compute_plan", "order_steps", "out_of_scope_nodes", "plan_hash"]
+__all__ = ["DrainView", "classify_drain", "compute_plan", "empty_compartment_warnings", "order_steps",
+           "out_of_scope_nodes", "plan_hash"]
 
 
 def locked_refusals(plan: Plan, recipe: Recipe) -> list[str]:

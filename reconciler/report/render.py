@@ -74,7 +74,45 @@ def gate_text(plan: Plan) -> str:
 
 
 def _changing(plan: Plan) -> list[NodePlan]:
-    return [n for n in plan.nodes if n.steps or n.interrupt is not None or n.batch > 0 or n.untaint]
+    """The nodes shown one by one: those with work and those left failed (``notRetried``)."""
+    return [n for n in plan.nodes if n.has_work]
+
+
+def nodes_line(plan: Plan, what: str = "selected") -> str:
+    """``24 of 24 selected change`` (``what``: the words after the total), with the nodes
+    ``apply`` leaves failed when there are any (``…; 2 failed with the same inputs before: not
+    retried (use --retry-failed)``)."""
+    s = plan.summary
+    line = f"{s.get('nodesChanging', 0)} of {s.get('nodes', 0)} {what} change"
+    failed = s.get("notRetried", 0)
+    if failed:
+        line += f"; {failed} failed with the same inputs before: not retried (use --retry-failed)"
+    return line
+
+
+def no_changes_text(plan: Plan) -> str:
+    """The line shown when no node is listed: every selected node is up to date, or — with
+    ``-l/--selector`` — what the selector picks is, and how many nodes with work it leaves out."""
+    narrowed = plan.summary.get("selector")
+    if not isinstance(narrowed, dict):
+        return "No changes: every selected node is up to date."
+    sel, picked, left = narrowed.get("selector", ""), narrowed.get("nodes", 0), narrowed.get("leftOut", 0)
+    total = plan.summary.get("nodes", 0)
+    if not picked:
+        line = f"No changes: -l {sel} picks none of the {total} node(s) the recipe selects"
+    elif left:
+        line = f"No changes for the {picked} node(s) -l {sel} picks"
+    else:
+        line = f"No changes: the {picked} node(s) -l {sel} picks are up to date"
+    return line + (f"; {left} node(s) with work left out by -l." if left else ".")
+
+
+def batch_cell(n: NodePlan) -> str:
+    """The batch a node runs in (``us-east-1a #2``), its compartment alone when it has none, or
+    ``us-east-1a: failed, not retried`` for a node ``apply`` leaves failed."""
+    if n.notRetried is not None:
+        return f"{n.compartment}: failed, not retried"
+    return f"{n.compartment} #{n.batch}" if n.batch else n.compartment
 
 
 def _count_line(counts: dict[str, int], keys: Iterable[str]) -> str:
@@ -120,7 +158,7 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
         meta += f" · revision {plan.revision}"
     meta += f" · plan hash {plan.planHash[:12]}"
     console.print(text(meta), soft_wrap=True)
-    console.print(text(f"Nodes: {s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected change"))
+    console.print(text(f"Nodes: {nodes_line(plan)}"), soft_wrap=True)
     console.print(text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"), soft_wrap=True)
     console.print(text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"), soft_wrap=True)
     console.print(text(f"Batches: {s.get('batches', 0)}"))
@@ -165,14 +203,14 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
                 drain.append("untaint")
             nt.add_row(
                 text(n.name),
-                text(f"{n.compartment} #{n.batch}" if n.batch else n.compartment),
+                text(batch_cell(n)),
                 text(steps, multiline=True),
                 text(describe(n.interrupt)),
                 text(", ".join(drain) or "-"),
             )
         console.print(nt)
     else:
-        console.print(text("No changes: every selected node is up to date."))
+        console.print(text(no_changes_text(plan)), soft_wrap=True)
 
     if plan.warnings:
         console.print(text("Warnings:", style="bold yellow"))
@@ -258,7 +296,7 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
     head.append("")
     actions = s.get("actions", {})
     intr = s.get("interrupts", {})
-    head.append(f"**{s.get('nodesChanging', 0)} of {s.get('nodes', 0)} selected nodes change.**")
+    head.append(f"**{md_escape(nodes_line(plan, 'selected nodes'))}.**")
     head.append("")
     head.append("| | |")
     head.append("|---|---|")
@@ -294,7 +332,7 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
             head.append(f"- … and {len(risks) - len(top)} more (see details)")
         head.append("")
     elif not _changing(plan):
-        head.append("No changes: every selected node is up to date.")
+        head.append(md_escape(no_changes_text(plan)))
         head.append("")
 
     changing = sorted(_changing(plan), key=lambda x: (x.compartment, x.batch or 10**9, x.name))
@@ -321,7 +359,7 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
             _row(
                 md_escape(n.name),
                 md_escape(n.compartment),
-                n.batch or "-",
+                "failed, not retried" if n.notRetried is not None else n.batch or "-",
                 steps,
                 md_escape(describe(n.interrupt)),
                 "yes" if n.cordon else "no",

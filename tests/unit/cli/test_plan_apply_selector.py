@@ -69,3 +69,34 @@ def test_selector_matching_no_node_is_an_error(cli: RunCli) -> None:
     for verb in (["plan"], ["apply"], ["apply", "--dry-run"]):
         rc, _, err = cli(*verb, RECIPE, "--cluster", f"sim:{FLEET}", "-l", "zone=nowhere")
         assert rc == 2 and "-l/--selector zone=nowhere: no node has these labels" in err, (verb, err)
+
+
+def test_no_changes_under_a_selector_says_what_it_left_out(cli: RunCli) -> None:
+    """`-l` leaving out every node with work is not "every selected node is up to date"."""
+    rc, out, err = cli("plan", RECIPE, "--cluster", f"sim:{FLEET}", "-l", "nodepool=cpu", "--detailed-exitcode")
+    assert rc == 0, err
+    assert "every selected node is up to date" not in out
+    assert ("No changes: -l nodepool=cpu picks none of the 24 node(s) the recipe selects; 24 node(s) with work "
+            "left out by -l.") in out
+    rc, out, _ = cli("plan", RECIPE, "--cluster", f"sim:{FLEET}", "-l", "nodepool=cpu", "-o", "json")
+    assert json.loads(out)["summary"]["selector"] == {"selector": "nodepool=cpu", "nodes": 0, "leftOut": 24}
+    rc, out, _ = cli("plan", RECIPE, "--cluster", f"sim:{FLEET}", "-o", "json")
+    assert "selector" not in json.loads(out)["summary"]  # only with -l
+
+
+def test_no_changes_text_counts_the_nodes_the_selector_picks() -> None:
+    from reconciler.report.render import render_markdown, render_text
+
+    pkg = package("pkg", "1.0.0")
+    r = recipe("t", pkg, selector={"pool": "gpu"})
+    pol = DeploymentPolicy.legacy("legacy", r.interruptionBudget)
+    done = [node(f"a{i}", labels={"pool": "gpu", "rack": "a"}, recipe="t", installed=[pkg]) for i in range(2)]
+    todo = [node("b0", labels={"pool": "gpu", "rack": "b"})]
+    some = compute_plan(r, pol, fleet(done + todo), only=parse_selector("rack=a"))
+    assert some.summary["selector"] == {"selector": "rack=a", "nodes": 2, "leftOut": 1}
+    line = "No changes for the 2 node(s) -l rack=a picks; 1 node(s) with work left out by -l."
+    assert line in render_text(some)
+    clean = compute_plan(r, pol, fleet(done), only=parse_selector("rack=a"))
+    assert "No changes: the 2 node(s) -l rack=a picks are up to date." in render_text(clean)
+    assert "No changes: the 2 node(s) -l rack=a picks are up to date." in render_markdown(clean)
+    assert "No changes: every selected node is up to date." in render_text(compute_plan(r, pol, fleet(done)))

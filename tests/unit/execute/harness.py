@@ -64,7 +64,7 @@ def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: Deployment
     makes the world move on around a call (an admin uncordons the node right after an eviction)
     or watches the calls (``Run.port.calls``)."""
     sim = objs_or_sim if isinstance(objs_or_sim, SimFleet) else SimFleet(objs_or_sim, config or SimConfig())
-    plan = compute_plan(r, p, observe(sim))
+    plan = compute_plan(r, p, observe(sim), retry_failed=kw.get("retry_failed", False))  # as apply plans it
     comp = {n.name: n.compartment for n in plan.nodes}
     watch = Watch(sim, r.name, comp)
     port = FaultyCluster(watch.port, clock=sim, before=before, after=after)

@@ -69,6 +69,27 @@ def test_priority_and_node_sequencing_skip_nodes_where_an_earlier_recipe_failed(
     assert second["n1"]["state"] == "complete" and second["n3"]["state"] == "complete"
 
 
+def test_a_node_an_earlier_recipe_leaves_failed_still_holds_the_next_recipe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On the next run the first recipe does not retry n2 (same inputs: no step planned there, the
+    node is ``notRetried``); it is still not complete there, so the second recipe keeps waiting."""
+    (tmp_path / "a.yaml").write_text(_recipe_yaml("first", 100))
+    (tmp_path / "b.yaml").write_text(_recipe_yaml("second", 200))
+    fleet = _fleet_file(tmp_path, [make_node(f"n{i}", {"pool": "gpu"}) for i in (1, 2, 3)])
+    cfg = tmp_path / "sim.yaml"
+    cfg.write_text("failures: [{node: n2, package: first-pkg, stage: apply, exitCode: 5, times: 9}]\n")
+    recipes = [str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]
+    after = tmp_path / "after.yaml"
+    assert main(["apply", *recipes, "--cluster", f"sim:{fleet}", "--sim-config", str(cfg), "--sim-save", str(after),
+                 "-o", "json"]) == 1
+    capsys.readouterr()
+    rc = main(["apply", *recipes, "--cluster", f"sim:{after}", "-o", "json"])
+    first, second = ({n["name"]: n for n in d["nodes"]} for d in json.loads(capsys.readouterr().out)["results"])
+    assert rc == 1
+    assert first["n2"]["state"] == "failed" and "not retried" in first["n2"]["message"]
+    assert second["n2"]["state"] == "waiting" and "first" in second["n2"]["message"]
+
+
 def test_sequencing_all_holds_the_next_recipe_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rdir = tmp_path / "recipes"
     rdir.mkdir()

@@ -349,7 +349,14 @@ def test_same_inputs_leave_a_failed_node_failed_and_retry_failed_retries_it() ->
     assert first.node("n1").state == "failed"
     again = apply(first.sim, r, ONE_AT_A_TIME)
     assert again.node("n1").state == "failed" and "--retry-failed" in again.node("n1").message
+    # the plan said so: n1 left failed, in no batch, not changing (plan and rollout: one rule)
+    planned = again.plan.node("n1")
+    assert planned is not None and planned.notRetried is not None and planned.batch == 0
+    assert again.plan.summary["notRetried"] == 1
+    assert "n1" not in {n for c in again.plan.compartments for b in c.batches for n in b}
+    assert again.plan.node("n1").note == again.node("n1").message  # type: ignore[union-attr]
     retried = apply(first.sim, r, ONE_AT_A_TIME, retry_failed=True)
+    assert retried.plan.node("n1").notRetried is None  # type: ignore[union-attr]
     assert retried.node("n1").state == "complete"
     assert failure_key("tune") not in retried.sim.get_node("n1").annotations
 

@@ -382,6 +382,35 @@ def test_compartments_with_strategies_and_ceilings():
     assert {n.compartment for n in p.nodes if n.name.startswith("c")} == {DEFAULT_COMPARTMENT}
 
 
+def test_a_compartment_that_gets_no_node_is_named_in_a_warning():
+    zone_a = {"pool": "gpu", "zone": "a"}
+    pol = policy(
+        compartments=[
+            compartment("nothing", {"doesnot": "exist"}, budget(percent=50),
+                        strategy("linear", initialBatch=1, delta=1)),
+            # every node it matches goes to the safer (fixed) zone-a compartment (the overlap rule)
+            compartment("shadowed", {"zone": "a"}, budget(percent=50), strategy("exponential", growthFactor=2)),
+            compartment("zone-a", zone_a, budget(count=1), strategy("fixed", initialBatch=1)),
+        ],
+    )
+    ns = [node(f"a{i}", labels=zone_a) for i in range(3)] + [node("b0", labels=GPU)]
+    p = plan_of(recipe("r", package("tuned"), selector=GPU), ns, pol=pol)
+    assert [c.name for c in p.compartments] == ["zone-a", DEFAULT_COMPARTMENT]
+    assert [w for w in p.warnings if w.startswith("compartment ")] == [
+        "compartment nothing: its selector doesnot=exist matches none of the 4 node(s) the recipe selects: it gets "
+        "no node and its budget and strategy apply to nothing (a typo in the selector, or nodes not labelled yet?)",
+        "compartment shadowed: its selector zone=a matches 3 selected node(s), but each is placed in compartment "
+        "zone-a (a node matching several compartments goes to the safest strategy — fixed, linear, exponential —, "
+        "then the smaller budget ceiling, then the name): it gets no node and its budget and strategy apply to "
+        "nothing",
+    ]
+    # a compartment that gets nodes, and a plan of no node at all, say nothing of the kind
+    used = policy(compartments=[compartment("zone-a", zone_a, budget(count=1))])
+    assert not any(w.startswith("compartment ") for w in plan_of(recipe("r", package("tuned")), ns, pol=used).warnings)
+    none = plan_of(recipe("r", package("tuned"), selector={"pool": "storage"}), ns, pol=pol)
+    assert not any(w.startswith("compartment ") for w in none.warnings)
+
+
 def test_s20_percent_rounding_warns():
     pol = DeploymentPolicy.legacy("legacy", budget(percent=33))
     p = plan_of(
