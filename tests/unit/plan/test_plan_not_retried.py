@@ -36,7 +36,8 @@ def test_a_node_failed_with_the_same_inputs_is_left_failed_out_of_every_batch() 
     n1 = p.node("n1")
     assert n1 is not None and n1.notRetried == failure()
     assert n1.batch == 0 and n1.steps == () and n1.interrupt is None and not n1.cordon and n1.waitFor == ()
-    assert n1.note == not_retried_message(failure()) and "use --retry-failed" in n1.note
+    assert n1.note == not_retried_message(failure(), "r", "n1") and "use --retry-failed" in n1.note
+    assert "`reconciler package rerun tuned --recipe r --node n1 --force`" in n1.note  # as apply says it
     assert n1.has_work  # not up to date: no report counts it complete
     assert [b for c in p.compartments for b in c.batches] == [("n2",)]
     assert p.summary["nodesChanging"] == 1 and p.summary["notRetried"] == 1
