@@ -45,7 +45,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from reconciler.adapters import kubehttp
+from reconciler.adapters import kubeauth, kubehttp
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache
 from reconciler.adapters.kubeconfigmaps import KubeConfigMaps
 from reconciler.adapters.kubeconn import unreachable
@@ -341,7 +341,10 @@ class KubeCluster:
         client-go does.
 
         Raises:
-            ClusterError: the kubeconfig is missing or invalid (message names the problem).
+            ClusterError: the kubeconfig is missing or invalid (message names the problem), or the
+                user's credential command (``exec`` plugin, gcp ``cmd-path``) failed (message names
+                the user, the command and how it failed, never its arguments or output; see
+                :mod:`reconciler.adapters.kubeauth`).
         """
         if (
             path is None
@@ -351,14 +354,24 @@ class KubeCluster:
             and os.environ.get("KUBERNETES_SERVICE_HOST")
         ):
             return cls.in_cluster(pool_size=pool_size, **kwargs)
+        # a credential command's failure is said in our words, never quoting what it wrote
+        # (reconciler.adapters.kubeauth): the client logs an exec plugin's stderr, and goes on
+        # without a credential; we stop here as kubectl does
+        kubeauth.install_filter()
         try:
-            api = _new_client_from_config(config_file=path, context=context, persist_config=False,
-                                          client_configuration=_configuration(pool_size))
+            with kubeauth.collecting() as failures:
+                api = _new_client_from_config(config_file=path, context=context, persist_config=False,
+                                              client_configuration=_configuration(pool_size))
         except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError, IndexError,
                 yaml.YAMLError) as e:
             # the CLI checks the file first (reconciler.load.kubeconfigfile); this is the library's
             # net: never a traceback. A YAML error's text quotes the line it is on (a token, a
             # key): only its problem and position are kept
+            if failures:
+                raise ClusterError(kubeauth.describe(failures[0], kubeauth.Command.EXEC, path, context)) from None
+            if isinstance(e, ConfigException) and kubeauth.is_command_error(str(e)):
+                raise ClusterError(kubeauth.describe(kubeauth.plugin_failure(str(e)), kubeauth.Command.CMD_PATH,
+                                                     path, context)) from None
             if isinstance(e, yaml.MarkedYAMLError):
                 mark = e.problem_mark
                 at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -368,6 +381,8 @@ class KubeCluster:
             else:
                 why = f"{type(e).__name__}: {e}" if not isinstance(e, ConfigException) else str(e)
             raise ClusterError(f"kubeconfig {path or '(default)'}: {why}"[:300]) from None
+        if failures:
+            raise ClusterError(kubeauth.describe(failures[0], kubeauth.Command.EXEC, path, context))
         _proxy_settled(api.configuration)
         return cls(api, **kwargs)
 
