@@ -8,6 +8,8 @@ client exception. Exit codes (architecture.md §5): 0 ok, 1 failed or halted rol
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 EXIT_OK = 0
@@ -31,6 +33,13 @@ def clip(text: str, limit: int = ECHO_LIMIT) -> str:
     (:func:`reconciler.report.redact.redact`), but a secret cut in two may no longer look like
     one: a value that may hold a secret (a URL, a command) is redacted before it is cut."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def suggestion(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str:
+    """``"; did you mean 'apply'?"`` when one of ``choices`` is close to ``word`` (:mod:`difflib`,
+    similarity at least ``cutoff``), else ``""``: the hint every "unknown name" message appends."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def shown(value: object, limit: int = ECHO_LIMIT) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import importlib
 import logging
 import os
@@ -23,7 +22,7 @@ from typing import Any
 
 from reconciler import __version__
 from reconciler.cli.safeio import StdoutGuard, error_line, install_log_redaction
-from reconciler.errors import EXIT_BAD_INPUT, CrashInjected, InputError, ReconcilerError
+from reconciler.errors import EXIT_BAD_INPUT, CrashInjected, InputError, ReconcilerError, suggestion
 
 #: exit code of a run stopped by ``--sim-crash-after`` (as a process killed by SIGKILL: 128 + 9)
 EXIT_CRASHED = 137
@@ -68,10 +67,8 @@ def option_hint(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
     long option of ``parser`` (difflib), else ``""``. The value of ``--opt=value`` is not looked at."""
     known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
     for word in extras:
-        if word.startswith("--"):
-            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.75)
-            if close:
-                return f"; did you mean {close[0]!r}?"
+        if word.startswith("--") and (hint := suggestion(word.split("=", 1)[0], known, cutoff=0.75)):
+            return hint
     return ""
 
 
@@ -84,9 +81,7 @@ def did_you_mean(message: str) -> str:
     m = _INVALID_CHOICE.search(message)
     if m is None:
         return ""
-    choices = re.findall(r"'([^']*)'", m["choices"])
-    close = difflib.get_close_matches(m["word"], choices, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return suggestion(m["word"], re.findall(r"'([^']*)'", m["choices"]))
 
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import

@@ -28,12 +28,13 @@ from reconciler.ops.nodeops import recipes_on
 SHOWN = 20
 
 
-def listing(names: Iterable[str], what: str) -> str:
+def listing(names: Iterable[str], what: str, where: str = "on this cluster") -> str:
     """``"known recipes: a, b, c"`` (at most :data:`SHOWN`, then ``… and N more``), or ``"no
-    recipes are known on this cluster"`` when empty (``what`` is the plural noun)."""
+    recipes are known on this cluster"`` when empty (``what`` is the plural noun, ``where`` what
+    was looked in)."""
     ordered = sorted(set(names))
     if not ordered:
-        return f"no {what} are known on this cluster"
+        return f"no {what} are known {where}"
     more = f", … and {len(ordered) - SHOWN} more" if len(ordered) > SHOWN else ""
     return f"known {what}: {', '.join(ordered[:SHOWN])}{more}"
 

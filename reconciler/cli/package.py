@@ -37,7 +37,6 @@ listing what exists.
 from __future__ import annotations
 
 import argparse
-import difflib
 import io
 import json
 import sys
@@ -45,11 +44,11 @@ from functools import partial
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
-from reconciler.cli.names import require_package, require_recipe
+from reconciler.cli.names import listing, require_package, require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.cli.optcheck import count, seconds
 from reconciler.cli.safeio import error_line
-from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, PATH_LIMIT, InputError, clip, shown
+from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, PATH_LIMIT, InputError, clip, shown, suggestion
 from reconciler.ops.nodeops import RERUN_STAGES, rerun_patch
 from reconciler.ops.patches import plan_node_patches, select_nodes, write_node_patches
 from reconciler.report.redact import redact
@@ -201,12 +200,10 @@ def _render(args: argparse.Namespace) -> int:
     inputs = load_inputs([args.recipe], [], locked=False)
     recipes = [r for r in inputs.recipes if args.package in r.packages]
     if not recipes:
-        known = sorted({p for r in inputs.recipes for p in r.packages})
-        close = difflib.get_close_matches(args.package, known, n=1)
-        raise InputError(f"no recipe in {clip(args.recipe, PATH_LIMIT)} has a package named {shown(args.package)}"
-                         + (f"; did you mean {close[0]!r}?" if close else "")
-                         + (f"; packages: {', '.join(known[:20])}" + (f" and {len(known) - 20} more" if len(known) > 20
-                                                                       else "") if known else "; it holds none"))
+        known = {p for r in inputs.recipes for p in r.packages}
+        where = clip(args.recipe, PATH_LIMIT)
+        raise InputError(f"no recipe in {where} has a package named {shown(args.package)}"
+                         f"{suggestion(args.package, known)}; {listing(known, 'packages', f'in {where}')}")
     recipe = recipes[0]
     pkg = recipe.packages[args.package]
     agent = args.agent_version or (image_tag(pkg.agentImageOverride) if pkg.agentImageOverride else "unknown")

@@ -11,7 +11,6 @@ instead of raising, so one run reports every problem of every file.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -19,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from reconciler.errors import InputError
+from reconciler.errors import InputError, suggestion
 from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
 from reconciler.model.graph import find_cycle
 from reconciler.model.recipe import MAX_RECIPE_NAME, OBJECT_NAME, Package, Recipe, parse_duration
@@ -79,9 +78,7 @@ def check_keys(
     for key in value:
         if key not in allowed:
             ok = False
-            close = difflib.get_close_matches(key, list(allowed), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            msg = f"unknown field {key!r} in {where}{hint} (accepted: {', '.join(allowed)})"
+            msg = f"unknown field {key!r} in {where}{suggestion(key, allowed)} (accepted: {', '.join(allowed)})"
             errors.append(doc.error((*path, key), msg))
     return ok
 
