@@ -19,7 +19,7 @@ import contextlib
 from collections.abc import Iterable, Sequence
 
 from reconciler.errors import InputError, shown
-from reconciler.model.nodestate import FailureRecord, NodeStateError, failure_key, parse_model, parse_state, state_key
+from reconciler.model.nodestate import NodeStateError, failure_of, parse_state, state_key
 from reconciler.model.observed import NodeInfo
 from reconciler.ops.controls import read_controls
 from reconciler.ops.nodeops import recipes_on
@@ -70,7 +70,7 @@ def known_packages(nodes: Sequence[NodeInfo], recipe: str | None) -> set[str]:
                 continue
             with contextlib.suppress(NodeStateError):  # a malformed state names no package
                 out |= {e.name for e in parse_state(n.annotations.get(state_key(r)), node=n.name).values()}
-            f = parse_model(FailureRecord, n.annotations.get(failure_key(r)))
+            f = failure_of(n.annotations, r)
             if f is not None and f.package:
                 out.add(f.package)
     return out

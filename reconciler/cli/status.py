@@ -11,11 +11,10 @@ from reconciler.cli.console import listing_table, make_console, print_listing
 from reconciler.errors import EXIT_OK
 from reconciler.model.nodestate import (
     PREFIX,
-    FailureRecord,
     InFlight,
     NodeStateError,
     cordon_key,
-    failure_key,
+    failure_of,
     inflight_key,
     parse_model,
     parse_state,
@@ -66,7 +65,7 @@ def node_status(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
             entry = state[key]
             packages.append({"recipe": r, "name": entry.name, "version": entry.version, "stage": entry.stage,
                              "state": entry.state, "restarts": entry.restarts})
-        f = parse_model(FailureRecord, node.annotations.get(failure_key(r)))
+        f = failure_of(node.annotations, r)
         if f is not None:
             failures.append({"recipe": r, **f.model_dump(exclude_none=True)})
         fl = parse_model(InFlight, node.annotations.get(inflight_key(r)))

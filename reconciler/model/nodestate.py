@@ -361,6 +361,13 @@ class FailureRecord(Frozen):
         return redact(v)
 
 
+def failure_of(annotations: Mapping[str, str], recipe: str) -> FailureRecord | None:
+    """The failure record of ``recipe`` in a node's ``annotations`` (:func:`failure_key`); None
+    when there is none or it is unreadable (as :func:`parse_model`). Pure."""
+    rec: FailureRecord | None = parse_model(FailureRecord, annotations.get(failure_key(recipe)))
+    return rec
+
+
 def inputs_digest(recipe: Recipe, policy: DeploymentPolicy) -> str:
     """Digest of what a node is changed *to*: the recipe and policy without their file paths
     (``FailureRecord.inputs``; :func:`not_retried` compares it)."""
@@ -383,7 +390,7 @@ def not_retried(annotations: Mapping[str, str], recipe: str, inputs: str, *,
     (left out of every batch), so ``plan`` says what ``apply`` will do. Pure."""
     if retry_failed:
         return None
-    rec: FailureRecord | None = parse_model(FailureRecord, annotations.get(failure_key(recipe)))
+    rec = failure_of(annotations, recipe)
     return rec if rec is not None and rec.inputs == inputs else None
 
 

@@ -18,10 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconciler.model.nodestate import (
-    FailureRecord,
     InFlight,
     NodeStateError,
-    failure_key,
+    failure_of,
     inflight_key,
     parse_model,
     parse_state,
@@ -61,7 +60,7 @@ def candidates(node: NodeInfo, recipe: str, package: str, stage: str | None = No
         state = {}
     entries = [e for e in state.values() if e.name == package]
     inflight = parse_model(InFlight, node.annotations.get(inflight_key(recipe)))
-    failure = parse_model(FailureRecord, node.annotations.get(failure_key(recipe)))
+    failure = failure_of(node.annotations, recipe)
     runs: list[str] = []
     for r in ((inflight.lifecycle, inflight.runId) if inflight else ()) + ((failure.runId,) if failure else ()):
         if r and r not in runs:
@@ -91,7 +90,7 @@ def find_logs(cluster: StageRunner, node: NodeInfo, recipe: str, package: str, s
             continue
         out.append(StageLog(node.name, package, spec.version, spec.stage, "pod", spec.pod_name, spec.attempt,
                             st.phase, st.exit_code, st.reason, st.log_tail))
-    failure = parse_model(FailureRecord, node.annotations.get(failure_key(recipe)))
+    failure = failure_of(node.annotations, recipe)
     if failure is not None and failure.package == package and (stage is None or failure.stage == stage):
         out.append(StageLog(node.name, package, "", failure.stage, "failure", phase="failed",
                             exit_code=failure.exitCode, reason=failure.reason,

@@ -44,6 +44,7 @@ from reconciler.model.nodestate import (
     dump_model,
     dump_state,
     failure_key,
+    failure_of,
     inflight_key,
     next_request,
     parse_model,
@@ -84,12 +85,6 @@ def recipes_on(node: NodeInfo) -> list[str]:
     return sorted(out)
 
 
-def _failure_of(node: NodeInfo, recipe: str) -> FailureRecord | None:
-    """The node's failure record for ``recipe`` (None when absent or unreadable)."""
-    rec: FailureRecord | None = parse_model(FailureRecord, node.annotations.get(failure_key(recipe)))
-    return rec
-
-
 def _failed_words(f: FailureRecord) -> str:
     """``<reason> of <package> <stage>, run <id>``: what a refusal says of a failed lifecycle."""
     where = " ".join(x for x in (f.package, f.stage) if x)
@@ -100,7 +95,7 @@ def _inflight_warning(node: NodeInfo, recipe: str) -> tuple[str, ...]:
     rec = parse_model(InFlight, node.annotations.get(inflight_key(recipe)))
     if rec is None:
         return ()
-    failed = _failure_of(node, recipe)
+    failed = failure_of(node.annotations, recipe)
     if failed is not None:
         return (f"node {node.name}: the lifecycle of recipe {recipe} failed ({_failed_words(failed)}); its in-flight "
                 f"record (run {rec.runId}, phase {rec.phase}) is kept: a run retrying the node now (`apply "
@@ -144,7 +139,7 @@ def _refuse_restart(node: NodeInfo, recipe: str, package: str, stage: str | None
         InputError: the lifecycle is past the stages the restart needs (even with ``force``: it
             would be skipped); or, without ``force``, a lifecycle is in flight or failed.
     """
-    failed = _failure_of(node, recipe)
+    failed = failure_of(node.annotations, recipe)
     what = f"{package}'s {stage}" if stage else package
     if rec is not None and past_the_stages(rec, stage):
         owes = f"; its {rec.owes} {_request_words(rec)}" if rec.owes else ""
@@ -257,7 +252,7 @@ def _owed_refusal(node: NodeInfo, recipe: str, rec: InFlight, owed: str) -> str:
     run the failed package's stages, ``package rerun … --force``."""
     head = f"(phase {rec.phase}; {_request_words(rec)})"
     tail = ("resetting now would lose it and release a node whose change is not complete: ")
-    failed = _failure_of(node, recipe)
+    failed = failure_of(node.annotations, recipe)
     if failed is None:
         return (f"node {node.name}: recipe {recipe} still owes a {owed} {head}; {tail}let the lifecycle finish "
                 "(`reconciler apply` resumes it), or pass --force")
@@ -321,7 +316,7 @@ def rerun_patch(
     ann: dict[str, str | None] = {key: dump_state(new)}
     if failure_key(recipe) in node.annotations:
         ann[failure_key(recipe)] = None
-        f = parse_model(FailureRecord, node.annotations[failure_key(recipe)])
+        f = failure_of(node.annotations, recipe)
         what += f"; failure record ({f.reason if f else 'unreadable'}) removed so the next apply retries"
     what += _restarted(node, recipe, package, rec, ann)
     ann[RECONCILE_REQUEST_KEY] = next_request(node.annotations, node.resource_version)
@@ -356,7 +351,7 @@ def reset_package_patch(node: NodeInfo, recipe: str, package: str, *, force: boo
         _refuse_restart(node, recipe, package, None, rec, force=force, act=f"forget the state of {package}")
     ann: dict[str, str | None] = {key: dump_state({k: e for k, e in state.items() if k not in gone})}
     what = f"remove {', '.join(gone)} from the state of {recipe}"
-    f = parse_model(FailureRecord, node.annotations.get(failure_key(recipe)))
+    f = failure_of(node.annotations, recipe)
     if f is not None and f.package == package:
         ann[failure_key(recipe)] = None
         what += f"; failure record ({f.reason}) removed"
