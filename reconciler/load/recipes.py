@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from reconciler.errors import InputError, suggestion
+from reconciler.jsonsafe import json_type
 from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
 from reconciler.model.graph import find_cycle
 from reconciler.model.recipe import MAX_RECIPE_NAME, OBJECT_NAME, Package, Recipe, parse_duration
@@ -97,18 +98,18 @@ def require_mapping(doc: YamlDoc, path: PathKey, errors: list[InputError], *, re
     return True
 
 
+#: YAML's words for the JSON types of :func:`~reconciler.jsonsafe.json_type` that differ.
+_YAML_WORDS = {"object": "mapping", "array": "list", "integer": "number"}
+
+
 def _kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    return "string"
+    """What a YAML value is, in YAML's words (``mapping``, ``list``, ``number``, ``boolean``,
+    ``string``, ``null``): :func:`~reconciler.jsonsafe.json_type`, renamed; a scalar of another
+    type (a YAML timestamp) is a ``string``."""
+    kind = json_type(value)
+    if kind == "null" and value is not None:
+        return "string"
+    return _YAML_WORDS.get(kind, kind)
 
 
 def object_name(doc: YamlDoc, errors: list[InputError], what: str) -> str | None:
