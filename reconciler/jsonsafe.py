@@ -138,6 +138,8 @@ def deeper_than(text: str, max_depth: int) -> int | None:
         elif c == "]" or c == "}":
             depth -= 1
     return None
+
+
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 

@@ -542,6 +542,8 @@ MAX_GO_DURATION = (2**63 - 1) / 1e9
 #: Longest ``gracefulShutdown``: one day (the stage pod's termination grace period; as
 #: ``drain.gracePeriodSeconds``, a longer one only hides a stuck package).
 MAX_GRACEFUL_SHUTDOWN = 24 * 3600.0
+
+
 def check_recipe_name(name: str) -> str:
     """``name`` when it can name a recipe: a DNS-1123 subdomain (:data:`OBJECT_NAME`) of at most
     :data:`MAX_RECIPE_NAME` characters.
