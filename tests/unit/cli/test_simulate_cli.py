@@ -27,21 +27,27 @@ def test_what_if_reports_injected_failures_and_changes_nothing(capsys: pytest.Ca
     assert hashlib.sha256(FLEET.read_bytes()).hexdigest() == before
 
 
+def _what_if(verb: str, text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, Path, Path]:
+    """``verb`` of gpu-training-tuning on the example fleet with ``text`` as ``--sim-config``
+    (``apply`` saving the fleet to a file): ``(exit code, stderr, config path, save path)``."""
+    cfg = tmp_path / "what-if.yaml"
+    cfg.write_text(text)
+    saved = tmp_path / "after.yaml"
+    extra = ["--sim-save", str(saved)] if verb == "apply" else []
+    rc = main([verb, "recipes/gpu-training-tuning.yaml", "--cluster", f"sim:{FLEET}", "--sim-config", str(cfg),
+               *extra])
+    return rc, capsys.readouterr().err, cfg, saved
+
+
 @pytest.mark.parametrize("verb", ["simulate", "apply", "plan"])
 def test_a_sim_config_naming_nodes_or_packages_that_do_not_exist_is_bad_input(
         verb: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A typo in a what-if (a node or package that is not there) would make it silently pass:
     exit 2 at the name's line and column, before anything runs (nothing saved)."""
-    cfg = tmp_path / "what-if.yaml"
-    cfg.write_text("rebootSeconds: 60\n"
-                   "failures:\n"
-                   "  - {node: gpu-a-004, package: nvidia-tunned, stage: apply}\n"
-                   "neverReturns: [gpu-b-007, gpu-zz-1]\n")
-    saved = tmp_path / "after.yaml"
-    extra = ["--sim-save", str(saved)] if verb == "apply" else []
-    rc = main([verb, "recipes/gpu-training-tuning.yaml", "--cluster", f"sim:{FLEET}", "--sim-config", str(cfg),
-               *extra])
-    err = capsys.readouterr().err
+    rc, err, cfg, saved = _what_if(verb, "rebootSeconds: 60\n"
+                                         "failures:\n"
+                                         "  - {node: gpu-a-004, package: nvidia-tunned, stage: apply}\n"
+                                         "neverReturns: [gpu-b-007, gpu-zz-1]\n", tmp_path, capsys)
     assert rc == 2
     assert f"{cfg}:3:" in err and "failures[0].package: no package 'nvidia-tunned' in the recipes given" in err
     assert "did you mean 'nvidia-tuned'?" in err and "(and 1 more)" in err
@@ -71,15 +77,10 @@ def test_a_sim_config_failure_on_a_node_no_recipe_runs_is_bad_input(
     """cpu-001 exists and nvidia-tuned exists, but gpu-training-tuning does not select cpu-001: the
     failure could never happen and the what-if would pass silently, as with a typo (exit 2 at the
     entry, nothing run or saved)."""
-    cfg = tmp_path / "what-if.yaml"
-    cfg.write_text("rebootSeconds: 60\n"
-                   "failures:\n"
-                   "  - {node: cpu-001, package: nvidia-tuned, stage: apply, exitCode: 3}\n")
-    saved = tmp_path / "after.yaml"
-    extra = ["--sim-save", str(saved)] if verb == "apply" else []
-    rc = main([verb, "recipes/gpu-training-tuning.yaml", "--cluster", f"sim:{FLEET}", "--sim-config", str(cfg),
-               *extra])
-    err = capsys.readouterr().err
+    rc, err, cfg, saved = _what_if(verb, "rebootSeconds: 60\n"
+                                         "failures:\n"
+                                         "  - {node: cpu-001, package: nvidia-tuned, stage: apply, exitCode: 3}\n",
+                                   tmp_path, capsys)
     assert rc == 2, err
     assert (f"{cfg}:3:" in err and "failures[0].node: no recipe given selects node 'cpu-001'" in err
             and "this failure could never happen" in err), err
