@@ -147,17 +147,24 @@ def test_package_rerun(fleet: Path, cli: RunCli) -> None:
     assert parse_state(ann[state_key(R)]) == {} and failure_key(R) not in ann
 
 
-def test_package_rerun_of_a_failed_node_runs_the_stage_again(recipe: Path, tmp_path: Path, cli: RunCli) -> None:
-    """The new-user trial, through the CLI: apply fails a stage; `package rerun` says the lifecycle
-    failed and what works; with --force the next apply (nothing injected now) runs the stage again
-    and succeeds, instead of reading the failed pods of the first run back; `package logs` of a
-    rerun that fails again shows the rerun's pods first, then the earlier ones."""
+def _failed_apply(recipe: Path, tmp_path: Path, cli: RunCli) -> tuple[Path, Path]:
+    """Apply ``recipe`` to a one-node fleet (n1) whose ``fix`` apply stage always fails (exit 7):
+    ``(the --sim-config injecting the failure, the fleet saved after the failed run)``."""
     fleet = write_fleet(tmp_path / "f.yaml", [make_node("n1", {"pool": "gpu"})])
     cfg = tmp_path / "sim.yaml"
     cfg.write_text("failures:\n- {node: n1, package: fix, stage: apply, exitCode: 7, times: 99}\n")
     failed = tmp_path / "failed.yaml"
     assert cli("apply", str(recipe), "--cluster", f"sim:{fleet}", "--sim-config", str(cfg), "--sim-save",
                str(failed), "-o", "json")[0] == 1
+    return cfg, failed
+
+
+def test_package_rerun_of_a_failed_node_runs_the_stage_again(recipe: Path, tmp_path: Path, cli: RunCli) -> None:
+    """The new-user trial, through the CLI: apply fails a stage; `package rerun` says the lifecycle
+    failed and what works; with --force the next apply (nothing injected now) runs the stage again
+    and succeeds, instead of reading the failed pods of the first run back; `package logs` of a
+    rerun that fails again shows the rerun's pods first, then the earlier ones."""
+    cfg, failed = _failed_apply(recipe, tmp_path, cli)
     rc, _, err = cli("package", "rerun", "fix", "--recipe", R, "--node", "n1", "--cluster", f"sim:{failed}", "-y")
     assert rc == 2 and "lifecycle of recipe kernel-fix failed (StageFailed at fix apply" in err
     assert "pass --force to rerun fix" in err and "`reconciler apply --retry-failed`" in err and "node reset" not in err
@@ -279,12 +286,7 @@ def test_package_logs_says_which_stage_pods_stay(tmp_path: Path, cli: RunCli,
     recipe = tmp_path / "two.yaml"
     recipe.write_text(two.replace("      containerSHA: " + SHA, "      containerSHA: " + SHA
                                   + "\n      dependsOn: {base: 1.0.0}"))
-    fleet = write_fleet(tmp_path / "f.yaml", [make_node("n1", {"pool": "gpu"})])
-    cfg = tmp_path / "sim.yaml"
-    cfg.write_text("failures:\n- {node: n1, package: fix, stage: apply, exitCode: 7, times: 99}\n")
-    failed = tmp_path / "failed.yaml"
-    assert cli("apply", str(recipe), "--cluster", f"sim:{fleet}", "--sim-config", str(cfg), "--sim-save",
-               str(failed), "-o", "json")[0] == 1
+    _, failed = _failed_apply(recipe, tmp_path, cli)
     rc, out, _ = cli("package", "logs", "base", "--recipe", R, "--node", "n1", "--cluster", f"sim:{failed}",
                      "-o", "json")
     assert rc == 0 and [(x["stage"], x["phase"]) for x in json.loads(out)["logs"]] == [("config", "succeeded")]
