@@ -394,3 +394,40 @@ class Clock(Protocol):
         """Wait at most ``seconds``. May return the names of the nodes that changed meanwhile
         (a watch saw them); ``None`` means "unknown": the caller looks at every node."""
         ...
+
+
+class JobPool(Protocol):
+    """Where the node runs' I/O goes on a real cluster (issue 17): jobs run concurrently, their
+    results come back one at a time on the caller's thread. Made with the number of jobs to run
+    at once; used by one thread. :class:`reconciler.execute.jobs.ThreadJobPool` (a thread per
+    job in flight) is the default; :class:`reconciler.adapters.greenio.GreenPool` runs them in
+    greenlets on the caller's own thread."""
+
+    def submit(self, key: object, job: Callable[[], object]) -> None:
+        """Start ``job`` (no arguments) as soon as a slot is free; ``key`` comes back with it."""
+        ...
+
+    def pending(self) -> int:
+        """Jobs submitted whose result :meth:`next_done` has not returned yet."""
+        ...
+
+    def next_done(self) -> tuple[object, object, BaseException | None]:
+        """Wait for the next job to end: (key, its result, None) or (key, None, the exception it
+        raised). Raises RuntimeError when no job is pending."""
+        ...
+
+    def close(self) -> None:
+        """Drop the jobs not started yet, wait for the running ones (results dropped) and release
+        the pool (after an error: nothing new starts, nothing started is left running)."""
+        ...
+
+
+@runtime_checkable
+class ProvidesJobPool(Protocol):
+    """An adapter that chooses where a rollout's node I/O runs (``KubeCluster``: multiplexed on
+    the loop's thread when its requests go over its own keep-alive transport); any other adapter
+    gets the default pool (:class:`reconciler.execute.jobs.ThreadJobPool`)."""
+
+    def job_pool(self, size: int) -> JobPool:
+        """A new pool running up to ``size`` jobs at once, for the calling thread."""
+        ...

@@ -15,10 +15,8 @@ node is terminal for the run and never freezes its compartment.
 from __future__ import annotations
 
 import logging
-import queue
 import uuid
 from collections.abc import Callable, Collection
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,10 +29,11 @@ from reconciler.errors import (
     TransientError,
 )
 from reconciler.execute.heap import frozen_heap
+from reconciler.execute.jobs import ThreadJobPool
 from reconciler.execute.lifecycle import NodeRun, Outcome, RunContext
 from reconciler.execute.lock import LeaseLostError
 from reconciler.execute.retry import Fail, Retry, classify
-from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline
+from reconciler.execute.timeline import BatchRecord, NodeOutcome, RunResult, Timeline, in_job
 from reconciler.model.nodestate import (
     FailureRecord,
     InFlight,
@@ -51,7 +50,7 @@ from reconciler.model.recipe import Recipe
 from reconciler.model.run import run_verdict
 from reconciler.model.vocab import NodeResult, Phase
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
-from reconciler.ports import Clock, Cluster, ClusterPorts, NodeInterest
+from reconciler.ports import Clock, Cluster, ClusterPorts, JobPool, NodeInterest
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +113,13 @@ class Rollout:
             past it) or None. A ``ReconcilerError`` it raises stops the run: nothing more is started
             or advanced, ``stopped`` holds the message and running nodes are reported as still
             running (their records stay on the nodes). Used to renew the recipe's Lease.
-        workers: node runs advanced at once (threads). 1 for the simulated fleet (deterministic);
-            more for a real cluster, where each step waits on API round trips.
+        workers: node runs advanced at once. 1 for the simulated fleet (deterministic); more for
+            a real cluster, where each step waits on API round trips.
+        job_pool: makes the pool the runs' I/O goes to when ``workers`` > 1, given ``workers``
+            (default :class:`~reconciler.execute.jobs.ThreadJobPool`: a thread per job in flight;
+            a real cluster's adapters give one that multiplexes the requests on the loop's thread,
+            :class:`reconciler.adapters.greenio.GreenPool`). Every decision stays on the loop's
+            thread whichever it is.
     """
 
     def __init__(
@@ -136,10 +140,12 @@ class Rollout:
         waiting: dict[str, str] | None = None,
         on_tick: Callable[[float], float | None] | None = None,
         workers: int = 1,
+        job_pool: Callable[[int], JobPool] | None = None,
     ) -> None:
         self.recipe, self.policy, self.plan = recipe, policy, plan
         self.workers = workers
-        self._pool: ThreadPoolExecutor | None = None
+        self._job_pool: Callable[[int], JobPool] = job_pool or ThreadJobPool
+        self._pool: JobPool | None = None
         self.ports, self.clock = ClusterPorts.of(cluster), clock
         self.run_id = run_id or new_run_id()
         self.timeline = Timeline(start=clock.now())
@@ -229,7 +235,10 @@ class Rollout:
         before the run is kept out of the garbage collector's passes meanwhile
         (:func:`~reconciler.execute.heap.frozen_heap`)."""
         with frozen_heap():
-            return self._run()
+            try:
+                return self._run()
+            finally:
+                self._close_pool()  # also when the run ends with an error
 
     def _run(self) -> RunResult:
         self.timeline.own()  # observers are called on this (the loop's) thread only
@@ -325,9 +334,7 @@ class Rollout:
                 changed = self.clock.wait(0.0)
             else:
                 changed = None
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        self._close_pool()
         self._end_lifecycles()
         return self._result(comps, self.clock.now() - start)
 
@@ -405,42 +412,38 @@ class Rollout:
     def _advance_all(self, runs: list[NodeRun]) -> list[float | None]:
         """One cycle of each node run. Every decision (each :func:`~reconciler.execute.machine.step`)
         and every observer call happens on this, the loop's, thread; with ``workers`` > 1 (a real
-        cluster: each read or write waits on an API round trip) only the runs' I/O goes to the worker
-        pool, up to ``workers`` nodes' I/O at once."""
+        cluster: each read or write waits on an API round trip) only the runs' I/O goes to the job
+        pool, up to ``workers`` nodes' I/O at once. An error ends the pool: the I/O not started is
+        dropped and the I/O already handed out is waited for before the error goes up (no write
+        after it)."""
         if self.workers <= 1 or len(runs) <= 1:
             return [r.advance() for r in runs]
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="node")
+            self._pool = self._job_pool(self.workers)
         pool = self._pool
-        inflight: dict[Future[Any], NodeRun] = {}
-        # finished jobs arrive on a queue (O(1) per answer; ``wait(FIRST_COMPLETED)`` re-arms a
-        # waiter on every job in flight for each answer: O(n²) per pass with a batch's n nodes)
-        finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
-
-        def hand_out(r: NodeRun, job: Any) -> None:
-            f = pool.submit(r.perform, job)
-            inflight[f] = r
-            f.add_done_callback(finished.put)
-
-        for r in runs:
-            job = r.begin()
-            if job is not None:
-                hand_out(r, job)
         try:
-            while inflight:
-                f = finished.get()
-                r = inflight.pop(f)
-                job = r.resume(f.result())
+            for r in runs:
+                job = r.begin()
                 if job is not None:
-                    hand_out(r, job)
+                    pool.submit(r, _bound(r.perform, job))
+            while pool.pending():
+                key, answer, error = pool.next_done()
+                if error is not None:
+                    raise error
+                assert isinstance(key, NodeRun)
+                job = key.resume(answer)  # type: ignore[arg-type]  # what key.perform returned
+                if job is not None:
+                    pool.submit(key, _bound(key.perform, job))
         except BaseException:
-            # the run stops (a lost Lease, a refused failure record, a crash): nothing new is started,
-            # and the I/O already handed out is waited for before the error goes up (no write after)
-            for f in inflight:
-                f.cancel()
-            wait(inflight)
+            # the run stops (a lost Lease, a refused failure record, a crash)
+            self._close_pool()
             raise
         return [r.wake for r in runs]
+
+    def _close_pool(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.close()
 
     def _disrupted(self, c: _Compartment) -> int:
         active = {r.name for r in c.active if r.holds_cordon or (r.plan.cordon and r.phase is not Phase.START)}
@@ -618,3 +621,14 @@ class Rollout:
             duration=duration,
             writes=getattr(self.ports.nodes, "writes", 0),  # the adapter playing the roles counts its writes
         )
+
+
+def _bound(perform: Callable[[Any], Any], job: Any) -> Callable[[], Any]:
+    """``perform(job)`` as a job of the pool (no arguments; its events wait for the loop's
+    flush, :func:`~reconciler.execute.timeline.in_job`)."""
+
+    def run() -> Any:
+        in_job()
+        return perform(job)
+
+    return run

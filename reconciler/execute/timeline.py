@@ -8,6 +8,7 @@ re-exported here for existing callers.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,16 +16,27 @@ from typing import Any
 from reconciler.model.run import EVENTS, BatchRecord, Event, NodeOutcome, RunResult
 from reconciler.model.vocab import NodeResult
 
-__all__ = ["EVENTS", "BatchRecord", "Event", "NodeOutcome", "NodeResult", "RunResult", "Timeline"]
+__all__ = ["EVENTS", "BatchRecord", "Event", "NodeOutcome", "NodeResult", "RunResult", "Timeline", "in_job"]
+
+#: True inside a job of a rollout's job pool (a worker thread, or a greenlet on the loop's own
+#: thread: :mod:`reconciler.adapters.greenio`); each thread and each greenlet has its own value.
+_IN_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar("reconciler_in_job", default=False)
+
+
+def in_job() -> None:
+    """Mark the calling context (thread or greenlet) as running a job of the rollout's job pool:
+    events it adds wait for :meth:`Timeline.flush`, even on the loop's own thread."""
+    _IN_JOB.set(True)
 
 
 @dataclass
 class Timeline:
     """Ordered run events; ``listeners`` (observers: the terminal, the status object, metrics) are
     called for each, always on the thread that owns the timeline — the rollout loop's (issue 12:
-    decisions and observers on one thread). An event added from a worker thread is recorded at
-    once and announced when the loop calls :meth:`flush` (after each round of node advances), in
-    the order the events were added."""
+    decisions and observers on one thread) — and outside the rollout's jobs (:func:`in_job`). An
+    event added from a worker thread or a job is recorded at once and announced when the loop calls
+    :meth:`flush` (after each round of node advances), in the order the events were added, so an
+    observer is never entered again while a call of it waits on I/O."""
 
     start: float
     events: list[Event] = field(default_factory=list)
@@ -45,16 +57,16 @@ class Timeline:
         with self._lock:
             self.events.append(ev)
             self._unannounced.append(ev)
-        if threading.get_ident() == self._owner:
+        if threading.get_ident() == self._owner and not _IN_JOB.get():
             self.flush()
 
     def flush(self) -> None:
         """Announce the events not announced yet to every listener (owner thread only).
 
         Raises:
-            RuntimeError: called from another thread than the owner.
+            RuntimeError: called from another thread than the owner, or from a job.
         """
-        if threading.get_ident() != self._owner:
+        if threading.get_ident() != self._owner or _IN_JOB.get():
             raise RuntimeError("Timeline.flush called off the rollout loop's thread")
         with self._lock:
             pending, self._unannounced = self._unannounced, []
