@@ -310,6 +310,17 @@ class KubeCluster:
             req = api.param_serialize(method="GET", resource_path=resource_path, query_params=query,
                                       header_params={"Accept": "application/json", "Accept-Encoding": "gzip"},
                                       auth_settings=["BearerToken"])
+            transport = kubehttp.transport_for(api)
+            if transport is not None and isinstance(_request_timeout, tuple):
+                # over the keep-alive transport too (one connection per thread kept alive; the
+                # request bytes the API client would send)
+                with contextlib.suppress(kubehttp.Unsupported):
+                    answer = transport.request(req[0], req[1], req[2], None, _request_timeout)
+                    if not 200 <= answer.status <= 299:
+                        e = ApiException(status=answer.status, reason=None)
+                        e.body, e.headers = answer.data.decode("utf-8", "replace"), answer.headers
+                        raise e
+                    return _Fetched(answer.data)
             resp = api.call_api(*req, _request_timeout=_request_timeout)
             if not 200 <= resp.status <= 299:
                 read: Callable[[], Any] = resp.read
@@ -996,6 +1007,17 @@ class KubeCluster:
         preconditions = client.V1Preconditions(resource_version=resource_version)
         self._raw(self._coordination.delete_namespaced_lease, f"delete lease {name}", name, self.namespace,
                   body=client.V1DeleteOptions(preconditions=preconditions))
+
+
+class _Fetched:
+    """A whole answer body read over the keep-alive transport, as ``_raw`` reads a urllib3
+    response (``data``, ``release_conn``)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def release_conn(self) -> None:
+        """Nothing to release: the transport keeps its connection."""
 
 
 def _q(part: str) -> str:

@@ -14,8 +14,9 @@ import pytest
 from kubernetes import client
 
 from reconciler.adapters import kube as kube_mod
+from reconciler.adapters import kubehttp
 from reconciler.adapters.kube import KubeCluster
-from reconciler.errors import TransientError
+from reconciler.errors import ReconcilerError, TransientError
 from reconciler.testing.fleetgen import make_node
 from tests.httpfake import QuietHandler
 
@@ -32,6 +33,7 @@ class _Api(QuietHandler):
     expire_once: ClassVar[str] = ""  # a continue token answered with 410 the first time it is used
     broken: ClassVar[bool] = False
     queries: ClassVar[list[dict[str, str]]] = []
+    refuse: ClassVar[int] = 0  # answer every request with a Status of this code
 
     def _send(self, code: int, body: bytes) -> None:
         self.send_response(code)
@@ -46,6 +48,10 @@ class _Api(QuietHandler):
         _Api.queries.append(q)
         if _Api.broken:
             self._send(200, b"<html>proxy error</html>")
+            return
+        if _Api.refuse:
+            self._send(_Api.refuse, json.dumps({"kind": "Status", "status": "Failure", "code": _Api.refuse,
+                                                "message": "nodes is forbidden: User cannot list"}).encode())
             return
         token = q.get("continue", "")
         if token and token == _Api.expire_once:
@@ -64,6 +70,7 @@ class _Api(QuietHandler):
 @pytest.fixture
 def api(http_server: Callable[[type[_Api]], str]) -> Iterator[client.ApiClient]:
     _Api.nodes, _Api.expire_once, _Api.broken, _Api.queries = [_node(i) for i in range(7)], "", False, []
+    _Api.refuse = 0
     cfg = client.Configuration()
     cfg.host = http_server(_Api)
     api_client = client.ApiClient(cfg)
@@ -119,3 +126,33 @@ def test_collector_restored_after_errors_and_left_off_if_it_was(api: client.ApiC
         assert not gc.isenabled()  # someone else's choice is kept
     finally:
         gc.enable()
+
+
+def test_lists_go_over_the_keep_alive_transport_and_fail_as_the_api_clients_would(
+    api: client.ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every page of a LIST is one request of the keep-alive transport (the rollout's multiplexed
+    I/O never waits on urllib3's pool: reconciler/adapters/greenio.py); an answer outside 2xx
+    reads as the same error as over the ApiClient (urllib3) path."""
+    sent: list[str] = []
+    real = kubehttp.Transport.request
+
+    def spy(self: kubehttp.Transport, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(f"{method} {urllib.parse.urlparse(url).path}")
+        return real(self, method, url, *args, **kwargs)
+
+    monkeypatch.setattr(kubehttp.Transport, "request", spy)
+    assert len(KubeCluster(api, page_size=3).list_nodes()) == 7
+    assert sent == ["GET /api/v1/nodes"] * 3
+    errors: list[tuple[type, str]] = []
+    for path in ("transport", "api client"):
+        if path == "api client":
+            monkeypatch.setattr(kubehttp, "transport_for", lambda api_client: None)
+        for code in (403, 500):
+            _Api.refuse = code
+            with pytest.raises(ReconcilerError) as e:
+                KubeCluster(api).list_nodes()
+            errors.append((type(e.value), str(e.value)))
+    assert len(sent) == 5  # the two refusals over the transport; none after it was turned off
+    assert errors[:2] == errors[2:]
+    assert "forbidden" in errors[0][1]
