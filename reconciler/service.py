@@ -44,7 +44,7 @@ from reconciler.model.versions import is_exact
 from reconciler.observe.snapshot import observe
 from reconciler.ops.controls import held_reason, store_for
 from reconciler.plan.planner import compute_plan, locked_refusals
-from reconciler.ports import Clock, Cluster, ClusterPorts
+from reconciler.ports import Clock, Cluster, ClusterPorts, ProvidesJobPool
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,8 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
                               poll_seconds=settings.poll_seconds, on_event=on_event,
                               retry_failed=settings.retry_failed, runtime_required=runtime_required,
                               waiting=waiting, on_tick=leases.tick,
-                              workers=settings.workers or default_workers(the_plan))
+                              workers=settings.workers or default_workers(the_plan),
+                              job_pool=cluster.job_pool if isinstance(cluster, ProvidesJobPool) else None)
             result = rollout.run()
             out.results.append(result)
             for o in observers:

@@ -45,7 +45,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from reconciler.adapters import kubeauth, kubehttp
+from reconciler.adapters import greenio, kubeauth, kubehttp
 from reconciler.adapters.kubecache import NODES, PODS, WatchCache
 from reconciler.adapters.kubeconfigmaps import KubeConfigMaps
 from reconciler.adapters.kubeconn import unreachable
@@ -83,10 +83,11 @@ from reconciler.errors import (
     ConflictError,
     NotFoundError,
 )
+from reconciler.execute.jobs import ThreadJobPool
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo, group_pods
 from reconciler.model.redact import redact
 from reconciler.model.selector import Taint
-from reconciler.ports import LeaseInfo, LeaseSpec, PodEviction, StageSpec, StageStatus, evict_one_by_one
+from reconciler.ports import JobPool, LeaseInfo, LeaseSpec, PodEviction, StageSpec, StageStatus, evict_one_by_one
 
 Obj = dict[str, Any]
 _T = TypeVar("_T")
@@ -312,8 +313,9 @@ class KubeCluster:
                                       auth_settings=["BearerToken"])
             transport = kubehttp.transport_for(api)
             if transport is not None and isinstance(_request_timeout, tuple):
-                # over the keep-alive transport too (one connection per thread kept alive; the
-                # request bytes the API client would send)
+                # over the keep-alive transport too (a multiplexed rollout's thread never blocks on
+                # urllib3's pool: reconciler/adapters/greenio.py; the request bytes the API client
+                # would send)
                 with contextlib.suppress(kubehttp.Unsupported):
                     answer = transport.request(req[0], req[1], req[2], None, _request_timeout)
                     if not 200 <= answer.status <= 299:
@@ -329,6 +331,17 @@ class KubeCluster:
             return resp.response
 
         return call
+
+    def job_pool(self, size: int) -> JobPool:
+        """Where a rollout's node I/O runs (``ProvidesJobPool``, issue 17): multiplexed in greenlets
+        on the calling thread (:class:`~reconciler.adapters.greenio.GreenPool`) when every request
+        of a node run goes over the keep-alive transport (:func:`kubehttp.transport_for` gives one
+        and the client has the thin path), else a thread per job in flight
+        (:class:`~reconciler.execute.jobs.ThreadJobPool`: a urllib3 request would block every
+        greenlet of the thread)."""
+        if self._thin and kubehttp.transport_for(self.api_client) is not None and greenio.active_hub() is None:
+            return greenio.GreenPool(size)
+        return ThreadJobPool(size)
 
     def config_map_store(self) -> KubeConfigMaps:
         """A :class:`~reconciler.adapters.kubeconfigmaps.KubeConfigMaps` (``ConfigMapStore``) sharing

@@ -58,15 +58,18 @@ import ssl
 import threading
 import weakref
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import urllib3
+from greenlet import getcurrent, greenlet
 from kubernetes.client import rest
 from kubernetes.client.api_client import ApiClient
 from urllib3.util import create_urllib3_context, parse_url
 from urllib3.util.retry import Retry
+
+from reconciler.adapters import greenio
 
 #: ``connection_pool_kw`` keys of urllib3 this transport reproduces.
 _UNDERSTOOD_POOL_KW = frozenset({"cert_reqs", "ca_certs", "cert_file", "key_file", "ca_cert_data", "maxsize"})
@@ -74,6 +77,7 @@ _UNDERSTOOD_POOL_KW = frozenset({"cert_reqs", "ca_certs", "cert_file", "key_file
 PARALLEL = 16
 #: Spare connections a transport keeps open at most, over all its threads (:meth:`Transport.request_all`).
 MAX_SPARES = 64
+_S = TypeVar("_S")
 #: Send-phase errors after which an idempotent request on a reused connection is resent once.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
@@ -131,7 +135,8 @@ class Transport:
         self._tls = tls
         self._connect_retries = connect_retries
         self._resend_methods = resend_methods
-        self._local = threading.local()
+        #: each thread's (or each greenlet's, :mod:`reconciler.adapters.greenio`) own connection
+        self._owned: weakref.WeakKeyDictionary[greenlet, _Slot] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
         self._generation = 0
@@ -152,7 +157,16 @@ class Transport:
         else:
             conn = http.client.HTTPConnection(host, port, timeout=connect_timeout)
         conn.auto_open = 0  # never reconnect behind our back: a reconnect is a decision made here
-        sock = self._tcp_connect(host, port, connect_timeout)
+        if greenio.active_hub() is not None:  # this thread multiplexes its requests (greenio.GreenPool)
+            coop = self._tcp_connect(host, port, connect_timeout, greenio.connect_tcp)
+            if scheme == "https":
+                assert self._tls is not None
+                coop = greenio.start_tls(coop, self._tls, _server_hostname(host), connect_timeout)
+            conn.sock = coop  # the socket interface http.client uses
+            with self._lock:
+                self.connections_opened += 1
+            return conn
+        sock = self._tcp_connect(host, port, connect_timeout, socket.create_connection)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # urllib3's default socket option
             if scheme == "https":
@@ -167,13 +181,14 @@ class Transport:
             self.connections_opened += 1
         return conn
 
-    def _tcp_connect(self, host: str, port: int, connect_timeout: float) -> socket.socket:
+    def _tcp_connect(self, host: str, port: int, connect_timeout: float,
+                     connect: Callable[[tuple[str, int], float], _S]) -> _S:
         """The TCP connection alone (a failure here is known to precede any byte sent), tried
         again up to ``connect_retries`` times without delay. Raises OSError."""
         tries = 0
         while True:
             try:
-                return socket.create_connection((host, port), connect_timeout)
+                return connect((host, port), connect_timeout)
             except OSError:
                 if tries >= self._connect_retries:
                     raise
@@ -183,7 +198,7 @@ class Transport:
         """This thread's connection for ``origin``, marked busy, and whether it is a reused one.
         The generation check and the busy mark are made under the lock :meth:`close` takes, so
         a connection is never closed by another thread while a request uses it."""
-        slot: _Slot | None = getattr(self._local, "slot", None)
+        slot = self._owned.get(getcurrent())
         if slot is not None:
             with self._lock:
                 current = slot.generation == self._generation
@@ -199,13 +214,14 @@ class Transport:
             slot.busy = True
             self._slots.add(slot)
         weakref.finalize(slot, conn.close)
-        self._local.slot = slot
+        self._owned[getcurrent()] = slot
         return slot, False
 
     def _discard(self, slot: _Slot) -> None:
         slot.conn.close()
-        if getattr(self._local, "slot", None) is slot:
-            self._local.slot = None
+        me = getcurrent()
+        if self._owned.get(me) is slot:
+            del self._owned[me]
 
     def close(self) -> None:
         """Close every idle connection; one in use is closed when its request ends."""
