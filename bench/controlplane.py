@@ -4,6 +4,10 @@ config-only change: requests per node changed, wall time against the ideal, CPU 
     python bench/controlplane.py [--nodes 500] [--pods-per-node 10] [--stage-seconds 1] [--reboot-seconds 2]
 
 Environment: ``BENCH_WORKERS=N`` passes ``--workers N`` to apply (default: apply's own choice);
+``BENCH_IO=threads`` runs the node runs' I/O on a thread pool (``ThreadJobPool``) instead of
+multiplexed on the loop's thread (``greenio.GreenPool``, the default on a real cluster);
+``BENCH_CPROFILE=PATH`` saves a CPU-time profile (``cProfile`` with ``time.thread_time``) of the
+apply's own thread (the rollout loop and, multiplexed, its I/O) to ``PATH-<time>``;
 ``BENCH_PPROF=PATH`` saves a 20 s CPU profile of kube-apiserver during each run to ``PATH-<n>``
 (read it with ``go tool pprof``). Each run's JSON document is kept in ``$TMPDIR/reconciler-bench``.
 
@@ -286,8 +290,16 @@ def _apply(args: list[str], harness_thread: int | None = None) -> tuple[dict[str
 
     buf = io.StringIO()
     c0, t0 = time.process_time() - sum(thread_cpu_seconds(harness_thread)), time.perf_counter()
+    prof = None
+    if os.environ.get("BENCH_CPROFILE"):
+        import cProfile
+        prof = cProfile.Profile(time.thread_time)
+        prof.enable()
     with contextlib.redirect_stdout(buf):
         rc = main(args)
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(os.environ["BENCH_CPROFILE"] + f"-{time.time():.0f}")
     cpu, wall = time.process_time() - sum(thread_cpu_seconds(harness_thread)) - c0, time.perf_counter() - t0
     doc = json.loads(buf.getvalue())
     if rc != 0:
@@ -307,6 +319,11 @@ def main() -> None:
 
     from tests.controlplane.cluster import ControlPlane, RebootEmulator
 
+    if os.environ.get("BENCH_IO") == "threads":  # the node runs' I/O on a thread pool, for comparison
+        from reconciler.adapters.kube import KubeCluster
+        from reconciler.execute.jobs import ThreadJobPool
+
+        KubeCluster.job_pool = lambda self, size: ThreadJobPool(size)  # type: ignore[method-assign]
     _count_requests()
     _keep_clocks()
     _count_advances()
