@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+# this tree after PYTHONPATH's entries (sys.path[0] is bench/): ``PYTHONPATH=OLD_TREE`` measures
+# an older tree's reconciler (and its test harness) with this bench
+sys.path.insert(1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), os.path.dirname(HERE))
 
 SHA = "sha256:" + "f" * 64
 COUNTS: collections.Counter[tuple[str, str]] = collections.Counter()
