@@ -121,11 +121,12 @@ class _Slot:
 
 
 class Transport:
-    """Keep-alive HTTP/1.1 to one API server: one persistent connection per calling thread.
+    """Keep-alive HTTP/1.1 to one API server: one persistent connection per calling thread, or
+    per calling greenlet of a :class:`~reconciler.adapters.greenio.GreenPool`.
 
     Thread-safe. :meth:`close` closes every idle connection (one in use is closed by its thread
-    when its request ends); later requests open new ones. A thread's connection is also closed
-    when the thread ends (its ``threading.local`` slot is released)."""
+    when its request ends); later requests open new ones. A thread's or greenlet's connection is
+    also closed when it ends (its slot, held weakly by its greenlet, is released)."""
 
     def __init__(self, tls: ssl.SSLContext | None, *, connect_retries: int,
                  resend_methods: frozenset[str]) -> None:

@@ -28,12 +28,34 @@ server = test_kubehttp.server
 tls_server = test_kubehttp.tls_server
 
 
-def _drain(pool: JobPool) -> dict[object, tuple[Any, BaseException | None]]:
-    out: dict[object, tuple[Any, BaseException | None]] = {}
+Done = dict[object, tuple[Any, BaseException | None]]
+
+
+def _drain(pool: JobPool) -> Done:
+    out: Done = {}
     while pool.pending():
         key, value, error = pool.next_done()
         out[key] = (value, error)
     return out
+
+
+def _run(size: int, jobs: dict[object, Callable[[], Any]], api: Any = None) -> Done:
+    """``jobs`` run in a GreenPool of ``size``: each key's (result, exception); the pool is closed
+    afterwards, and ``api`` (an ApiClient) with its transport."""
+    pool = greenio.GreenPool(size)
+    try:
+        for key, job in jobs.items():
+            pool.submit(key, job)
+        return _drain(pool)
+    finally:
+        pool.close()
+        if api is not None:
+            kubehttp.close_transport(api)
+            api.close()
+
+
+def _get(api: Any, i: int) -> Callable[[], bytes]:
+    return lambda: send_request(api, "GET", f"/api/v1/nodes/n{i}", "get")
 
 
 def test_the_requests_of_a_pool_overlap_on_the_callers_thread(server: str) -> None:
@@ -47,17 +69,9 @@ def test_the_requests_of_a_pool_overlap_on_the_callers_thread(server: str) -> No
             return send_request(api, "GET", f"/api/v1/nodes/n{i}", "get")
         return job
 
-    pool = greenio.GreenPool(8)
-    try:
-        t0 = time.monotonic()
-        for i in range(8):
-            pool.submit(i, get(i))
-        done = _drain(pool)
-        took = time.monotonic() - t0
-    finally:
-        pool.close()
-        kubehttp.close_transport(api)
-        api.close()
+    t0 = time.monotonic()
+    done = _run(8, {i: get(i) for i in range(8)}, api)
+    took = time.monotonic() - t0
     assert done == {i: (_OK, None) for i in range(8)}
     assert threads == {threading.get_ident()}
     assert took < 4.0, f"8 requests of 1 s each took {took:.1f} s: they did not overlap"
@@ -68,15 +82,7 @@ def test_each_job_greenlet_keeps_its_connection(server: str) -> None:
     api = _api(server)
     t = kubehttp.transport_for(api)
     assert t is not None
-    pool = greenio.GreenPool(2)
-    try:
-        for i in range(10):
-            pool.submit(i, lambda i=i: send_request(api, "GET", f"/api/v1/nodes/n{i}", "get"))
-        done = _drain(pool)
-    finally:
-        pool.close()
-        kubehttp.close_transport(api)
-        api.close()
+    done = _run(2, {i: _get(api, i) for i in range(10)}, api)
     assert all(v == (_OK, None) for v in done.values()) and len(done) == 10
     assert t.connections_opened <= 2 and len(_Rec.seen) == 10
 
@@ -84,16 +90,8 @@ def test_each_job_greenlet_keeps_its_connection(server: str) -> None:
 def test_a_read_timeout_is_that_job_s_error_and_the_others_go_on(server: str) -> None:
     _Rec.script = staticmethod(lambda c, r, m: "slow" if m == "DELETE" else "ok")
     api = _api(server)
-    pool = greenio.GreenPool(4)
-    try:
-        pool.submit("slow", lambda: send_request(api, "DELETE", "/api/v1/nodes/x", "delete", timeout=(5, 0.3)))
-        for i in range(3):
-            pool.submit(i, lambda i=i: send_request(api, "GET", f"/api/v1/nodes/n{i}", "get"))
-        done = _drain(pool)
-    finally:
-        pool.close()
-        kubehttp.close_transport(api)
-        api.close()
+    slow = lambda: send_request(api, "DELETE", "/api/v1/nodes/x", "delete", timeout=(5, 0.3))  # noqa: E731
+    done = _run(4, {"slow": slow, **{i: _get(api, i) for i in range(3)}}, api)
     value, error = done.pop("slow")
     assert value is None and isinstance(error, ClusterError) and "delete" in str(error)
     assert done == {i: (_OK, None) for i in range(3)}
@@ -104,15 +102,7 @@ def test_tls_handshakes_and_requests_are_cooperative(tls_server: tuple[str, Path
     api = _api(url, ssl_ca_cert=str(cert))
     t = kubehttp.transport_for(api)
     assert t is not None
-    pool = greenio.GreenPool(4)
-    try:
-        for i in range(8):
-            pool.submit(i, lambda i=i: send_request(api, "GET", f"/api/v1/nodes/n{i}", "get"))
-        done = _drain(pool)
-    finally:
-        pool.close()
-        kubehttp.close_transport(api)
-        api.close()
+    done = _run(4, {i: _get(api, i) for i in range(8)}, api)
     assert done == {i: (_OK, None) for i in range(8)}
     assert 1 <= t.connections_opened <= 4
 
@@ -124,13 +114,7 @@ def test_a_refused_connection_is_the_job_s_error() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     api = _api(f"http://127.0.0.1:{port}")
-    pool = greenio.GreenPool(2)
-    try:
-        pool.submit("a", lambda: send_request(api, "GET", "/api/v1/nodes/a", "get node a"))
-        done = _drain(pool)
-    finally:
-        pool.close()
-        api.close()
+    done = _run(2, {"a": lambda: send_request(api, "GET", "/api/v1/nodes/a", "get node a")}, api)
     value, error = done["a"]
     assert value is None and isinstance(error, ClusterError) and "get node a" in str(error)
 
@@ -164,13 +148,7 @@ def test_connections_made_in_a_pool_serve_any_thread_afterwards(server: str) -> 
 
 
 def test_a_job_error_comes_back_with_its_key_and_the_pool_goes_on() -> None:
-    pool = greenio.GreenPool(2)
-    try:
-        pool.submit("bad", lambda: 1 // 0)
-        pool.submit("good", lambda: 42)
-        done = _drain(pool)
-    finally:
-        pool.close()
+    done = _run(2, {"bad": lambda: 1 // 0, "good": lambda: 42})
     assert isinstance(done["bad"][1], ZeroDivisionError) and done["good"] == (42, None)
 
 
