@@ -79,6 +79,15 @@ def _count_requests() -> None:
                 return orig_all(self, requests, *a, **kw)
 
             kubehttp.Transport.request_all = counting_all  # type: ignore[method-assign]
+        orig_stream = getattr(kubehttp.Transport, "stream", None)
+        if orig_stream is not None:  # the watch streams, multiplexed on the loop's thread
+
+            def counting_stream(self: Any, method: str, url: str, *a: Any, **kw: Any) -> Any:
+                _tally(method, url)
+                KEPT["requests"] += 1
+                return orig_stream(self, method, url, *a, **kw)
+
+            kubehttp.Transport.stream = counting_stream  # type: ignore[method-assign]
 
 
 def _tally(method: str, url: str) -> None:

@@ -339,7 +339,7 @@ class KubeCluster:
         and the client has the thin path), else a thread per job in flight
         (:class:`~reconciler.execute.jobs.ThreadJobPool`: a urllib3 request would block every
         greenlet of the thread)."""
-        if self._thin and kubehttp.transport_for(self.api_client) is not None and greenio.active_hub() is None:
+        if self._thin and kubehttp.transport_for(self.api_client) is not None and not greenio.pool_running():
             return greenio.GreenPool(size)
         return ThreadJobPool(size)
 

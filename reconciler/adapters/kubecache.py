@@ -20,6 +20,10 @@ Correctness rules:
   error forgets every entry of the kind (events may be lost until the re-list), and an answer
   stored for a key that was forgotten meanwhile is dropped (:meth:`WatchCache.store` updates
   tracked keys only).
+* **Only while read.** Streams multiplexed on the rollout's thread are read only while that
+  thread waits or runs its node I/O; ``fresh`` (set by the watch clock) says whether they were
+  read lately, and lookups miss while it says no (a thread busy elsewhere for long, an idle
+  controller between passes): reads are requests then, never an old copy.
 * **Bounded.** At most ``max_entries`` keys per kind; the least recently used is forgotten (its
   next read is a request again).
 
@@ -119,6 +123,9 @@ class WatchCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        #: None, or whether the watch streams are being read now (multiplexed streams are read
+        #: only while their thread waits: see kubewatch); lookups miss while it answers False
+        self.fresh: Callable[[], bool] | None = None
 
     # ------------------------------------------------------------------ fed by the watches
     def set_synced(self, kind: str, synced: bool) -> None:
@@ -176,7 +183,8 @@ class WatchCache:
         on a miss (untracked, nothing known yet, or the watch is not streaming)."""
         with self._lock:
             entry = self._entries[kind].get(key)
-            if not self._synced[kind] or entry is None or entry.rv == 0:
+            stale = self.fresh is not None and not self.fresh()
+            if not self._synced[kind] or entry is None or entry.rv == 0 or stale:
                 self.misses += 1
                 return False, None
             self._entries[kind].move_to_end(key)

@@ -58,7 +58,7 @@ import ssl
 import threading
 import weakref
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -257,6 +257,36 @@ class Transport:
         origin, target, hdrs = _prepare(url, headers)
         return self._one(origin, method, target, hdrs, body, timeout)
 
+    def stream(self, method: str, url: str, headers: Mapping[str, Any], timeout: tuple[float, float], *,
+               linger: float = 0.0) -> Stream | Answer:
+        """Send one request on a connection of its own and keep its answer open for streaming (a
+        watch): a :class:`Stream` when the answer is 2xx, else the whole :class:`Answer` (its
+        connection closed). Arguments as :meth:`request` (no body); ``timeout`` (connect, read)
+        seconds, the read timeout applying to each read of the stream; ``linger``: see
+        :class:`~reconciler.adapters.greenio.CoopSocket` (on a thread with a hub; ignored
+        otherwise). Nothing is resent. Raises as :meth:`request`; an answer with a content
+        encoding is a ProtocolError (none is asked for)."""
+        origin, target, hdrs = _prepare(url, headers)
+        conn = self._new_conn(origin, timeout[0])
+        try:
+            _send(conn, method, target, hdrs, None, timeout[1])
+            resp = conn.getresponse()
+            if not 200 <= resp.status <= 299:
+                answer = _answer(resp)
+                conn.close()
+                return answer
+            if (resp.getheader("Content-Encoding") or "identity").strip().lower() != "identity":
+                raise urllib3.exceptions.ProtocolError("a streamed answer with a content encoding")
+        except http.client.HTTPException as e:
+            conn.close()
+            raise urllib3.exceptions.ProtocolError("Connection aborted.", e) from None
+        except BaseException:
+            conn.close()
+            raise
+        if isinstance(conn.sock, greenio.CoopSocket):
+            conn.sock.linger = linger
+        return Stream(conn, resp)
+
     def request_all(self, requests: Sequence[Request], timeout: tuple[float, float]) -> list[Answer | Exception]:
         """Send independent requests at once and read their answers: up to :data:`PARALLEL` at a
         time, each on its own connection (this thread's own and spare ones shared by the
@@ -424,6 +454,32 @@ class Transport:
             return answer
 
 
+class Stream:
+    """The open 2xx answer of :meth:`Transport.stream`: its ``status``, ``headers`` and body read
+    piece by piece (chunked transfer encoding undone) on its own connection."""
+
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
+        self._conn, self._resp = conn, resp
+        self.status = resp.status
+        self.headers = dict(resp.getheaders())
+
+    def chunks(self, amt: int = 65536) -> Iterator[bytes]:
+        """The body's bytes as they come, at most ``amt`` at a time, until it ends. Raises
+        OSError or urllib3.exceptions.ProtocolError (the stream broke)."""
+        while True:
+            try:
+                data = self._resp.read1(amt)
+            except http.client.HTTPException as e:
+                raise urllib3.exceptions.ProtocolError("Connection broken", e) from None
+            if not data:
+                return
+            yield data
+
+    def close(self) -> None:
+        """Close the connection (a stream's connection is never reused)."""
+        self._conn.close()
+
+
 @dataclass(frozen=True)
 class Request:
     """One request for :meth:`Transport.request_all`: as the arguments of :meth:`Transport.request`."""
@@ -475,7 +531,11 @@ def _receive(conn: http.client.HTTPConnection) -> Answer:
     """Read the answer to the request :func:`_send` wrote on ``conn``. Raises what
     ``getresponse`` raises before the first answer byte (the caller decides about resending);
     urllib3.exceptions.ProtocolError after it (never resent)."""
-    resp = conn.getresponse()
+    return _answer(conn.getresponse())
+
+
+def _answer(resp: http.client.HTTPResponse) -> Answer:
+    """The whole answer ``resp`` (its status and headers read). Raises ProtocolError."""
     try:
         data = resp.read()
     except http.client.IncompleteRead as e:

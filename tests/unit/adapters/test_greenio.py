@@ -191,3 +191,75 @@ def test_a_kube_cluster_multiplexes_only_over_its_own_transport(server: str, mon
         pool.close()
     finally:
         kc.close()
+
+
+def test_a_pool_and_a_watch_clock_share_the_threads_hub() -> None:
+    hub = greenio.acquire_hub()  # as a multiplexed watch clock does
+    pool = greenio.GreenPool(1)
+    assert pool.hub is hub
+    pool.close()
+    assert greenio.active_hub() is hub  # still the clock's
+    assert not greenio.pool_running()
+    greenio.release_hub(hub)
+    assert greenio.active_hub() is None
+
+
+def test_greenlets_sleep_through_the_hub_and_run_until_stops_when_done_or_due() -> None:
+    hub = greenio.acquire_hub()
+    try:
+        order: list[str] = []
+        hub.spawn(lambda: (greenio.sleep(0.3), order.append("slow")))
+        hub.spawn(lambda: (greenio.sleep(0.05), order.append("fast")))
+        t0 = time.monotonic()
+        hub.run_until(t0 + 5, lambda: len(order) == 2)
+        assert order == ["fast", "slow"] and time.monotonic() - t0 < 2.0  # slept together, not in turn
+        t0 = time.monotonic()
+        hub.run_until(t0 + 0.2, lambda: False)
+        assert 0.15 <= time.monotonic() - t0 < 2.0
+    finally:
+        greenio.release_hub(hub)
+
+
+def _reads(linger: float, messages: int = 20, gap: float = 0.015) -> tuple[int, bytes]:
+    """(reads, bytes) of a greenlet reading a stream that sends ``messages`` small pieces ``gap``
+    seconds apart, through a CoopSocket with ``linger``."""
+    import socket
+
+    a, b = socket.socketpair()
+    sock = greenio.CoopSocket(a, 5.0)
+    sock.linger = linger
+    got = bytearray()
+    reads = [0]
+
+    def read() -> None:
+        buf = bytearray(65536)
+        while n := sock.recv_into(buf):
+            reads[0] += 1
+            got.extend(buf[:n])
+
+    def write() -> None:
+        for i in range(messages):
+            b.sendall(b"event %02d\n" % i)
+            time.sleep(gap)
+        b.close()
+
+    hub = greenio.acquire_hub()
+    try:
+        t = threading.Thread(target=write)
+        t.start()
+        g = hub.spawn(read)
+        hub.run_until(time.monotonic() + 10, lambda: g.dead)
+        t.join()
+    finally:
+        greenio.release_hub(hub)
+        sock.close()
+    return reads[0], bytes(got)
+
+
+def test_a_lingering_socket_reads_a_busy_stream_in_bursts() -> None:
+    expected = b"".join(b"event %02d\n" % i for i in range(20))
+    eager, got = _reads(0.0)
+    assert got == expected
+    bursts, got = _reads(0.1)
+    assert got == expected  # nothing lost or reordered, only read together
+    assert bursts * 2 <= eager, f"{bursts} reads with a linger against {eager} without"

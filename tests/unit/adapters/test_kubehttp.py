@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import urllib3
 from kubernetes import client
 
 from reconciler.adapters import kube, kubehttp
@@ -497,6 +498,34 @@ def test_a_request_the_transport_cannot_reproduce_takes_the_api_client_path(serv
         assert ("X-Number", "5") in _Rec.seen[-1]["headers"]
         with pytest.raises(kubehttp.Unsupported):
             t.request("GET", "http://kube.example.com./api", {"User-Agent": "x"}, None, (1, 1))
+    finally:
+        kubehttp.close_transport(api)
+        api.close()
+
+
+def test_a_stream_is_the_request_s_bytes_and_its_body_as_it_comes(server: str) -> None:
+    api = _api(server)
+    t = _transport(api)
+    try:
+        method, url, headers = api.param_serialize(method="GET", resource_path="/api/v1/nodes",
+                                                   query_params=[("watch", True)], header_params={},
+                                                   auth_settings=["BearerToken"])[:3]
+        got = t.stream(method, url, headers, (5, 5))
+        assert isinstance(got, kubehttp.Stream) and got.status == 200
+        assert b"".join(got.chunks(4)) == _OK
+        got.close()
+        t.request(method, url, headers, None, (5, 5))
+        streamed, requested = _Rec.seen[-2], _Rec.seen[-1]
+        assert (streamed["line"], streamed["headers"]) == (requested["line"], requested["headers"])
+        assert streamed["conn"] != requested["conn"]  # a stream has a connection of its own
+
+        _Rec.script = staticmethod(lambda c, r, m: (410, {}, b'{"code":410}'))
+        answer = t.stream(method, url, headers, (5, 5))
+        assert isinstance(answer, kubehttp.Answer) and (answer.status, answer.data) == (410, b'{"code":410}')
+
+        _Rec.script = staticmethod(lambda c, r, m: (200, {"Content-Encoding": "gzip"}, b"x"))
+        with pytest.raises(urllib3.exceptions.ProtocolError):
+            t.stream(method, url, headers, (5, 5))
     finally:
         kubehttp.close_transport(api)
         api.close()
