@@ -4,8 +4,9 @@ config-only change: requests per node changed, wall time against the ideal, CPU 
     python bench/controlplane.py [--nodes 500] [--pods-per-node 10] [--stage-seconds 1] [--reboot-seconds 2]
 
 Environment: ``BENCH_WORKERS=N`` passes ``--workers N`` to apply (default: apply's own choice);
-``BENCH_IO=threads`` runs the node runs' I/O on a thread pool (``ThreadJobPool``) instead of
-multiplexed on the loop's thread (``greenio.GreenPool``, the default on a real cluster);
+``BENCH_IO=threads`` runs the node runs' I/O on a thread pool (``ThreadJobPool``) and the watch
+streams in two threads instead of multiplexed on the loop's thread (``greenio.GreenPool`` and a
+multiplexed ``WatchClock``, the default on a real cluster);
 ``BENCH_CPROFILE=PATH`` saves a CPU-time profile (``cProfile`` with ``time.thread_time``) of the
 apply's own thread (the rollout loop and, multiplexed, its I/O) to ``PATH-<time>``;
 ``BENCH_PPROF=PATH`` saves a 20 s CPU profile of kube-apiserver during each run to ``PATH-<n>``
@@ -15,7 +16,8 @@ Needs the binaries of tests/controlplane/build.sh. Counts the reconciler's own r
 client side (every HTTP request the ``kubernetes`` client sends, by verb and resource; the watch
 streams count as one request each), and reads kube-apiserver's ``apiserver_request_total`` for
 the whole cluster (kwok, the controllers and the scheduler included) for comparison, and the
-reconciler's CPU by thread (rollout loop, node workers, each watch stream; sampled from
+reconciler's CPU by thread (rollout loop, node workers, each watch stream; multiplexed, the
+loop's thread does the node I/O and reads the watch streams too; sampled from
 ``/proc/self/task``). Prints a table.
 """
 
@@ -335,6 +337,9 @@ def main() -> None:
         from reconciler.execute.jobs import ThreadJobPool
 
         KubeCluster.job_pool = lambda self, size: ThreadJobPool(size)  # type: ignore[method-assign]
+        from reconciler.adapters import kubewatch
+
+        kubewatch.multiplexable = lambda api_client: False  # type: ignore[assignment]  # the watches in threads too
     _count_requests()
     _keep_clocks()
     _count_advances()
