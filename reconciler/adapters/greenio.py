@@ -244,6 +244,11 @@ class CoopSocket:
         self.timeout = timeout
         self.linger = 0.0
         self._last = float("-inf")  # time.monotonic() of the last read that returned data
+        # as socket.socket: files made by makefile keep the socket open until they are closed too
+        # (http.client closes the connection's socket as soon as an answer says "Connection:
+        # close", and then reads the body through the response's file)
+        self._io_refs = 0
+        self._closed = False
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -291,10 +296,19 @@ class CoopSocket:
     def makefile(self, mode: str = "rb", buffering: int = -1) -> io.BufferedReader:
         if mode != "rb":
             raise ValueError(f"unsupported mode {mode!r}")
+        self._io_refs += 1
         return io.BufferedReader(_Reader(self), buffering if buffering > 0 else io.DEFAULT_BUFFER_SIZE)
 
     def close(self) -> None:
-        self.sock.close()
+        """Close the socket, or, while a file of :meth:`makefile` is open, when the last is closed."""
+        self._closed = True
+        if self._io_refs <= 0:
+            self.sock.close()
+
+    def _file_closed(self) -> None:
+        self._io_refs -= 1
+        if self._closed and self._io_refs <= 0:
+            self.sock.close()
 
 
 class _Reader(io.RawIOBase):
@@ -308,6 +322,11 @@ class _Reader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         return self._sock.recv_into(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._sock._file_closed()
+        super().close()
 
 
 def connect_tcp(address: tuple[str, int], timeout: float) -> CoopSocket:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 from reconciler.adapters.simconfig import SimConfig
 from reconciler.errors import PATH_LIMIT, InputError, SourcePos, clip, shown
@@ -17,6 +18,9 @@ from reconciler.model.nodestate import is_ignored
 from reconciler.model.recipe import Recipe
 from reconciler.ops.controls import DEFAULT_NAMESPACE
 from reconciler.ports import Clock, Cluster
+
+if TYPE_CHECKING:
+    from reconciler.adapters.kubewatch import WatchClock
 
 
 @dataclass
@@ -94,8 +98,22 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
                                           pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache,
                                           namespace=namespace or DEFAULT_NAMESPACE,
                                           request_timeout=getattr(args, "request_timeout", None) or 30.0)
-    return Opened(cluster, WatchClock(cluster.api_client, cache=cache), time.time, poll_seconds=15.0,
-                  description="kubernetes cluster")
+    clock = WatchClock(cluster.api_client, cache=cache)
+    OPEN_CLOCKS.append(clock)
+    return Opened(cluster, clock, time.time, poll_seconds=15.0, description="kubernetes cluster")
+
+
+#: The watch clocks this process's verbs opened (:func:`close_clocks` ends them).
+OPEN_CLOCKS: list[WatchClock] = []
+
+
+def close_clocks() -> None:
+    """Stop the watch streams of every clock a verb opened (called on the verb's thread when it
+    ends, :func:`reconciler.cli.main.main`): multiplexed streams live on that thread's hub and
+    would otherwise stay suspended there with their connections open while the process goes on
+    (an in-process caller running several verbs)."""
+    while OPEN_CLOCKS:
+        OPEN_CLOCKS.pop().close()
 
 
 #: Snapshots at least this large (bytes) are moved out of the garbage collector's sight once loaded.

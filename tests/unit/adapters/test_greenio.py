@@ -263,3 +263,22 @@ def test_a_lingering_socket_reads_a_busy_stream_in_bursts() -> None:
     bursts, got = _reads(0.1)
     assert got == expected  # nothing lost or reordered, only read together
     assert bursts * 2 <= eager, f"{bursts} reads with a linger against {eager} without"
+
+
+def test_an_answer_that_closes_the_connection_is_read_whole(server: str) -> None:
+    """http.client closes a connection's socket as soon as the answer says ``Connection: close``
+    and reads the body afterwards: a CoopSocket stays open until that read is done, as a socket
+    does for its makefile (in a pool's greenlet and outside, on a thread that has a hub)."""
+    body = b'{"kind":"Node","metadata":{"name":"n"}}' * 200
+    _Rec.script = staticmethod(lambda c, r, m: (200, {"Connection": "close"}, body))
+    api = _api(server)
+    hub = greenio.acquire_hub()
+    try:
+        assert send_request(api, "GET", "/api/v1/nodes/n", "get") == body  # a CoopSocket, not in a greenlet
+        done = _run(2, {i: _get(api, i) for i in range(4)})
+        assert done == {i: (body, None) for i in range(4)}
+    finally:
+        greenio.release_hub(hub)
+        kubehttp.close_transport(api)
+        api.close()
+    assert _Rec.connections == 5  # one per answer: each was closed after it
