@@ -162,9 +162,16 @@ class WatchClock:
         """Wait up to ``seconds`` (at most ``max_sleep``) for a change. Returns the names of nodes
         that changed since the last call (with a cache: tracked nodes whose node, stage pods or
         pods changed for a reader, see the module docstring), or ``None`` when a watch is not
-        (yet) healthy."""
-        self._start()
+        (yet) healthy, or the clock was closed (a closed clock only sleeps).
+
+        Multiplexed, the streams belong to the thread of the first call (they run while it
+        waits); a call from any other thread, or from inside one of its hub's greenlets, sleeps
+        and answers ``None``."""
         seconds = max(0.0, min(seconds, self.max_sleep))
+        if self._stop.is_set():
+            greenio.sleep(seconds)
+            return None
+        self._start()
         hub = self._hub
         if hub is None:
             self._event.wait(seconds)
@@ -180,11 +187,19 @@ class WatchClock:
         return changed if healthy else None
 
     def close(self) -> None:
-        """Stop the watches: threads (daemons) stop at their next event; multiplexed streams
-        are ended and their connections closed at once when called on their thread."""
+        """Stop the watches for good (the clock is not reused: a later :meth:`wait` only sleeps
+        and answers ``None``). The cache is told at once that no stream is in sync, so it
+        forgets what it held and every read is a request from here on, whichever thread calls.
+        Threads (daemons) stop at their next event; multiplexed streams are ended and their
+        connections closed at once when called on the thread that owns them, else they stop at
+        their next event and their connections close with them (or when ``close`` is called again
+        on the owning thread)."""
         self._stop.set()
-        hub, self._hub = self._hub, None
+        for kind in list(self._healthy):
+            self._set_health(kind, False)
+        hub = self._hub
         if hub is not None and threading.get_ident() == hub.thread and not hub.cooperative():
+            self._hub = None
             for g in self._greenlets:
                 if not g.dead:
                     g.throw(GreenletExit)
@@ -223,6 +238,8 @@ class WatchClock:
             self._event.set()
 
     def _set_health(self, kind: str, ok: bool) -> None:
+        if ok and self._stop.is_set():
+            return  # a stream opened while the clock was being closed: never trusted again
         with self._lock:
             self._healthy[kind] = ok
         if self.cache is not None:

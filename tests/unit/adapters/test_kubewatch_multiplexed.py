@@ -221,3 +221,26 @@ def test_a_wait_from_another_thread_cannot_tell_what_changed(api: Any) -> None:
 def test_without_the_transport_the_streams_keep_their_threads(api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kubewatch.kubehttp, "transport_for", lambda a: None)
     assert not WatchClock(api).multiplex
+
+
+@pytest.mark.parametrize("from_other_thread", [False, True])
+def test_a_closed_clock_leaves_nothing_trusted(api: Any, from_other_thread: bool) -> None:
+    cache = _tracked("n1")
+    clock = WatchClock(api, cache=cache, max_sleep=5)
+    try:
+        _Api.events["nodes"].put({"type": "MODIFIED", "object": _node("n1", "102")})
+        _wait_for(clock, "n1")
+        assert cache.lookup(NODES, "n1")[0]
+        if from_other_thread:
+            t = threading.Thread(target=clock.close)
+            t.start()
+            t.join(5)
+        else:
+            clock.close()
+        assert cache.lookup(NODES, "n1") == (False, None)  # forgotten at once, whichever thread closed
+        t0 = time.monotonic()
+        assert clock.wait(0.2) is None  # closed: it only sleeps, and cannot tell what changed
+        assert time.monotonic() - t0 >= 0.15
+    finally:
+        clock.close()  # on the owning thread: the streams end here (again harmless otherwise)
+        assert greenio.active_hub() is None
