@@ -47,13 +47,13 @@ KEPT = collections.Counter()  # of COUNTS, the requests sent over the keep-alive
 
 def _count_requests() -> None:
     """Count every request the reconciler sends: through the ``kubernetes`` client's REST layer
-    and through the keep-alive transport (reconciler/adapters/kubehttp.py), which bypasses it,
+    and through the keep-alive transport (reconciler/adapters/kube/transport.py), which bypasses it,
     one request at a time (``request``) or several together (``request_all``: evictions)."""
     from kubernetes.client import rest
 
     orig = rest.RESTClientObject.request
     try:
-        from reconciler.adapters import kubehttp
+        from reconciler.adapters.kube import transport as kubehttp
     except ImportError:  # a tree from before the transport (``PYTHONPATH=OLD_TREE``)
         kubehttp = None  # type: ignore[assignment]
 
@@ -133,7 +133,7 @@ def _keep_clocks() -> None:
     """Remember every WatchClock the CLI makes, so the bench can read its event counts and stop its
     watch threads after the run (``apply`` exits the process in real use; here the next run would
     otherwise pay for the previous run's streams)."""
-    from reconciler.adapters.kubewatch import WatchClock
+    from reconciler.adapters.kube.watch import WatchClock
 
     orig = WatchClock.__init__
 
@@ -333,11 +333,11 @@ def main() -> None:
     from tests.controlplane.cluster import ControlPlane, RebootEmulator
 
     if os.environ.get("BENCH_IO") == "threads":  # the node runs' I/O on a thread pool, for comparison
-        from reconciler.adapters.kube import KubeCluster
+        from reconciler.adapters.kube.cluster import KubeCluster
         from reconciler.execute.jobs import ThreadJobPool
 
         KubeCluster.job_pool = lambda self, size: ThreadJobPool(size)  # type: ignore[method-assign]
-        from reconciler.adapters import kubewatch
+        from reconciler.adapters.kube import watch as kubewatch
 
         kubewatch.multiplexable = lambda api_client: False  # type: ignore[assignment]  # the watches in threads too
     _count_requests()
@@ -418,7 +418,7 @@ def main() -> None:
               "(Lease renewals, namespace, run owner, package ConfigMaps)")
         print("  our requests by verb/resource: " + ", ".join(
             f"{v} {verb} {r}" for (verb, r), v in sorted(ours.items(), key=lambda kv: -kv[1]))
-              + f"; {watch['kept']} of all over the keep-alive transport (reconciler/adapters/kubehttp.py)")
+              + f"; {watch['kept']} of all over the keep-alive transport (reconciler/adapters/kube/transport.py)")
         print(f"  our reads: {sum(reads.values())} ({sum(reads.values()) / max(changed, 1):.1f} per node); "
               f"watch events decoded {watch['decoded']}, skipped undecoded {watch['skipped']}; "
               f"{watch.get('advances', 0)} node advances in {watch.get('passes', 0)} loop passes "

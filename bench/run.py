@@ -100,8 +100,8 @@ def bench_plan(n: int) -> dict[str, Any]:
 
 
 def bench_rollout(n: int) -> dict[str, Any]:
-    from reconciler.adapters.sim import SimFleet
-    from reconciler.adapters.simconfig import SimConfig
+    from reconciler.adapters.sim.config import SimConfig
+    from reconciler.adapters.sim.fleet import SimFleet
     from reconciler.execute.rollout import Rollout
     from reconciler.model.recipe import Interrupt, Package, Recipe
     from reconciler.model.selector import LabelSelector

@@ -161,7 +161,7 @@ def fleet_objects(n: int, good: dict[str, str], behind: dict[str, str]) -> list[
 
 def write_fleet(path: Path, objs: list[dict[str, Any]], fmt: str) -> None:
     """Write ``objs`` as kubectl does: JSON indented by 4, or YAML (libyaml emitter)."""
-    from reconciler.adapters.simwrite import dumps_list
+    from reconciler.adapters.sim.write import dumps_list
 
     path.write_text(dumps_list(objs, fmt), encoding="utf-8")
 
@@ -181,7 +181,7 @@ def measure(kind: str, fleet: str, recipe: str, policy: str) -> dict[str, float]
     """One measurement in this (fresh) process: ``load`` or ``plan`` (see the module docstring)."""
     env_py = [sys.executable]
     if kind == "load":
-        code = ("import sys,time; t=time.perf_counter(); from reconciler.adapters.sim import SimFleet; "
+        code = ("import sys,time; t=time.perf_counter(); from reconciler.adapters.sim.fleet import SimFleet; "
                 "f=SimFleet.from_file(sys.argv[1]); f.list_nodes(); f.list_pods(); f.list_pdbs(); "
                 "print(time.perf_counter()-t)")
         return _child([*env_py, "-c", code, fleet])

@@ -324,7 +324,7 @@ class ConfigMapStore(Protocol):
     """The control store: small node-independent records in ConfigMaps (the recipe control
     switches of ``reconciler pause``/``disable``, :mod:`reconciler.ops.controls`). Implemented by
     the simulated fleet and, for the real cluster, by
-    :class:`reconciler.adapters.kubeconfigmaps.KubeConfigMaps`."""
+    :class:`reconciler.adapters.kube.configmaps.KubeConfigMaps`."""
 
     def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """The ``data`` of a ConfigMap, or None when it does not exist."""
@@ -400,7 +400,7 @@ class JobPool(Protocol):
     """Where the node runs' I/O goes on a real cluster (issue 17): jobs run concurrently, their
     results come back one at a time on the caller's thread. Made with the number of jobs to run
     at once; used by one thread. :class:`reconciler.execute.jobs.ThreadJobPool` (a thread per
-    job in flight) is the default; :class:`reconciler.adapters.greenio.GreenPool` runs them in
+    job in flight) is the default; :class:`reconciler.adapters.kube.greenio.GreenPool` runs them in
     greenlets on the caller's own thread."""
 
     def submit(self, key: object, job: Callable[[], object]) -> None:

@@ -36,7 +36,7 @@ def _no_hub_left_behind() -> Iterator[None]:
     """Fail a test that leaves the thread's greenio hub in use (a watch clock not closed, a green
     pool not closed): its suspended streams would go on running inside the next tests' waits."""
     yield
-    from reconciler.adapters import greenio
+    from reconciler.adapters.kube import greenio
 
     hub = greenio.active_hub()
     if hub is not None:

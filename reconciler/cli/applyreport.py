@@ -81,7 +81,7 @@ class Reporter:
             api_client = getattr(opened.cluster, "api_client", None)
             if api_client is None:
                 raise InputError("--status-object needs a real cluster (--kubeconfig), not a simulated one")
-            from reconciler.adapters.statusobject import StatusObjects
+            from reconciler.adapters.kube.statusobject import StatusObjects
 
             r.objects = StatusObjects(api_client)
         return r
@@ -90,7 +90,7 @@ class Reporter:
     def _write_object(self, plan: Plan) -> None:
         if self.objects is None or self._progress is None:
             return
-        from reconciler.adapters.statusobject import rfc3339_now
+        from reconciler.adapters.kube.statusobject import rfc3339_now
         from reconciler.report.status import rollout_status
 
         status = rollout_status(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.sim.config import SimConfig
 from reconciler.errors import PATH_LIMIT, InputError, SourcePos, clip, shown
 from reconciler.model.nodestate import is_ignored
 from reconciler.model.recipe import Recipe
@@ -20,7 +20,7 @@ from reconciler.ops.controls import DEFAULT_NAMESPACE
 from reconciler.ports import Clock, Cluster
 
 if TYPE_CHECKING:
-    from reconciler.adapters.kubewatch import WatchClock
+    from reconciler.adapters.kube.watch import WatchClock
 
 
 @dataclass
@@ -65,7 +65,7 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
         if not spec[4:].strip():
             raise InputError("--cluster sim: names no file: expected sim:PATH, a kubectl YAML or JSON dump "
                              "(examples/fleets/gpu-24.yaml)")
-        from reconciler.adapters.sim import SimFleet
+        from reconciler.adapters.sim.fleet import SimFleet
 
         config = SimConfig()
         cfg_path = getattr(args, "sim_config", None)
@@ -81,10 +81,10 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
         fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}",
                       sim_config=config if cfg_path else None)
-    from reconciler.adapters.kube import DEFAULT_POOL_SIZE, KubeCluster
-    from reconciler.adapters.kubecache import NODES, WatchCache
-    from reconciler.adapters.kubeobjects import node_from
-    from reconciler.adapters.kubewatch import WatchClock
+    from reconciler.adapters.kube.cache import NODES, WatchCache
+    from reconciler.adapters.kube.cluster import DEFAULT_POOL_SIZE, KubeCluster
+    from reconciler.adapters.kube.objects import node_from
+    from reconciler.adapters.kube.watch import WatchClock
 
     # one connection per worker thread, plus the two watch streams, the lease renewer and the main thread
     from reconciler.execute.rollout import MAX_AUTO_WORKERS

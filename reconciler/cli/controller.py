@@ -118,7 +118,7 @@ def _check(args: argparse.Namespace) -> None:
                                   < args.leader_elect_lease_duration):
         raise InputError("--leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration "
                          "is required")
-    from reconciler.adapters.probes import parse_bind_address
+    from reconciler.adapters.kube.probes import parse_bind_address
 
     args.metrics_addr = parse_bind_address(args.metrics_bind_address, "--metrics-bind-address")
     args.probe_addr = parse_bind_address(args.health_probe_bind_address, "--health-probe-bind-address")

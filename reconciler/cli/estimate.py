@@ -2,7 +2,7 @@
 comment, ``plan --repo``, ``--report``).
 
 A plan is estimated by applying it to a simulated copy of the observed fleet
-(:class:`reconciler.adapters.sim.SimFleet` on its simulated clock, the same
+(:class:`reconciler.adapters.sim.fleet.SimFleet` on its simulated clock, the same
 :class:`reconciler.execute.rollout.Rollout` as ``apply``): batches, waits for protected pods,
 evictions, PodDisruptionBudgets and reboots all count, so the figure is the simulator's, not a
 sum of constants. What the simulator assumes, most specific first:
@@ -11,7 +11,7 @@ sum of constants. What the simulator assumes, most specific first:
 2. the recipe's annotations :data:`~reconciler.report.estimate.STAGE_ANNOTATION` /
    :data:`~reconciler.report.estimate.REBOOT_ANNOTATION` (``metadata.annotations``);
 3. ``--sim-config FILE`` (``stageSeconds``, ``rebootSeconds``; also pod start, reschedule, …);
-4. the simulator's defaults (:class:`reconciler.adapters.simconfig.SimConfig`).
+4. the simulator's defaults (:class:`reconciler.adapters.sim.config.SimConfig`).
 
 The :class:`~reconciler.report.estimate.Assumptions` of every estimate say which applied.
 """
@@ -74,7 +74,7 @@ def assumptions(recipe: Recipe, inputs: Any, args: argparse.Namespace, config: A
     Raises:
         InputError: a malformed annotation.
     """
-    from reconciler.adapters.simconfig import SimConfig
+    from reconciler.adapters.sim.config import SimConfig
 
     base = config if config is not None else SimConfig()
     base_source = f"--sim-config {args.sim_config}" if config is not None else "simulator defaults"
@@ -109,17 +109,17 @@ def simulate_recipes(steps: Sequence[tuple[Recipe, DeploymentPolicy]], fleet: Ob
     """Apply each ``(recipe, policy)`` of ``steps``, in order, to one simulated copy of ``fleet``
     (nothing else is touched; a later recipe sees what the earlier ones did), as ``reconciler
     simulate`` does: each plan is computed against the copy as it is then, with the simulated
-    durations of ``config`` (default :class:`~reconciler.adapters.simconfig.SimConfig`) adjusted
-    for the recipe (:meth:`~reconciler.adapters.simconfig.SimConfig.for_estimate`: a readiness gate
+    durations of ``config`` (default :class:`~reconciler.adapters.sim.config.SimConfig`) adjusted
+    for the recipe (:meth:`~reconciler.adapters.sim.config.SimConfig.for_estimate`: a readiness gate
     passes at once). ``only``: the ``-l/--selector``; ``retry_failed``: ``--retry-failed``. Returns each
     recipe's plan and run.
 
     Raises:
         ReconcilerError: the simulated rollout could not run.
     """
-    from reconciler.adapters.sim import SimFleet
-    from reconciler.adapters.simconfig import SimConfig
-    from reconciler.adapters.simfromobserved import objects_from_observed
+    from reconciler.adapters.sim.config import SimConfig
+    from reconciler.adapters.sim.fleet import SimFleet
+    from reconciler.adapters.sim.fromobserved import objects_from_observed
     from reconciler.execute.rollout import Rollout
     from reconciler.observe.snapshot import observe
     from reconciler.plan.planner import compute_plan

@@ -197,7 +197,7 @@ def _main(argv: Sequence[str] | None) -> int:
         stream=sys.stderr,
     )
     # urllib3 logs every retry of a refused connection as a warning; the adapter reports the
-    # failure once, in words (reconciler.adapters.kubeconn), so its retries show only with -vv
+    # failure once, in words (reconciler.adapters.kube.conn), so its retries show only with -vv
     logging.getLogger("urllib3").setLevel(logging.DEBUG if args.verbose >= 2 else logging.ERROR)
     real_stdout = sys.stdout
     guard = StdoutGuard(real_stdout if real_stdout is not None else open(os.devnull, "w"))  # noqa: SIM115

@@ -26,7 +26,7 @@ from reconciler.report.safetext import visible
 
 
 def _http_url(text: str) -> str:
-    from reconciler.adapters.pushgateway import push_url
+    from reconciler.adapters.metrics.pushgateway import push_url
 
     try:
         push_url(text, "check", {})
@@ -57,7 +57,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plan each recipe, build its metrics, print / write / push them."""
-    from reconciler.adapters.pushgateway import export
+    from reconciler.adapters.metrics.pushgateway import export
     from reconciler.cli.clusters import open_cluster
     from reconciler.load import load_inputs, policy_for
     from reconciler.observe.snapshot import observe
@@ -97,7 +97,7 @@ def export_after_apply(args: argparse.Namespace, opened: Any, results: Sequence[
                        policies: Mapping[str, str]) -> None:
     """``apply --metrics-file/--pushgateway``: the metrics of the finished runs (nodes re-read once).
     A failure to write or push is reported on stderr and does not change the run's exit code."""
-    from reconciler.adapters.pushgateway import export
+    from reconciler.adapters.metrics.pushgateway import export
     from reconciler.ops.controls import read_controls
     from reconciler.report.metrics import MetricsError, run_metrics
 

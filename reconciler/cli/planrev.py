@@ -174,7 +174,7 @@ def run_revisions(args: argparse.Namespace) -> int:
     With ``--comment``, a revision that does not load (or a comparison refused as bad input)
     replaces the sticky comment(s) with an error comment naming ``file:line`` and sets a failing
     commit status before the error is raised (:func:`_report_invalid`)."""
-    from reconciler.adapters.git import GitRepo
+    from reconciler.adapters.git.repo import GitRepo
     from reconciler.cli.reportfile import check_report_file
 
     host = _review_host(args) if args.comment else None  # check token/PR before any work
@@ -368,7 +368,7 @@ def _review_host(args: argparse.Namespace) -> Any:
     if not args.pr or args.pr < 1:
         raise InputError(f"--comment {args.comment} needs --pr N (the pull/merge request number)")
     if args.comment == "github":
-        from reconciler.adapters.github import GitHubHost
+        from reconciler.adapters.review.github import GitHubHost
 
         token = os.environ.get("GITHUB_TOKEN", "")
         if not token:
@@ -378,7 +378,7 @@ def _review_host(args: argparse.Namespace) -> Any:
             raise InputError("--comment github needs --github-repo OWNER/NAME (or $GITHUB_REPOSITORY)")
         api = args.api_url or os.environ.get("GITHUB_API_URL") or "https://api.github.com"
         return GitHubHost(repo, token, api_url=api)
-    from reconciler.adapters.gitlab import GitLabHost
+    from reconciler.adapters.review.gitlab import GitLabHost
 
     token = os.environ.get("GITLAB_TOKEN", "")
     if not token:

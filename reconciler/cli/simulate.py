@@ -39,8 +39,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Copy the fleet into a simulation, apply every recipe there, report."""
-    from reconciler.adapters.sim import SimFleet
-    from reconciler.adapters.simfromobserved import objects_from_observed
+    from reconciler.adapters.sim.fleet import SimFleet
+    from reconciler.adapters.sim.fromobserved import objects_from_observed
     from reconciler.cli.clusters import check_sim_names, load_sim_config, open_cluster
     from reconciler.cli.reportfile import check_report_file
     from reconciler.execute.rollout import Rollout

@@ -2,7 +2,7 @@
 and ``controller``: after each recipe's run — and when a run fails with an error —
 ``<prefix>/<cluster>/<recipe>.json`` (:mod:`reconciler.report.gitstatus`) is committed on
 ``--status-branch`` (default ``reconciler-status``) and pushed with fetch/re-apply/retry
-(:class:`reconciler.adapters.git.StatusPusher`).
+(:class:`reconciler.adapters.git.repo.StatusPusher`).
 
 ``--status-author "Name <email>"``, ``--status-message TEMPLATE`` (placeholders
 ``{recipe} {version} {cluster} {result} {summary} {run_id} {revision} {plan_hash} {path}``; the
@@ -56,7 +56,7 @@ def add_git_status_args(g: Any) -> None:
 def option(name: str) -> Iterator[None]:
     """Turn an input or git error raised while checking option ``name`` into an InputError
     (exit 2) that names the option; the message is redacted."""
-    from reconciler.adapters.git import GitError
+    from reconciler.adapters.git.repo import GitError
 
     try:
         yield
@@ -107,7 +107,7 @@ class GitStatus:
 
         if not args.status_repo:
             return None
-        from reconciler.adapters.git import Identity, StatusPusher, paths_overlap
+        from reconciler.adapters.git.repo import Identity, StatusPusher, paths_overlap
 
         cluster = args.cluster_name or ""
         if not cluster:

@@ -55,7 +55,7 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
         return {"simulated": args.cluster[4:]}
     if args.kubeconfig is None and args.context is None:
         return None
-    from reconciler.adapters.kube import KubeCluster
+    from reconciler.adapters.kube.cluster import KubeCluster
     from reconciler.cli.clusters import check_kubeconfig
 
     check_kubeconfig(args.kubeconfig, args.context)

@@ -1,6 +1,6 @@
 """Wire ``reconciler controller`` together: the controller (:mod:`reconciler.controller`) with the
-adapters of the cluster it runs against — watches (:mod:`reconciler.adapters.kubeinformer`), the
-NodeRecipe status writer, leader election, and the HTTP endpoints (:mod:`reconciler.adapters.probes`).
+adapters of the cluster it runs against — watches (:mod:`reconciler.adapters.kube.informer`), the
+NodeRecipe status writer, leader election, and the HTTP endpoints (:mod:`reconciler.adapters.kube.probes`).
 
 On the simulated fleet (``--cluster sim:PATH``, tests) there are no watches: passes run on start
 (and ``--once``)."""
@@ -61,7 +61,7 @@ class Wired:
     def start(self, sync_timeout: float = 120.0) -> None:
         """Serve the endpoints, start the watches (waiting for their first LIST), the election and
         the git and file checks."""
-        from reconciler.adapters.probes import Endpoints
+        from reconciler.adapters.kube.probes import Endpoints
 
         self.endpoints = Endpoints(self.controller.metrics.registry, self.healthy, self.ready)
         self.ports = self.endpoints.serve(self.args.metrics_addr, self.args.probe_addr)
@@ -167,7 +167,7 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
     if args.source == "crd":
         source = ObjectSource(args.policy, locked=args.locked)
     elif args.source == "git":
-        from reconciler.adapters.gitsource import GitMirror
+        from reconciler.adapters.git.source import GitMirror
 
         source = GitSource(GitMirror(args.git_url, args.git_ref, _git_workdir(args.git_workdir)), args.git_path,
                            args.git_policy_path, locked=args.locked)
@@ -176,7 +176,7 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
     api_client = getattr(opened.cluster, "api_client", None)
     if args.source == "crd" and api_client is not None:
         from reconciler.adapters.host import process_identity
-        from reconciler.adapters.noderecipes import NodeRecipeEvents, NodeRecipeStatus
+        from reconciler.adapters.kube.noderecipes import NodeRecipeEvents, NodeRecipeStatus
 
         status = (NodeRecipeStatus(api_client), source)
         events = (NodeRecipeEvents(api_client, instance=process_identity()), source)
@@ -192,7 +192,7 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
     if mounted and args.files_interval > 0:
         wired.files = (mounted, args.files_interval)
     if api_client is not None and not sim:
-        from reconciler.adapters.kubeinformer import config_map_informer, node_informer, pdb_informer, recipe_informer
+        from reconciler.adapters.kube.informer import config_map_informer, node_informer, pdb_informer, recipe_informer
 
         wired.informers.append(node_informer(api_client, ctl.on_node))
         wired.informers.append(pdb_informer(api_client, ctl.on_pdb))

@@ -4,7 +4,7 @@ One decision thread applies the desired state (NodeRecipe objects, or a mounted 
 through the application service (:func:`reconciler.service.apply_recipes`, which carries every
 safety check) whenever something that matters changes: a recipe (spec, release), a node that
 joins or whose selection changes, a control switch (``reconciler pause``/``resume``/``disable``).
-Changes arrive from watches (one LIST, then watch: :mod:`reconciler.adapters.kubeinformer`),
+Changes arrive from watches (one LIST, then watch: :mod:`reconciler.adapters.kube.informer`),
 are reduced to "a pass is needed" by pure rules (:mod:`.triggers`) and queued (:mod:`.workqueue`).
 
 Modules: :mod:`.triggers` (which events need a pass, pure), :mod:`.workqueue` (coalescing

@@ -17,7 +17,7 @@ has and a pipeline run does not: a recipe held by ``pause``/``disable`` (Ready F
 Reconciling nor Stalled: InProgress, "Suspended" for Argo CD) and a refused spec (Stalled,
 reason ``InvalidSpec``).
 
-Writes go through :class:`StatusWriter` (the kube adapter :mod:`reconciler.adapters.noderecipes`);
+Writes go through :class:`StatusWriter` (the kube adapter :mod:`reconciler.adapters.kube.noderecipes`);
 a failed status write is logged and never stops a rollout.
 """
 

@@ -70,7 +70,7 @@ class DirectorySource:
 
 
 class RepoFetcher(Protocol):
-    """A git branch or tag fetched on demand (:class:`reconciler.adapters.gitsource.GitMirror`)."""
+    """A git branch or tag fetched on demand (:class:`reconciler.adapters.git.source.GitMirror`)."""
 
     def fetch(self) -> str:
         """The commit SHA the ref names now. Raises a ReconcilerError when the fetch fails."""

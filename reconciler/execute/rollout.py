@@ -118,7 +118,7 @@ class Rollout:
         job_pool: makes the pool the runs' I/O goes to when ``workers`` > 1, given ``workers``
             (default :class:`~reconciler.execute.jobs.ThreadJobPool`: a thread per job in flight;
             a real cluster's adapters give one that multiplexes the requests on the loop's thread,
-            :class:`reconciler.adapters.greenio.GreenPool`). Every decision stays on the loop's
+            :class:`reconciler.adapters.kube.greenio.GreenPool`). Every decision stays on the loop's
             thread whichever it is.
     """
 

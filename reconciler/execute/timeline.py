@@ -19,7 +19,7 @@ from reconciler.model.vocab import NodeResult
 __all__ = ["EVENTS", "BatchRecord", "Event", "NodeOutcome", "NodeResult", "RunResult", "Timeline", "in_job"]
 
 #: True inside a job of a rollout's job pool (a worker thread, or a greenlet on the loop's own
-#: thread: :mod:`reconciler.adapters.greenio`); each thread and each greenlet has its own value.
+#: thread: :mod:`reconciler.adapters.kube.greenio`); each thread and each greenlet has its own value.
 _IN_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar("reconciler_in_job", default=False)
 
 

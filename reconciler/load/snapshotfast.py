@@ -5,7 +5,7 @@ The strict reader (:mod:`reconciler.load.snapshotfile`, :mod:`reconciler.load.js
 every value of the file as Python objects: a 100,000-node dump is 1.9 GB and about 40 million
 objects, most of them fields nothing reads (addresses, capacity, container specs, images,
 managedFields). Here the file is decoded by msgspec (C) into only the fields that
-:mod:`reconciler.load.kubeshapes` validates or :mod:`reconciler.adapters.kubeobjects` reads
+:mod:`reconciler.load.kubeshapes` validates or :mod:`reconciler.adapters.kube.objects` reads
 (:data:`ITEM`, derived from the kubeshapes models, plus :data:`EXTRA_FIELDS`); everything else is
 checked for JSON syntax and skipped without building an object. Annotation values are taken raw
 and decoded once per distinct value (nodes in the same state carry kilobytes of equal recorded
@@ -54,7 +54,7 @@ CHUNK = 2 * 1024 * 1024
 #: files go to the strict reader, which accepts up to about MAX_DEPTH (100) and positions the error.
 FAST_DEPTH = 90
 
-#: Fields read outside the kubeshapes models: by :func:`reconciler.adapters.kubeobjects.node_from`
+#: Fields read outside the kubeshapes models: by :func:`reconciler.adapters.kube.objects.node_from`
 #: (a node condition's reason and message) and ``pod_from`` (whether a volume is an emptyDir).
 EXTRA_FIELDS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("status", "conditions"): ("reason", "message"),
@@ -173,7 +173,7 @@ def _decoders() -> dict[str, Any]:
 def list_page_decoder() -> Any:
     """A ``msgspec.json.Decoder`` of one page of a LIST answer (``{"metadata": {...}, "items":
     [...]}``) that keeps of each item only the fields of :func:`pruned_tree`, annotations as they
-    are (not raw): what :mod:`reconciler.adapters.kubeobjects`' ``node_from``, ``pod_from`` and
+    are (not raw): what :mod:`reconciler.adapters.kube.objects`' ``node_from``, ``pod_from`` and
     ``pdb_from`` read, so their records are the same as from the whole objects; the rest (images,
     containers, managedFields, capacity) is syntax-checked and skipped without building it (issue
     17: decoding the pages was most of ``plan``'s CPU on a real cluster). Its ``decode(bytes)``

@@ -75,7 +75,7 @@ class Control(Frozen):
 @runtime_checkable
 class ProvidesConfigMaps(Protocol):
     """A cluster adapter that is not itself a ``ConfigMapStore`` but can give one sharing its
-    connection (the kube adapter: :meth:`reconciler.adapters.kube.KubeCluster.config_map_store`).
+    connection (the kube adapter: :meth:`reconciler.adapters.kube.cluster.KubeCluster.config_map_store`).
     Declared here, where it is needed, so ``ops`` never imports an adapter."""
 
     def config_map_store(self) -> ConfigMapStore | None:

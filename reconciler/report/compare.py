@@ -1,7 +1,7 @@
 """What a change between two revisions of the recipes does to the fleet (pure).
 
 ``reconciler plan --repo PATH --base REV --head REV`` loads the recipes and policies at both
-revisions (from git objects, :mod:`reconciler.adapters.git`), observes the fleet once and hands
+revisions (from git objects, :mod:`reconciler.adapters.git.repo`), observes the fleet once and hands
 both :class:`~reconciler.load.Inputs` to :func:`compare_revisions`, which:
 
 * selects the recipes the change touches (:func:`affected_recipes`): a recipe file or its

@@ -2,8 +2,8 @@
 
 Written as a file for the node-exporter textfile collector (:func:`write_textfile`, atomic: a
 temporary file in the same directory, fsync, rename; name it ``*.prom``) and/or pushed to a
-Pushgateway (:func:`reconciler.adapters.pushgateway.push`, HTTP PUT of one group per recipe; the
-network I/O lives in that adapter, :func:`reconciler.adapters.pushgateway.export` does both).
+Pushgateway (:func:`reconciler.adapters.metrics.pushgateway.push`, HTTP PUT of one group per recipe; the
+network I/O lives in that adapter, :func:`reconciler.adapters.metrics.pushgateway.export` does both).
 Built by :func:`rollout_metrics` from a :class:`~reconciler.model.run.RunResult` (after ``apply``) and/or a
 :class:`~reconciler.model.plan.Plan` (``reconciler metrics``, no run), plus the node records.
 

@@ -2,7 +2,7 @@
 
 One sticky comment per (PR, recipe[, scope]) (gitops-conventions.md §4.3): the body starts with
 a hidden marker (:func:`marker`) by which the review-host adapters
-(:mod:`reconciler.adapters.github`, :mod:`reconciler.adapters.gitlab`) find and update it in
+(:mod:`reconciler.adapters.review.github`, :mod:`reconciler.adapters.review.gitlab`) find and update it in
 place. Layout, decision first:
 
 1. the **verdict line** (:func:`verdict_line`): blocked / review the risks / ready / no node

@@ -12,7 +12,7 @@ Which builder for which level:
   ``ObservedFleet``), for the pure layers (planner, drain rules, decisions): :func:`node`,
   :func:`pod`, :func:`pdb` and :func:`fleet` here (:mod:`reconciler.testing.builders`). Each
   record is a ``fleetgen`` object read by the adapters' own parser
-  (:mod:`reconciler.adapters.kubeobjects`), so it is what the kube adapter or the simulated fleet
+  (:mod:`reconciler.adapters.kube.objects`), so it is what the kube adapter or the simulated fleet
   would observe from that object.
 * **Recipes, packages, policies and node-state records** (the loader's models): :func:`recipe`,
   :func:`package`, :func:`policy`, :func:`budget`, :func:`strategy`, :func:`compartment`,

@@ -3,7 +3,7 @@
 Everything returns the same frozen models the loader and the observer produce, so a test can
 describe a fleet in a few lines without YAML or a cluster. Nodes, pods and PDBs are built as
 Kubernetes objects by :mod:`reconciler.testing.fleetgen` and read by the adapters' parser
-(:mod:`reconciler.adapters.kubeobjects`): a record built here is what an adapter would observe
+(:mod:`reconciler.adapters.kube.objects`): a record built here is what an adapter would observe
 from that object::
 
     pkg = package("tuned", "1.0.0", interrupt="reboot")
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler.adapters.kubeobjects import node_from, pdb_from, pod_from
+from reconciler.adapters.kube.objects import node_from, pdb_from, pod_from
 from reconciler.diff import config_digest
 from reconciler.model.nodestate import (
     LEGACY_PREFIXES,
@@ -327,7 +327,7 @@ def node(
     conditions: Iterable[NodeCondition] = (),
 ) -> NodeInfo:
     """A :class:`NodeInfo`: a Node object (:func:`reconciler.testing.fleetgen.make_node`) read as
-    the adapters read one (:func:`reconciler.adapters.kubeobjects.node_from`), so it is what they
+    the adapters read one (:func:`reconciler.adapters.kube.objects.node_from`), so it is what they
     would observe (the Ready condition among ``conditions``; none when ``ready`` is None).
 
     With ``recipe``, the state/record keywords are written as that recipe's annotations (see
@@ -392,7 +392,7 @@ def pod(
     ready: bool = True,
 ) -> PodInfo:
     """A :class:`PodInfo`: a Pod object (:func:`reconciler.testing.fleetgen.make_pod`) read as the
-    adapters read one (:func:`reconciler.adapters.kubeobjects.pod_from`).
+    adapters read one (:func:`reconciler.adapters.kube.objects.pod_from`).
 
     ``owner`` is the controller's kind (its name ``<name>-owner``; None = a bare pod); ``mirror``
     adds the ``kubernetes.io/config.mirror`` annotation (a static pod's mirror); ``deleting`` sets
@@ -431,7 +431,7 @@ def pdb(
     ``status.disruptionsAllowed = allowed`` and the other status counts as given
     (``currentHealthy``, ``desiredHealthy``, ``expectedPods``; None: not written, read as 0): a
     PodDisruptionBudget object (:func:`reconciler.testing.fleetgen.make_pdb`) read as the adapters
-    read one (:func:`reconciler.adapters.kubeobjects.pdb_from`). ``unhealthy_policy`` is
+    read one (:func:`reconciler.adapters.kube.objects.pdb_from`). ``unhealthy_policy`` is
     ``spec.unhealthyPodEvictionPolicy`` (a string or the enum; None: unset)."""
     return pdb_from(make_pdb(namespace, name, dict(labels), min_available=min_available,
                              max_unavailable=max_unavailable, unhealthy_policy=unhealthy_policy,

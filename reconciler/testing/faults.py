@@ -1,7 +1,7 @@
 """Fault injection around any ``Cluster`` adapter: crashes, API errors and delays, call by call.
 
 :class:`FaultyCluster` implements :class:`reconciler.ports.Cluster` by delegating to another
-adapter (the simulated fleet, or :class:`~reconciler.adapters.kube.KubeCluster` on a real control
+adapter (the simulated fleet, or :class:`~reconciler.adapters.kube.cluster.KubeCluster` on a real control
 plane) and, on the way, can
 
 * **kill the run** right after the N-th successful write (``crash_after_writes=N``): raises
@@ -20,7 +20,7 @@ Calls are numbered from 1 in the order they are made (``calls``); writes are the
 change the cluster (:data:`WRITE_METHODS`), each one API request. ``injected`` lists every fault
 that fired, so a sweep can report how many faults it injected.
 
-Errors carry the same type, HTTP status and reason as :func:`reconciler.adapters.kubesend.translate_api_error`
+Errors carry the same type, HTTP status and reason as :func:`reconciler.adapters.kube.send.translate_api_error`
 gives for the real answer, so the executor cannot tell an injected error from a real one.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from reconciler.adapters.kubeobjects import format_time
+from reconciler.adapters.kube.objects import format_time
 
 Obj = dict[str, Any]
 START = 1795000000.0  # 2026-11-17T...Z, a fixed instant so generated fleets are reproducible

@@ -1,7 +1,7 @@
 """Invariants every rollout must keep, checked from the outside (the simulated fleet's record of
 writes and the run's timeline), for tests and fault-injection sweeps.
 
-Give the run :attr:`Watch.port` (a port decorator over a :class:`~reconciler.adapters.sim.SimFleet`);
+Give the run :attr:`Watch.port` (a port decorator over a :class:`~reconciler.adapters.sim.fleet.SimFleet`);
 it records, after every node write, which nodes are held cordoned by a recipe, and every eviction.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.model.nodestate import InFlight, cordon_key, failure_key, inflight_key, parse_model
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import Event

@@ -103,7 +103,7 @@ def _wait(what: str, cond: Callable[[], Obj | None], timeout: float = 60.0) -> O
 
 
 def _stage_pod(outcome: dict[str, str], package: str) -> Obj:
-    from reconciler.adapters.stagepod import build_stage_pod
+    from reconciler.adapters.kube.stagepod import build_stage_pod
     from reconciler.model.recipe import EnvVar
     from reconciler.ports import StageSpec
 

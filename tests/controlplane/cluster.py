@@ -87,7 +87,7 @@ KCM_CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
 )
 
-#: Label of interrupt pods (set by reconciler.adapters.kube) and the reboot type's value.
+#: Label of interrupt pods (set by reconciler.adapters.kube.cluster) and the reboot type's value.
 INTERRUPT_TYPE_LABEL = "reconciler.nodewright.dev/interrupt-type"
 MANAGED_BY = "app.kubernetes.io/managed-by=node-reconciler"
 

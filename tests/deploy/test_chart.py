@@ -262,21 +262,21 @@ API_NEEDS: dict[str, list[Grant] | str] = {
     "delete_namespaced_lease": [("release", "coordination.k8s.io", "leases", "delete")],
     "create_namespaced_event": [("default", "", "events", "create")],
     "get_code": "GET /version: allowed to every user by system:public-info-viewer",
-    # statusobject.py (CustomObjectsApi on the NodeRecipeRollout kind)
+    # kube/statusobject.py (CustomObjectsApi on the NodeRecipeRollout kind)
     "get_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "get")],
     "create_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "create")],
     "patch_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "patch")],
     "patch_cluster_custom_object_status": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts/status",
                                             "patch")],
-    # kubeinformer.py / noderecipes.py: `reconciler controller` only (CONTROLLER below)
+    # kube/informer.py / kube/noderecipes.py: `reconciler controller` only (CONTROLLER below)
     "list_cluster_custom_object": "controller only: NodeRecipe list+watch (CONTROLLER)",
-    # kube.py lifecycles(): the run owners; kubeinformer.py: the controls ConfigMap (its watch: CONTROLLER)
+    # kube/cluster.py lifecycles(): the run owners; kube/informer.py: the controls ConfigMap (its watch: CONTROLLER)
     "list_namespaced_config_map": [("release", "", "configmaps", "list")],
 }
-#: lists that kubewatch.py streams (watch=True): they also need `watch`
+#: lists that kube/watch.py streams (watch=True): they also need `watch`
 WATCHED = {"list_node": ("", "nodes"), "list_pod_for_all_namespaces": ("", "pods")}
-#: what the controller adds (the chart grants it with controller.enabled): kubeinformer.py watches
-#: nodes, PodDisruptionBudgets, NodeRecipes and the controls ConfigMap; noderecipes.py writes NodeRecipe status
+#: what the controller adds (the chart grants it with controller.enabled): kube/informer.py watches
+#: nodes, PodDisruptionBudgets, NodeRecipes and the controls ConfigMap; kube/noderecipes.py writes NodeRecipe status
 CONTROLLER: set[Grant] = {
     ("release", "", "configmaps", "watch"),
     ("cluster", "reconciler.nodewright.dev", "noderecipes", "list"),
@@ -288,11 +288,13 @@ _CALL = re.compile(r"(?:self\._(?:core|apps|policy|coordination)|self\.api|clien
 
 
 def api_calls() -> dict[str, set[str]]:
-    """Kubernetes client methods called in reconciler/adapters/*.py → the files calling them."""
+    """Kubernetes client methods called in reconciler/adapters/**/*.py → the files calling them
+    (paths under adapters/, e.g. ``kube/watch.py``)."""
     found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "reconciler" / "adapters").glob("*.py")):
+    adapters = ROOT / "reconciler" / "adapters"
+    for path in sorted(adapters.rglob("*.py")):
         for name in _CALL.findall(path.read_text()):
-            found.setdefault(name, set()).add(path.name)
+            found.setdefault(name, set()).add(path.relative_to(adapters).as_posix())
     return found
 
 
@@ -307,7 +309,7 @@ def needed() -> set[Grant]:
         if not isinstance(need, str):
             out.update(need)
     for name, (group, resource) in WATCHED.items():
-        assert "kubewatch.py" in calls[name], f"{name} is no longer watched in kubewatch.py"
+        assert "kube/watch.py" in calls[name], f"{name} is no longer watched in kube/watch.py"
         out.add(("cluster", group, resource, "watch"))
     return out
 

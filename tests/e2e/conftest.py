@@ -15,7 +15,7 @@ Fixtures:
 * ``namespace`` (function): a fresh namespace ``<test_id>``, deleted afterwards.
 * ``make_nodes`` (function): ``make_nodes(n) -> [names]`` creates Ready kwok nodes
   ``<test_id>-n<i>`` labelled ``e2e.test/group=<test_id>``; deleted afterwards.
-* ``kube`` (function): a :class:`reconciler.adapters.kube.KubeCluster` on the admin kubeconfig
+* ``kube`` (function): a :class:`reconciler.adapters.kube.cluster.KubeCluster` on the admin kubeconfig
   whose stage namespace is ``<test_id>-stages`` (so stage pods of different tests never mix).
 """
 
@@ -151,7 +151,7 @@ def kube(controlplane: ControlPlane, api: Any, test_id: str) -> Iterator[Any]:
     """KubeCluster (admin kubeconfig) with its own stage namespace ``<test_id>-stages``."""
     from kubernetes import client
 
-    from reconciler.adapters.kube import KubeCluster
+    from reconciler.adapters.kube.cluster import KubeCluster
 
     ns = f"{test_id}-stages"
     kc = KubeCluster.from_kubeconfig(str(controlplane.kubeconfig), namespace=ns)

@@ -36,7 +36,7 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
-from reconciler.adapters.stagepod import NODE_LABEL, PACKAGE_LABEL, RECIPE_LABEL, STAGE_LABEL
+from reconciler.adapters.kube.stagepod import NODE_LABEL, PACKAGE_LABEL, RECIPE_LABEL, STAGE_LABEL
 from reconciler.controller.leader import LEADER_LEASE
 from reconciler.execute.lock import lease_name
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, failure_key, inflight_key, status_key

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.kube.cluster import KubeCluster
+from reconciler.adapters.sim.fleet import SimFleet
 from tests.e2e.test_kube_adapter import deployment, running_pods, wait_for
 from tests.eviction_cases import CASES, EVICTED, Case, outcome, pdb_objects, pod_names, sim_objects, victim_index
 

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.kubewatch import WatchClock
+from reconciler.adapters.kube.cluster import KubeCluster
+from reconciler.adapters.kube.watch import WatchClock
 from reconciler.execute.fence import FencedCluster
 from reconciler.execute.lock import LeaseGroup, lease_name
 from reconciler.execute.rollout import Rollout

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from reconciler.adapters.statusobject import StatusObjects
+from reconciler.adapters.kube.statusobject import StatusObjects
 from reconciler.execute.timeline import Event, NodeOutcome, RunResult
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.plan.planner import compute_plan

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes import client
 
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.stagepod import (
+from reconciler.adapters.kube.cluster import KubeCluster
+from reconciler.adapters.kube.stagepod import (
     INTERRUPT_TYPE_LABEL,
     MANAGED_BY_LABEL,
     RUN_ID_LABEL,

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.kubewatch import WatchClock
+from reconciler.adapters.kube.cluster import KubeCluster
+from reconciler.adapters.kube.watch import WatchClock
 from reconciler.ports import Clock, Cluster
 from reconciler.testing.fleetgen import make_pdb, pdb_keywords
 from tests.e2e.test_kube_adapter import deployment, running_pods, wait_for

@@ -26,8 +26,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.kubewatch import WatchClock
+from reconciler.adapters.kube.cluster import KubeCluster
+from reconciler.adapters.kube.watch import WatchClock
 from reconciler.errors import CrashInjected
 from reconciler.execute.lock import lease_name
 from reconciler.execute.rollout import Rollout

@@ -4,7 +4,7 @@
 rollout goes): every lifecycle decision (:func:`reconciler.execute.machine.step`) and every status
 object write happens on the thread that runs the apply, while the node API calls are spread over
 the job pool: on a real cluster the node runs' greenlets on that same thread
-(reconciler/adapters/greenio.py, issue 17), each with its own keep-alive connection.
+(reconciler/adapters/kube/greenio.py, issue 17), each with its own keep-alive connection.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from greenlet import getcurrent
 
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.statusobject import StatusObjects
+from reconciler.adapters.kube.cluster import KubeCluster
+from reconciler.adapters.kube.statusobject import StatusObjects
 from reconciler.cli.main import main
 from reconciler.execute import lifecycle
 

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from reconciler.adapters.kubewatch import WatchClock
+from reconciler.adapters.kube.watch import WatchClock
 
 
 def test_wait_returns_early_with_the_changed_node(kube: Any, make_nodes: Any) -> None:
@@ -35,9 +35,9 @@ def test_wait_returns_early_with_the_changed_node(kube: Any, make_nodes: Any) ->
 def test_cache_answers_tracked_node_and_stage_pod_reads_from_watch_events(kube: Any, make_nodes: Any) -> None:
     from kubernetes.client import CoreV1Api
 
-    from reconciler.adapters.kube import KubeCluster
-    from reconciler.adapters.kubecache import NODES, WatchCache
-    from reconciler.adapters.kubeobjects import node_from
+    from reconciler.adapters.kube.cache import NODES, WatchCache
+    from reconciler.adapters.kube.cluster import KubeCluster
+    from reconciler.adapters.kube.objects import node_from
     from reconciler.ports import StageSpec
 
     node = make_nodes(1, {"pool": "cache"})[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.adapters.kubeobjects import node_from, pod_from
+from reconciler.adapters.kube.objects import node_from, pod_from
 from reconciler.model.observed import NodeCondition
 from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 from reconciler.testing import builders as b

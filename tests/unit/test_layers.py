@@ -66,7 +66,7 @@ def test_contracts_catch_each_kind_of_break(tmp_path: Path) -> None:
     _append(pkg / "execute" / "taints.py", "\nimport socket  # noqa\n")
     _append(pkg / "cli" / "plan.py", "\nimport kubernetes  # noqa\n")
     _append(pkg / "plan" / "batching.py", "\nimport time  # noqa\n")
-    _append(pkg / "execute" / "sequencing.py", "\nimport reconciler.adapters.sim  # noqa\n")
+    _append(pkg / "execute" / "sequencing.py", "\nimport reconciler.adapters.sim.fleet  # noqa\n")
     r = _lint(tmp_path)
     out = " ".join((r.stdout + r.stderr).split())
     assert r.returncode != 0, out
@@ -77,6 +77,6 @@ def test_contracts_catch_each_kind_of_break(tmp_path: Path) -> None:
         "reconciler.execute is not allowed to import socket",
         "reconciler.cli is not allowed to import kubernetes",
         "reconciler.plan is not allowed to import time",
-        "reconciler.execute.sequencing -> reconciler.adapters.sim",
+        "reconciler.execute.sequencing -> reconciler.adapters.sim.fleet",
     ):
         assert broken in out, out

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import reconciler
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import InputError, LeaseHeldError, PlanMismatchError
 from reconciler.execute.lock import LeaseLock
 from reconciler.ops.controls import control_patch, store_for

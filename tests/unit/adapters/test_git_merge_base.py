@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.git import GitRepo
+from reconciler.adapters.git.repo import GitRepo
 from reconciler.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.git import GitRepo, redact
+from reconciler.adapters.git.repo import GitRepo, redact
 from reconciler.cli.main import main
 from reconciler.errors import InputError
 

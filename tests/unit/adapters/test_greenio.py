@@ -1,5 +1,5 @@
 """A rollout's API requests multiplexed on its loop's thread (issue 17,
-reconciler/adapters/greenio.py): the requests of a GreenPool's jobs overlap on one thread, each job
+reconciler/adapters/kube/greenio.py): the requests of a GreenPool's jobs overlap on one thread, each job
 keeps its own keep-alive connection, timeouts and errors come back as the thread pool's would,
 TLS handshakes are cooperative, a connection made in a pool works from any thread later, and a
 pool's close drops the jobs not started."""
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters import greenio, kubehttp
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.kubesend import send_request
+from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube.cluster import KubeCluster, greenio
+from reconciler.adapters.kube.send import send_request
 from reconciler.errors import ClusterError
 from reconciler.execute.jobs import ThreadJobPool
 from reconciler.ports import JobPool

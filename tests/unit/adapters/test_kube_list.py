@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
-from reconciler.adapters import kube as kube_mod
-from reconciler.adapters import kubehttp
-from reconciler.adapters.kube import KubeCluster
+from reconciler.adapters.kube import cluster as kube_mod
+from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube.cluster import KubeCluster
 from reconciler.errors import ReconcilerError, TransientError
 from reconciler.testing.fleetgen import make_node
 from tests.httpfake import QuietHandler
@@ -132,7 +132,7 @@ def test_lists_go_over_the_keep_alive_transport_and_fail_as_the_api_clients_woul
     api: client.ApiClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every page of a LIST is one request of the keep-alive transport (the rollout's multiplexed
-    I/O never waits on urllib3's pool: reconciler/adapters/greenio.py); an answer outside 2xx
+    I/O never waits on urllib3's pool: reconciler/adapters/kube/greenio.py); an answer outside 2xx
     reads as the same error as over the ApiClient (urllib3) path."""
     sent: list[str] = []
     real = kubehttp.Transport.request

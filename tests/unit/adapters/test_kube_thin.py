@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
-from reconciler.adapters.kube import KubeCluster
+from reconciler.adapters.kube.cluster import KubeCluster
 from reconciler.errors import ConflictError, NotFoundError, TooManyRequestsError, TransientError
 from reconciler.ports import StageSpec
 from reconciler.testing.fleetgen import make_node, make_pod
@@ -143,7 +143,7 @@ def test_a_rerun_stage_pod_is_created_and_read_under_its_own_name(server: str, t
     a name of its own, never the earlier pod's, and says so in its stage-spec annotation."""
     from dataclasses import replace
 
-    from reconciler.adapters.stagepod import SPEC_ANNOTATION
+    from reconciler.adapters.kube.stagepod import SPEC_ANNOTATION
 
     first = StageSpec(recipe="r", node="n1", package="pkg", version="1.0", stage="apply", pull_ref="img@sha256:ab",
                       run_id="run-1")

@@ -1,4 +1,4 @@
-"""reconciler.adapters.kubeauth: a credential plugin's failure is logged in our words, never its
+"""reconciler.adapters.kube.auth: a credential plugin's failure is logged in our words, never its
 output, also when the client renews the credential during a run (no collector active), and the
 filter leaves every other record alone."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters import kubeauth
-from reconciler.adapters.kube import KubeCluster
+from reconciler.adapters.kube import auth as kubeauth
+from reconciler.adapters.kube.cluster import KubeCluster
 
 SECRET = "RENEWALSECRETonSTDERR42"
 API = "client.authentication.k8s.io/v1"

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reconciler.adapters.kubecache import NODES, PODS, WatchCache, parse_resource_version
+from reconciler.adapters.kube.cache import NODES, PODS, WatchCache, parse_resource_version
 from reconciler.testing import builders
 from reconciler.testing.fleetgen import make_node, make_pod
 
@@ -154,7 +154,7 @@ def test_observe_reports_a_change_only_when_a_reader_would_see_one() -> None:
 
 
 def test_same_but_version_ignores_only_the_version_and_managed_fields() -> None:
-    from reconciler.adapters.kubecache import same_but_version
+    from reconciler.adapters.kube.cache import same_but_version
 
     a = {"metadata": {"name": "p", "resourceVersion": "1", "managedFields": [{"time": "t1"}]}, "status": {"x": 1}}
     b = {"metadata": {"name": "p", "resourceVersion": "2", "managedFields": [{"time": "t2"}]}, "status": {"x": 1}}

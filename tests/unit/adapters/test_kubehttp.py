@@ -1,4 +1,4 @@
-"""The keep-alive transport of ``send_request`` (issue 17, reconciler/adapters/kubehttp.py) against a
+"""The keep-alive transport of ``send_request`` (issue 17, reconciler/adapters/kube/transport.py) against a
 loopback fake API server: the request on the wire is the ApiClient's own (request line, headers in
 order, body bytes), one TCP connection serves a thread's requests, a stale connection is resent
 only when urllib3 would resend too, errors read as before and never carry the token, and unusual
@@ -21,9 +21,10 @@ import pytest
 import urllib3
 from kubernetes import client
 
-from reconciler.adapters import kube, kubehttp
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.kubesend import send_request
+from reconciler.adapters.kube import cluster as kube
+from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube.cluster import KubeCluster
+from reconciler.adapters.kube.send import send_request
 from reconciler.errors import ClusterError, ConflictError, NotFoundError, TooManyRequestsError, TransientError
 from tests.httpfake import QuietHandler, serving
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from reconciler.adapters import kubehttp
-from reconciler.adapters.kube import KubeCluster
+from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube.cluster import KubeCluster
 from reconciler.errors import ConflictError, NotFoundError, TooManyRequestsError, TransientError
 from reconciler.ports import PodEviction
 from tests.unit.adapters import test_kubehttp

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from reconciler.adapters import kubeobjects
-from reconciler.adapters.kubeobjects import parse_time, pod_from
+from reconciler.adapters.kube import objects as kubeobjects
+from reconciler.adapters.kube.objects import parse_time, pod_from
 from reconciler.testing.fleetgen import make_pod
 
 DEFAULT_TOLERATIONS = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
@@ -69,7 +69,7 @@ def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     "2026-11-30T12:00:00+01:00", "2026-11-30T12:00:00.5Z", "2026-11-30 12:00:00Z", "2026-11-30T-1:00:00Z",
     "2026-11-30T+1:00:00Z", "2026-11-30T12:00:00ZZ", "x026-11-30T12:00:00Z"])
 def test_canonical_times_take_the_short_way_to_the_same_result(value: str) -> None:
-    from reconciler.adapters import kubeobjects
+    from reconciler.adapters.kube import objects as kubeobjects
 
     kubeobjects._TIMES.clear()
     kubeobjects._DAYS.clear()

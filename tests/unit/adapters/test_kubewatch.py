@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.adapters import kubewatch
-from reconciler.adapters.kubecache import NODES, PODS, WatchCache
-from reconciler.adapters.kubeobjects import node_from
-from reconciler.adapters.kubewatch import WatchClock, _lines, concerns_tracked, resume_version, scan, wakes_only
+from reconciler.adapters.kube import watch as kubewatch
+from reconciler.adapters.kube.cache import NODES, PODS, WatchCache
+from reconciler.adapters.kube.objects import node_from
+from reconciler.adapters.kube.watch import WatchClock, _lines, concerns_tracked, resume_version, scan, wakes_only
 from reconciler.testing.fleetgen import START, make_node, make_pod
 
 

@@ -1,4 +1,4 @@
-"""The watch streams multiplexed on the waiting thread (issue 17, reconciler/adapters/kubewatch.py):
+"""The watch streams multiplexed on the waiting thread (issue 17, reconciler/adapters/kube/watch.py):
 the LIST and WATCH requests are the API client's over the keep-alive transport, the streams run in
 greenlets of the waiting thread's hub (no thread of their own) and wake the wait with what changed,
 a 410 on a watch lists again, close ends the streams and their connections, and the cache answers
@@ -18,10 +18,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from reconciler.adapters import greenio, kubehttp, kubewatch
-from reconciler.adapters.kubecache import NODES, WatchCache
-from reconciler.adapters.kubeobjects import node_from
-from reconciler.adapters.kubewatch import WatchClock
+from reconciler.adapters.kube import greenio
+from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube import watch as kubewatch
+from reconciler.adapters.kube.cache import NODES, WatchCache
+from reconciler.adapters.kube.objects import node_from
+from reconciler.adapters.kube.watch import WatchClock
 from tests.httpfake import QuietHandler, serving
 from tests.unit.adapters.test_kubehttp import _api
 

@@ -13,9 +13,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from reconciler.adapters.github import GitHubHost
-from reconciler.adapters.gitlab import GitLabHost
-from reconciler.adapters.reviewhttp import ReviewHostError
+from reconciler.adapters.review.github import GitHubHost
+from reconciler.adapters.review.gitlab import GitLabHost
+from reconciler.adapters.review.http import ReviewHostError
 from reconciler.cli.main import main
 from tests.httpfake import QuietHandler
 

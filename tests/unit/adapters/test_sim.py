@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.adapters.sim.config import SimConfig, StageFailure
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import (
     ConflictError,
     CrashInjected,
@@ -139,8 +139,8 @@ def test_saved_fleet_resumes_pending_stage_reboot_and_termination(tmp_path: Path
 def test_stage_pods_are_the_kube_adapters_pods_read_by_its_interpreter() -> None:
     """Issue 13: the simulated kubelet runs the Pod build_stage_pod makes (as KubeCluster creates
     it) and writes a kubelet's status into it; stage_status_from_pod reads it back."""
-    from reconciler.adapters.simsaved import STAGE_NS
-    from reconciler.adapters.stagepod import build_stage_pod, stage_status_from_pod
+    from reconciler.adapters.kube.stagepod import build_stage_pod, stage_status_from_pod
+    from reconciler.adapters.sim.saved import STAGE_NS
 
     sim = _fleet(failures=[StageFailure(node="n1", package="p", stage="apply", exitCode=7, times=1),
                            StageFailure(node="n2", package="p", stage="apply", reason="ErrImagePull", times=1)],

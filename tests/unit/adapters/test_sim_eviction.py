@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.model.observed import ObservedFleet
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.plan.planner import compute_plan

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simindex import NodePods
+from reconciler.adapters.sim.fleet import SimFleet
+from reconciler.adapters.sim.index import NodePods
 from reconciler.model.observed import group_pods
 from reconciler.observe.snapshot import observe
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod

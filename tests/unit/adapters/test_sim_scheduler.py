@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters import simindex
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.sim import index as simindex
+from reconciler.adapters.sim.config import SimConfig
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 
 CFG = SimConfig(rescheduleSeconds=5, podStartSeconds=5, maxTerminationSeconds=1)

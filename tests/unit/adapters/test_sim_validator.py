@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from reconciler.adapters.kubeobjects import node_from
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, SimValidator
-from reconciler.adapters.simfromobserved import objects_from_observed
+from reconciler.adapters.kube.objects import node_from
+from reconciler.adapters.sim.config import SimConfig, SimValidator
+from reconciler.adapters.sim.fleet import SimFleet
+from reconciler.adapters.sim.fromobserved import objects_from_observed
 from reconciler.model.observed import NodeCondition
 from reconciler.observe.snapshot import observe
 from reconciler.ports import StageSpec

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simwrite import dumps_list, write_list
+from reconciler.adapters.sim.fleet import SimFleet
+from reconciler.adapters.sim.write import dumps_list, write_list
 from reconciler.load.snapshotfile import parse_snapshot
 from reconciler.testing.fleetgen import make_node, make_pod
 

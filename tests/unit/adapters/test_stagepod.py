@@ -1,4 +1,4 @@
-"""The stage-pod builder and status interpreter (reconciler.adapters.stagepod), without a cluster:
+"""The stage-pod builder and status interpreter (reconciler.adapters.kube.stagepod), without a cluster:
 the Pod shape NodeWright's agent expects (semantics-nodewright.md §3.1/§3.2) and a table of pod
 statuses as the kubelet reports them (the same shapes tests/e2e/test_kube_adapter.py reads back
 from a real API server)."""
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.stagepod import (
+from reconciler.adapters.kube.stagepod import (
     INTERRUPT_TYPE_LABEL,
     MANAGED_BY_LABEL,
     SPEC_ANNOTATION,

@@ -1,5 +1,5 @@
 """A busy watch stream waits a moment before a read that would block, so its events are read in
-bursts (reconciler/adapters/watchreads.py, issue 17); a quiet stream, data already there, or a
+bursts (reconciler/adapters/kube/watchreads.py, issue 17); a quiet stream, data already there, or a
 response that is not the standard library's objects are read as before."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.watchreads import coalesce_reads
+from reconciler.adapters.kube.watchreads import coalesce_reads
 
 
 class Clock:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.cli import clusters
 from reconciler.errors import ClusterError
 from reconciler.testing import fleetgen

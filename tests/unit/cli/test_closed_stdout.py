@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.model.nodestate import parse_state, state_key
 from reconciler.testing.fleetgen import make_node, write_fleet
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import urllib3
 
-from reconciler.adapters.kubeconn import Failure, classify, unreachable
+from reconciler.adapters.kube.conn import Failure, classify, unreachable
 from reconciler.cli.main import main
 from tests.httpfake import QuietHandler
 

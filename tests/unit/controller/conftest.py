@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.sim.config import SimConfig
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.controller.loop import Controller, ControllerSettings
 from reconciler.controller.source import ObjectSource
 

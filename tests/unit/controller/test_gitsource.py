@@ -1,4 +1,4 @@
-"""``--source git`` (reconciler.adapters.gitsource.GitMirror + reconciler.controller.source.GitSource)
+"""``--source git`` (reconciler.adapters.git.source.GitMirror + reconciler.controller.source.GitSource)
 on a local repository: a new commit is one pass's reason, an unchanged ref is none, the loaded
 recipes are the commit's, a failed fetch is a GitError naming the URL without the token."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.git import GitError
-from reconciler.adapters.gitsource import GitMirror
+from reconciler.adapters.git.repo import GitError
+from reconciler.adapters.git.source import GitMirror
 from reconciler.controller.source import GitSource
 
 ROOT = Path(__file__).resolve().parents[3]

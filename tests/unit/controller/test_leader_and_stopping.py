@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.controller.leader import LEADER_LEASE, Leadership
 from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StopSignal
 from reconciler.execute.lock import lease_name

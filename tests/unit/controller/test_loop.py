@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.adapters.sim.config import SimConfig, StageFailure
 from reconciler.model.nodestate import inflight_key
 from reconciler.ops.controls import control_patch, store_for
 from reconciler.testing import builders

@@ -1,4 +1,4 @@
-"""/healthz, /readyz and /metrics (reconciler.adapters.probes) over real HTTP on loopback."""
+"""/healthz, /readyz and /metrics (reconciler.adapters.kube.probes) over real HTTP on loopback."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from reconciler.adapters.probes import Endpoints, parse_bind_address
+from reconciler.adapters.kube.probes import Endpoints, parse_bind_address
 from reconciler.controller.metrics import ControllerMetrics
 from reconciler.errors import InputError
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.adapters.sim.config import SimConfig, StageFailure
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.controller.loop import Controller, ControllerSettings
 from reconciler.controller.source import ObjectSource
 from reconciler.errors import TransientError

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.sim.config import SimConfig
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.model.plan import Plan

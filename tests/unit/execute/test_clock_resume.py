@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import InFlight, inflight_key
 from reconciler.model.recipe import DrainOptions, Timeouts

@@ -11,8 +11,8 @@ import contextlib
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.adapters.sim.config import SimConfig, StageFailure
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import PREFIX, cordon_key, failure_key
 from reconciler.model.recipe import Timeouts

@@ -8,8 +8,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.adapters.sim.config import SimConfig, StageFailure
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import inflight_key
 from reconciler.testing.builders import package, policy, recipe

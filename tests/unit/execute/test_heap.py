@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.heap import frozen_heap
 from reconciler.execute.rollout import Rollout
 from reconciler.model.run import Event

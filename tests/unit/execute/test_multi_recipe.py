@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.sim.config import SimConfig
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.cli.main import main
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.rollout import Rollout
 from reconciler.model.nodestate import cordon_key
 from reconciler.observe.snapshot import observe

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, SimValidator
+from reconciler.adapters.sim.config import SimConfig, SimValidator
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import CrashInjected
 from reconciler.execute.rollout import Rollout
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, InFlight, inflight_key, parse_model

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.adapters.sim.config import SimConfig, StageFailure
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import CrashInjected
 from reconciler.model.nodestate import (
     InFlight,

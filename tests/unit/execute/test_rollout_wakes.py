@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.lifecycle import NodeRun
 from reconciler.execute.rollout import Rollout
 from reconciler.observe.snapshot import observe

@@ -8,8 +8,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.adapters.sim.config import SimConfig, StageFailure
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
     RUNTIME_REQUIRED_TAINT_KEY,

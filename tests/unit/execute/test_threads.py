@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import greenlet
 
-from reconciler.adapters import greenio
-from reconciler.adapters.greenio import GreenPool
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.kube import greenio
+from reconciler.adapters.kube.greenio import GreenPool
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, RunResult, Timeline
 from reconciler.observe.snapshot import observe

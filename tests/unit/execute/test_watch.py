@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import TooManyRequestsError, TransientError
 from reconciler.model.nodestate import cordon_key
 from reconciler.testing.faults import Fault, FaultyCluster

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconciler.adapters.simwrite import dumps_list
+from reconciler.adapters.sim.write import dumps_list
 from reconciler.errors import InputError
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 
@@ -112,7 +112,7 @@ def _assert_positioned(e: InputError, path: str) -> None:
 @FUZZ
 @given(snapshots())
 def test_snapshot_loader_only_raises_positioned_input_errors(doc: tuple[bytes, str]) -> None:
-    from reconciler.adapters.sim import SimFleet
+    from reconciler.adapters.sim.fleet import SimFleet
     from reconciler.model.policy import Budget, DefaultCompartment, DeploymentPolicy, FixedParams, Strategy
     from reconciler.model.recipe import Package, Recipe
     from reconciler.model.selector import LabelSelector

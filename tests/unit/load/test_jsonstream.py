@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import reconciler.load.jsonstream as js
 import reconciler.load.snapshotfile as sf
-from reconciler.adapters.simwrite import dumps_list
+from reconciler.adapters.sim.write import dumps_list
 from reconciler.errors import InputError
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 

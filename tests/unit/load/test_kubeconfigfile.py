@@ -71,7 +71,7 @@ def test_a_well_formed_kubeconfig_reaches_the_client(tmp_path: Path, capsys: pyt
 
 
 def test_the_library_entry_point_never_raises_the_yaml_error_nor_quotes_the_line(tmp_path: Path) -> None:
-    from reconciler.adapters.kube import KubeCluster
+    from reconciler.adapters.kube.cluster import KubeCluster
     from reconciler.errors import ClusterError
 
     kc = tmp_path / "kubeconfig"

@@ -159,7 +159,7 @@ def test_every_pattern_has_an_explanation_and_is_anchored() -> None:
     ({"stageSeconds": {"apply": 60, "default": 30}}, True), ({"stageSeconds": {"apply\n": 60}}, False),
 ])
 def test_sim_config_names_match_the_whole_value(doc: Any, ok: bool) -> None:
-    from reconciler.adapters.simconfig import SimConfig
+    from reconciler.adapters.sim.config import SimConfig
 
     try:
         SimConfig.model_validate(doc)

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reconciler.load.snapshotfast as fast
-from reconciler.adapters.simwrite import dumps_list
+from reconciler.adapters.sim.write import dumps_list
 from reconciler.errors import InputError
 from reconciler.load.snapshot import load_snapshot
 from reconciler.load.snapshotfile import MAX_DEPTH

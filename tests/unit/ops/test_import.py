@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.model.nodestate import (
     CordonRecord,
     PackageState,

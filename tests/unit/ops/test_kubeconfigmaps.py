@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
-from reconciler.adapters.kube import KubeCluster
-from reconciler.adapters.kubeconfigmaps import MERGE_PATCH, KubeConfigMaps
+from reconciler.adapters.kube.cluster import KubeCluster
+from reconciler.adapters.kube.configmaps import MERGE_PATCH, KubeConfigMaps
 from reconciler.errors import ForbiddenError
 from reconciler.ops.controls import CONTROLS_CONFIGMAP, control_patch, held_reason, store_for
 from tests.httpfake import QuietHandler

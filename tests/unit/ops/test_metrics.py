@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from reconciler.adapters.pushgateway import push, push_url
+from reconciler.adapters.metrics.pushgateway import push, push_url
 from reconciler.errors import InputError
 from reconciler.execute.timeline import NodeOutcome, RunResult
 from reconciler.model.nodestate import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.adapters.kubeobjects import pod_from
+from reconciler.adapters.kube.objects import pod_from
 from reconciler.model.recipe import DrainOptions
 from reconciler.model.selector import LabelSelector
 from reconciler.plan.drain import classify_pods

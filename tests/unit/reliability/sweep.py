@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig
+from reconciler.adapters.sim.config import SimConfig
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import CrashInjected, ReconcilerError
 from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, RunResult

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters import sim as sim_adapter
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim import fleet as sim_adapter
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.cli.main import main
 from reconciler.model.nodestate import parse_state, state_key
 from reconciler.ports import LeaseSpec

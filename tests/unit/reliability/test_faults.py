@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import (
     ClusterError,
     ConflictError,

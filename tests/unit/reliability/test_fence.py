@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.fence import FencedCluster
 from reconciler.execute.lock import LeaseGroup, LeaseLostError, lease_name
 from reconciler.execute.rollout import Rollout

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters import sim as sim_adapter
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, StageFailure
+from reconciler.adapters.sim import fleet as sim_adapter
+from reconciler.adapters.sim.config import SimConfig, StageFailure
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.cli import clusters
 from reconciler.cli.main import main
 from reconciler.load.snapshotfile import read_snapshot

@@ -14,7 +14,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from reconciler.adapters.host import process_identity
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.cli import clusters
 from reconciler.cli.main import main
 from reconciler.errors import CrashInjected, LeaseHeldError

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.stagepod import stage_status_from_pod
+from reconciler.adapters.kube.stagepod import stage_status_from_pod
 from reconciler.cli.main import main
 from reconciler.model.nodestate import FailureRecord
 from reconciler.ops.controls import Control

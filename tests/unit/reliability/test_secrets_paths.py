@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.git import GitError, StatusPusher
-from reconciler.adapters.pushgateway import push
+from reconciler.adapters.git.repo import GitError, StatusPusher
+from reconciler.adapters.metrics.pushgateway import push
 from reconciler.cli.main import main
 from reconciler.report.metrics import MetricsError
 from reconciler.testing.fleetgen import make_node, write_fleet

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.rollout import Rollout
 from reconciler.model.nodestate import condition_type, failure_key
 from reconciler.observe.snapshot import observe
@@ -205,7 +205,7 @@ def test_invalid_request_fails_the_node_instead_of_retrying_for_days() -> None:
 
 # ---- the readiness gate (issue 15): the same sweep with every node held at a gate
 def _gated() -> tuple[Any, Any]:
-    from reconciler.adapters.simconfig import SimValidator
+    from reconciler.adapters.sim.config import SimValidator
     from reconciler.model.recipe import ReadinessGate
 
     recipe = RECIPE.model_copy(update={"readinessGate": ReadinessGate(conditionType="example.com/Validated",

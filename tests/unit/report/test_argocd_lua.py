@@ -152,7 +152,7 @@ RECIPE_CHECK = "resource.customizations.health.reconciler.nodewright.dev_NodeRec
 def test_noderecipe_health_follows_the_controllers_status() -> None:
     """The NodeRecipe check against objects as ``reconciler controller`` leaves them (the
     controller's passes on the simulated fleet, tests/unit/controller/conftest.py)."""
-    from reconciler.adapters.simconfig import SimConfig, StageFailure
+    from reconciler.adapters.sim.config import SimConfig, StageFailure
     from reconciler.ops.controls import control_patch, store_for
     from tests.unit.controller.conftest import make, recipe_object
 

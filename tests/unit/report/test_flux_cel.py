@@ -86,7 +86,7 @@ def test_noderecipe_health_checks_reference_our_crd_after_the_controller() -> No
 def test_the_controllers_noderecipe_status_is_what_flux_health_checks_read() -> None:
     """kstatus (the library Flux's healthChecks use) on NodeRecipe objects as the controller
     leaves them: Current after a rollout, Failed when a node failed, InProgress while held."""
-    from reconciler.adapters.simconfig import SimConfig, StageFailure
+    from reconciler.adapters.sim.config import SimConfig, StageFailure
     from tests.gitops.tools import kstatus
     from tests.unit.controller.conftest import make, recipe_object
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reconciler.adapters.sim import SimFleet
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.rollout import Rollout
 from reconciler.model.run import Event
 from reconciler.observe.snapshot import observe

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from reconciler.adapters.sim import SimFleet
-from reconciler.adapters.simconfig import SimConfig, SimValidator
+from reconciler.adapters.sim.config import SimConfig, SimValidator
+from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.cli.status import node_status
 from reconciler.load import Inputs
 from reconciler.model.nodestate import InFlight, dump_model, inflight_key
@@ -89,7 +89,7 @@ def test_status_shows_a_node_held_at_the_gate() -> None:
 
 
 def test_status_table_has_a_row_for_the_gate(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
-    from reconciler.adapters.simfromobserved import objects_from_observed
+    from reconciler.adapters.sim.fromobserved import objects_from_observed
     from reconciler.cli.main import main
 
     path = tmp_path / "fleet.json"

@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = next(p for p in HERE.parents if (p / "pyproject.toml").is_file())
 sys.path.insert(0, str(ROOT))
 
-from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS  # noqa: E402
-from reconciler.adapters.simwrite import dumps_list  # noqa: E402
+from reconciler.adapters.sim.saved import CLOCK_NAME, SIM_ANN, STAGE_NS  # noqa: E402
+from reconciler.adapters.sim.write import dumps_list  # noqa: E402
 from reconciler.testing.fleetgen import gpu_fleet  # noqa: E402
 
 Obj = dict[str, Any]

@@ -5,10 +5,10 @@ in a directory the loader reads.
 The fetch is the ``git`` command (``git fetch --depth 1 <url> <ref>`` into a bare repository under
 ``workdir``); a token in ``$RECONCILER_GIT_TOKEN`` goes through a credential helper, never into the
 URL, the command line or a log (the chart's pipeline Job clones the same way). The commit's files
-under the wanted paths are written by :meth:`reconciler.adapters.git.GitRepo.extract` into
+under the wanted paths are written by :meth:`reconciler.adapters.git.repo.GitRepo.extract` into
 ``workdir/tree-<sha>``; the previous tree is removed once a new one is complete.
 
-Errors: :class:`~reconciler.adapters.git.GitError` (exit 4) with the message redacted.
+Errors: :class:`~reconciler.adapters.git.repo.GitError` (exit 4) with the message redacted.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from reconciler.adapters.git import GitError, GitRepo, redact, token_helper
+from reconciler.adapters.git.repo import GitError, GitRepo, redact, token_helper
 
 _HELPER = token_helper("RECONCILER_GIT_TOKEN")
 

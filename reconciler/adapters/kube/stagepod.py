@@ -1,7 +1,7 @@
 """Stage pods as Kubernetes objects (pure): the Pod a stage or interrupt runs in, NodeWright's
 package-pod shape (semantics-nodewright.md §3.1/§3.2), and what a stage pod's status means.
 
-:func:`build_stage_pod` makes the Pod (JSON dict) :class:`reconciler.adapters.kube.KubeCluster`
+:func:`build_stage_pod` makes the Pod (JSON dict) :class:`reconciler.adapters.kube.cluster.KubeCluster`
 creates; :func:`stage_status_from_pod` reads a stage pod back as a
 :class:`reconciler.ports.StageStatus`. Names and labels: :func:`stage_labels`,
 :func:`config_map_name`, :func:`run_owner_name`, :func:`label_value`, :func:`dns_name`. No I/O; the
@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any
 
-from reconciler.adapters.kubeobjects import parse_time
+from reconciler.adapters.kube.objects import parse_time
 from reconciler.model.nodestate import PREFIX, RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.redact import redact
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY

@@ -16,7 +16,7 @@ import re
 import urllib.parse
 from typing import Literal
 
-from reconciler.adapters.reviewhttp import JsonClient, ReviewHostError
+from reconciler.adapters.review.http import JsonClient, ReviewHostError
 
 API_VERSION = "2022-11-28"
 _NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')

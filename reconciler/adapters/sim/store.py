@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reconciler.adapters.simcore import SimCore
-from reconciler.adapters.simsaved import STAGE_NS
+from reconciler.adapters.sim.core import SimCore
+from reconciler.adapters.sim.saved import STAGE_NS
 from reconciler.errors import ConflictError, NotFoundError
 from reconciler.ports import LeaseInfo, LeaseSpec
 

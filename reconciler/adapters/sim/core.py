@@ -1,10 +1,10 @@
-"""The simulated fleet's core (:mod:`reconciler.adapters.sim`): its state, its clock, and the
+"""The simulated fleet's core (:mod:`reconciler.adapters.sim.fleet`): its state, its clock, and the
 primitives every part uses — event queue, write accounting and crash injection, resourceVersions,
 uids, the simulation's timer annotation and node readiness.
 
 :class:`SimCore` declares the state the other parts read and write: the raw Kubernetes objects
 (``nodes``, ``pods``, ``pdbs``, ``config_maps``), their indexes (``_index``), the stage pods, the
-Leases and the event queue; :class:`reconciler.adapters.sim.SimFleet` fills it in.
+Leases and the event queue; :class:`reconciler.adapters.sim.fleet.SimFleet` fills it in.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from reconciler.adapters.kubeobjects import format_time
-from reconciler.adapters.simconfig import SimConfig
-from reconciler.adapters.simindex import FleetIndex
-from reconciler.adapters.simsaved import SIM_ANN
+from reconciler.adapters.kube.objects import format_time
+from reconciler.adapters.sim.config import SimConfig
+from reconciler.adapters.sim.index import FleetIndex
+from reconciler.adapters.sim.saved import SIM_ANN
 from reconciler.errors import CrashInjected
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class SimCore:
     _read_only: bool
 
     def save(self, path: str) -> None:
-        """Write the fleet to ``path`` (:meth:`reconciler.adapters.sim.SimFleet.save`)."""
+        """Write the fleet to ``path`` (:meth:`reconciler.adapters.sim.fleet.SimFleet.save`)."""
         raise NotImplementedError
 
     # ---------------------------------------------------------------- clock

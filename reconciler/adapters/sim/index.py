@@ -1,4 +1,4 @@
-"""Indexes of the simulated fleet (:mod:`reconciler.adapters.sim`): what its disruption controller,
+"""Indexes of the simulated fleet (:mod:`reconciler.adapters.sim.fleet`): what its disruption controller,
 scheduler and reads look up, kept up to date as objects change, so no operation scans the fleet.
 
 * nodes parsed once per resourceVersion (:meth:`FleetIndex.node`), pods once per change
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
-from reconciler.adapters.kubeobjects import node_from, pdb_from, pod_from
+from reconciler.adapters.kube.objects import node_from, pdb_from, pod_from
 from reconciler.model.disruption import budget_status
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
 from reconciler.model.selector import Toleration

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reconciler.adapters.kubeobjects import format_time
+from reconciler.adapters.kube.objects import format_time
 from reconciler.model.observed import NodeInfo, ObservedFleet, PdbInfo, PodInfo
 from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 from reconciler.plan.drain import MANAGED_BY

@@ -1,6 +1,6 @@
-"""The simulated fleet's pods (:mod:`reconciler.adapters.sim`): reads, the Eviction API and the
+"""The simulated fleet's pods (:mod:`reconciler.adapters.sim.fleet`): reads, the Eviction API and the
 disruption controller (rules in :mod:`reconciler.model.disruption`, counts in
-:mod:`reconciler.adapters.simindex`), termination after the grace period, the controllers'
+:mod:`reconciler.adapters.sim.index`), termination after the grace period, the controllers'
 re-creation and the scheduler, pods that start and pods that end (``activeDeadlineSeconds``).
 """
 
@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from reconciler.adapters.kubeobjects import format_time, parse_time, pod_from
-from reconciler.adapters.simcore import Obj, SimCore
-from reconciler.adapters.simindex import NodePods
+from reconciler.adapters.kube.objects import format_time, parse_time, pod_from
+from reconciler.adapters.sim.core import Obj, SimCore
+from reconciler.adapters.sim.index import NodePods
 from reconciler.errors import ClusterError, ConflictError, NotFoundError, ServerError, TooManyRequestsError
 from reconciler.model.disruption import EvictionAnswer, eviction_answer
 from reconciler.model.observed import PdbInfo, PodInfo, group_pods
@@ -210,7 +210,7 @@ class SimPods(SimCore):
 
     def _schedule(self, key: tuple[str, str], uid: str) -> None:
         """The scheduler binds the pending pod to the schedulable node with the fewest pods whose
-        taints it tolerates (:meth:`reconciler.adapters.simindex.FleetIndex.pick_node`); it starts
+        taints it tolerates (:meth:`reconciler.adapters.sim.index.FleetIndex.pick_node`); it starts
         ``podStartSeconds`` later. No node fits: PodScheduled False (Unschedulable), tried again
         after 30 s."""
         pod = self.pods.get(key)

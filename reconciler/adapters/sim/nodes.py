@@ -1,4 +1,4 @@
-"""The simulated fleet's nodes (:mod:`reconciler.adapters.sim`): reads, patches with
+"""The simulated fleet's nodes (:mod:`reconciler.adapters.sim.fleet`): reads, patches with
 resourceVersion preconditions, conditions, events, and the test helpers that change a node
 directly.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from reconciler.adapters.kubeobjects import format_time
-from reconciler.adapters.simcore import SimCore
+from reconciler.adapters.kube.objects import format_time
+from reconciler.adapters.sim.core import SimCore
 from reconciler.errors import ConflictError, NotFoundError
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import Taint

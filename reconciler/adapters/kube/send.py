@@ -3,10 +3,10 @@
 * :func:`send_request` / :func:`send_all`: requests built with the ``kubernetes`` ApiClient's own
   ``param_serialize`` (URL, default headers, bearer token and its refresh hook) without the
   generated methods' argument validation and model round trips, sent over the keep-alive
-  transport of :mod:`reconciler.adapters.kubehttp` when it reproduces the client's settings, else
+  transport of :mod:`reconciler.adapters.kube.transport` when it reproduces the client's settings, else
   through the client's REST layer;
 * :func:`translate_api_error`: every HTTP error answer → the :mod:`reconciler.errors` vocabulary
-  (which the generated path in :mod:`reconciler.adapters.kube` uses too);
+  (which the generated path in :mod:`reconciler.adapters.kube.cluster` uses too);
 * :func:`decode` / :func:`decode_page`: answer bodies → dicts (orjson; LIST pages pruned with
   msgspec to the fields the record converters read).
 
@@ -26,8 +26,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from reconciler.adapters import kubehttp
-from reconciler.adapters.kubeconn import unreachable
+from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube.conn import unreachable
 from reconciler.errors import (
     ClusterError,
     ConflictError,
@@ -161,7 +161,7 @@ def send_request(api_client: client.ApiClient, method: str, path: str, what: str
     API module (about 1.3 s of CPU for ``CoreV1Api``). When :func:`kubehttp.transport_for` gives
     a transport for the ApiClient (its settings are ones that module reproduces), the request
     itself (the same bytes) goes over its keep-alive connection instead of urllib3's pool (about
-    1 ms of CPU less per request; resending rules in :mod:`reconciler.adapters.kubehttp`).
+    1 ms of CPU less per request; resending rules in :mod:`reconciler.adapters.kube.transport`).
     Returns the body bytes of a 2xx answer; raises ClusterError (see :func:`translate_api_error`,
     :func:`unreachable`; a header value that cannot be sent is a ClusterError naming the header,
     never its value)."""
@@ -202,7 +202,7 @@ _JSON_TYPE = re.compile(r"application/(?:[^+;]+\+)?json(?:[ \t]*;.*)?", re.IGNOR
 def _send_kept_alive(transport: kubehttp.Transport, api_client: client.ApiClient, method: str, path: str, what: str,
                      query: list[tuple[str, Any]] | None, headers: dict[str, str], body: Obj | None,
                      timeout: tuple[float, float]) -> bytes:
-    """:func:`send_request` over the keep-alive transport (:mod:`reconciler.adapters.kubehttp`):
+    """:func:`send_request` over the keep-alive transport (:mod:`reconciler.adapters.kube.transport`):
     URL, headers and authentication from ``param_serialize`` as before, the body serialised as
     the REST layer does (``json.dumps``, UTF-8). Same errors as the ApiClient path; raises
     kubehttp.Unsupported (nothing sent) when the request must take that path."""

@@ -1,7 +1,7 @@
 """The ``Cluster`` port on a real Kubernetes API server, with the official ``kubernetes`` client.
 
 Reads go through the generated API methods with ``_preload_content=False`` and are converted from
-their JSON form by :mod:`reconciler.adapters.kubeobjects` (the client's model deserialisation is
+their JSON form by :mod:`reconciler.adapters.kube.objects` (the client's model deserialisation is
 slow on big pod lists and not needed). Every ``ApiException``/connection error is translated at this
 boundary into the :mod:`reconciler.errors` vocabulary by :func:`translate_api_error`.
 
@@ -12,8 +12,8 @@ Objects this adapter creates (all in ``namespace``, default ``node-reconciler``,
   every stage pod and stage ConfigMap of that run has an ownerReference to it, so deleting it
   (:meth:`KubeCluster.delete_run`) lets the garbage collector remove whatever the run left behind.
 * ``Pod <StageSpec.pod_name>``: a stage pod in NodeWright's package-pod shape (semantics-nodewright.md
-  §3.1) or an interrupt pod (§3.2); see :func:`reconciler.adapters.stagepod.build_stage_pod` (the pod
-  shape and :func:`~reconciler.adapters.stagepod.stage_status_from_pod`, its reading, are pure and
+  §3.1) or an interrupt pod (§3.2); see :func:`reconciler.adapters.kube.stagepod.build_stage_pod` (the pod
+  shape and :func:`~reconciler.adapters.kube.stagepod.stage_status_from_pod`, its reading, are pure and
   live there).
 * ``ConfigMap <pod name>-cm``: the package's ``configMap`` data, mounted at
   ``/skyhook-package/configmaps`` in the package-copy container (only when non-empty).
@@ -45,12 +45,14 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from reconciler.adapters import greenio, kubeauth, kubehttp
-from reconciler.adapters.kubecache import NODES, PODS, WatchCache
-from reconciler.adapters.kubeconfigmaps import KubeConfigMaps
-from reconciler.adapters.kubeconn import unreachable
-from reconciler.adapters.kubeobjects import node_from, parse_time, pdb_from, pod_from
-from reconciler.adapters.kubesend import (
+from reconciler.adapters.kube import auth as kubeauth
+from reconciler.adapters.kube import greenio
+from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube.cache import NODES, PODS, WatchCache
+from reconciler.adapters.kube.configmaps import KubeConfigMaps
+from reconciler.adapters.kube.conn import unreachable
+from reconciler.adapters.kube.objects import node_from, parse_time, pdb_from, pod_from
+from reconciler.adapters.kube.send import (
     decode,
     decode_page,
     exception_headers,
@@ -59,7 +61,7 @@ from reconciler.adapters.kubesend import (
     thin_requests,
     translate_api_error,
 )
-from reconciler.adapters.stagepod import (
+from reconciler.adapters.kube.stagepod import (
     COMPONENT,
     DEFAULT_AGENT_IMAGE,
     DEFAULT_COPY_DIR_ROOT,
@@ -249,7 +251,7 @@ class KubeCluster:
         ``page_size``: ``limit`` of each LIST page. ``fetch_logs``: read the failing container's
         log tail in :meth:`stage_status`. ``cache``: a WatchCache fed by a WatchClock on the same
         cluster; :meth:`get_node` and :meth:`stage_status` then answer from it for the nodes and
-        stage pods already read or written (no request), see :mod:`reconciler.adapters.kubecache`."""
+        stage pods already read or written (no request), see :mod:`reconciler.adapters.kube.cache`."""
         self.api_client = api_client
         self.namespace = namespace
         self.agent_image = agent_image
@@ -314,7 +316,7 @@ class KubeCluster:
             transport = kubehttp.transport_for(api)
             if transport is not None and isinstance(_request_timeout, tuple):
                 # over the keep-alive transport too (a multiplexed rollout's thread never blocks on
-                # urllib3's pool: reconciler/adapters/greenio.py; the request bytes the API client
+                # urllib3's pool: reconciler/adapters/kube/greenio.py; the request bytes the API client
                 # would send)
                 with contextlib.suppress(kubehttp.Unsupported):
                     answer = transport.request(req[0], req[1], req[2], None, _request_timeout)
@@ -334,7 +336,7 @@ class KubeCluster:
 
     def job_pool(self, size: int) -> JobPool:
         """Where a rollout's node I/O runs (``ProvidesJobPool``, issue 17): multiplexed in greenlets
-        on the calling thread (:class:`~reconciler.adapters.greenio.GreenPool`) when every request
+        on the calling thread (:class:`~reconciler.adapters.kube.greenio.GreenPool`) when every request
         of a node run goes over the keep-alive transport (:func:`kubehttp.transport_for` gives one
         and the client has the thin path), else a thread per job in flight
         (:class:`~reconciler.execute.jobs.ThreadJobPool`: a urllib3 request would block every
@@ -344,7 +346,7 @@ class KubeCluster:
         return ThreadJobPool(size)
 
     def config_map_store(self) -> KubeConfigMaps:
-        """A :class:`~reconciler.adapters.kubeconfigmaps.KubeConfigMaps` (``ConfigMapStore``) sharing
+        """A :class:`~reconciler.adapters.kube.configmaps.KubeConfigMaps` (``ConfigMapStore``) sharing
         this cluster's API client and request timeout (the recipe control switches,
         :func:`reconciler.ops.controls.store_for`)."""
         return KubeConfigMaps(self.api_client, self.request_timeout, dry_run=lambda: self.server_dry_run)
@@ -368,7 +370,7 @@ class KubeCluster:
             ClusterError: the kubeconfig is missing or invalid (message names the problem), or the
                 user's credential command (``exec`` plugin, gcp ``cmd-path``) failed (message names
                 the user, the command and how it failed, never its arguments or output; see
-                :mod:`reconciler.adapters.kubeauth`).
+                :mod:`reconciler.adapters.kube.auth`).
         """
         if (
             path is None
@@ -379,7 +381,7 @@ class KubeCluster:
         ):
             return cls.in_cluster(pool_size=pool_size, **kwargs)
         # a credential command's failure is said in our words, never quoting what it wrote
-        # (reconciler.adapters.kubeauth): the client logs an exec plugin's stderr, and goes on
+        # (reconciler.adapters.kube.auth): the client logs an exec plugin's stderr, and goes on
         # without a credential; we stop here as kubectl does
         kubeauth.install_filter()
         try:
@@ -536,7 +538,7 @@ class KubeCluster:
 
     def forget_node(self, name: str) -> None:
         """Port ``NodeInterest.forget_node``: the cache stops tracking the node and its stage pods
-        (:meth:`~reconciler.adapters.kubecache.WatchCache.forget_node`), so their watch events and
+        (:meth:`~reconciler.adapters.kube.cache.WatchCache.forget_node`), so their watch events and
         those of the pods on the node are skipped undecoded; no request."""
         if self.cache is not None:
             self.cache.forget_node(name)

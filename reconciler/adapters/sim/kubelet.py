@@ -1,11 +1,11 @@
-"""The simulated fleet's kubelet (:mod:`reconciler.adapters.sim`): stage pods that run for
+"""The simulated fleet's kubelet (:mod:`reconciler.adapters.sim.fleet`): stage pods that run for
 ``stageSeconds`` and succeed or fail as injected, interrupts, and reboots (NotReady, then Ready
 with a new bootID after ``rebootSeconds``; never for ``neverReturns`` nodes).
 
-Stage pods are the Pods the kube adapter creates (:func:`~reconciler.adapters.stagepod.build_stage_pod`),
+Stage pods are the Pods the kube adapter creates (:func:`~reconciler.adapters.kube.stagepod.build_stage_pod`),
 their status written as a kubelet writes it (:func:`stage_pod_status`: init containers running,
 terminated, or waiting on an image pull) and read back with the kube adapter's interpreter
-(:func:`~reconciler.adapters.stagepod.stage_status_from_pod`), so the default test suite runs both.
+(:func:`~reconciler.adapters.kube.stagepod.stage_status_from_pod`), so the default test suite runs both.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import json
 from functools import partial
 from typing import Any
 
-from reconciler.adapters.kubeobjects import format_time
-from reconciler.adapters.simcore import Obj, SimCore
-from reconciler.adapters.simsaved import SIM_ANN, STAGE_NS
-from reconciler.adapters.stagepod import IMAGE_PULL_FAILURES, build_stage_pod, stage_status_from_pod
+from reconciler.adapters.kube.objects import format_time
+from reconciler.adapters.kube.stagepod import IMAGE_PULL_FAILURES, build_stage_pod, stage_status_from_pod
+from reconciler.adapters.sim.core import Obj, SimCore
+from reconciler.adapters.sim.saved import SIM_ANN, STAGE_NS
 from reconciler.errors import NotFoundError
 from reconciler.model.redact import redact
 from reconciler.ports import StageSpec, StageStatus
@@ -34,7 +34,7 @@ class SimKubelet(SimCore):
 
     def start_stage(self, spec: StageSpec) -> None:
         """One write: create the stage pod — the Pod the kube adapter would create
-        (:func:`~reconciler.adapters.stagepod.build_stage_pod`), with a status the simulated kubelet
+        (:func:`~reconciler.adapters.kube.stagepod.build_stage_pod`), with a status the simulated kubelet
         advances as a real one would; it runs by the behaviour rules. Existing → no-op."""
         if spec.node not in self.nodes:
             raise NotFoundError(f"node {spec.node} not found", 404)
@@ -189,7 +189,7 @@ class SimKubelet(SimCore):
 
     def stage_status(self, spec: StageSpec) -> StageStatus:
         """The stage pod's state, read from the Pod as the kube adapter reads it
-        (:func:`~reconciler.adapters.stagepod.stage_status_from_pod`), with the failure's log tail."""
+        (:func:`~reconciler.adapters.kube.stagepod.stage_status_from_pod`), with the failure's log tail."""
         rec = self._stages.get(spec.pod_name)
         if rec is None:
             return StageStatus("missing")

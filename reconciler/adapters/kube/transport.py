@@ -3,7 +3,7 @@
 Why: on a real kube-apiserver, the ``kubernetes`` client's REST layer (urllib3's PoolManager,
 connection pool, Retry and response objects over ``http.client``) costs about 1 ms of CPU per
 request, most of the client-side CPU of a changed node. :func:`transport_for` gives
-:func:`reconciler.adapters.kubesend.send_request` a :class:`Transport` that sends the very same bytes
+:func:`reconciler.adapters.kube.send.send_request` a :class:`Transport` that sends the very same bytes
 (request line, headers, body) over one persistent ``http.client`` connection per thread.
 
 What stays the ApiClient's: the URL, the headers and the authentication still come from
@@ -43,7 +43,7 @@ Resending (never more than urllib3 with the client's default ``Retry(3)``, which
 Errors: transport failures are raised as ``OSError`` (``TimeoutError``, ``ConnectionError``,
 ``ssl.SSLError``, ``socket.gaierror``) or ``urllib3.exceptions.ProtocolError`` wrapping an
 ``http.client.HTTPException`` (the same class urllib3 raises, so
-:func:`reconciler.adapters.kubeconn.classify` words them alike); a request this transport cannot
+:func:`reconciler.adapters.kube.conn.classify` words them alike); a request this transport cannot
 send as the ApiClient would is :class:`Unsupported` (the caller then uses the ApiClient path). No
 exception raised here carries a header value (the bearer token). Redirects (3xx) are not
 followed: they are returned as answers like any other status.
@@ -69,7 +69,7 @@ from kubernetes.client.api_client import ApiClient
 from urllib3.util import create_urllib3_context, parse_url
 from urllib3.util.retry import Retry
 
-from reconciler.adapters import greenio
+from reconciler.adapters.kube import greenio
 
 #: ``connection_pool_kw`` keys of urllib3 this transport reproduces.
 _UNDERSTOOD_POOL_KW = frozenset({"cert_reqs", "ca_certs", "cert_file", "key_file", "ca_cert_data", "maxsize"})
@@ -122,7 +122,7 @@ class _Slot:
 
 class Transport:
     """Keep-alive HTTP/1.1 to one API server: one persistent connection per calling thread, or
-    per calling greenlet of a :class:`~reconciler.adapters.greenio.GreenPool`.
+    per calling greenlet of a :class:`~reconciler.adapters.kube.greenio.GreenPool`.
 
     Thread-safe. :meth:`close` closes every idle connection (one in use is closed by its thread
     when its request ends); later requests open new ones. A thread's or greenlet's connection is
@@ -136,7 +136,7 @@ class Transport:
         self._tls = tls
         self._connect_retries = connect_retries
         self._resend_methods = resend_methods
-        #: each thread's (or each greenlet's, :mod:`reconciler.adapters.greenio`) own connection
+        #: each thread's (or each greenlet's, :mod:`reconciler.adapters.kube.greenio`) own connection
         self._owned: weakref.WeakKeyDictionary[greenlet, _Slot] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._slots: weakref.WeakSet[_Slot] = weakref.WeakSet()
@@ -263,7 +263,7 @@ class Transport:
         watch): a :class:`Stream` when the answer is 2xx, else the whole :class:`Answer` (its
         connection closed). Arguments as :meth:`request` (no body); ``timeout`` (connect, read)
         seconds, the read timeout applying to each read of the stream; ``linger``: see
-        :class:`~reconciler.adapters.greenio.CoopSocket` (on a thread with a hub; ignored
+        :class:`~reconciler.adapters.kube.greenio.CoopSocket` (on a thread with a hub; ignored
         otherwise). Nothing is resent. Raises as :meth:`request`; an answer with a content
         encoding is a ProtocolError (none is asked for)."""
         origin, target, hdrs = _prepare(url, headers)

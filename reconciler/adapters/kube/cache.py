@@ -2,8 +2,8 @@
 
 Controllers built on client-go read from informer caches instead of GETting objects again and
 again; this is the same idea restricted to the objects we *track*: a node or stage pod enters the
-cache when :class:`~reconciler.adapters.kube.KubeCluster` reads or writes it, and from then on the
-watch streams of :class:`~reconciler.adapters.kubewatch.WatchClock` keep it current. A read of a
+cache when :class:`~reconciler.adapters.kube.cluster.KubeCluster` reads or writes it, and from then on the
+watch streams of :class:`~reconciler.adapters.kube.watch.WatchClock` keep it current. A read of a
 tracked object costs no request.
 
 Correctness rules:

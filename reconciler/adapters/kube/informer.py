@@ -12,7 +12,7 @@ There is no polling: between events nothing is requested.
 The handler gets ``(event_type, old, new)`` with objects as ``convert`` made them (``old`` None
 when the object was not known; ``new`` None for ``DELETED``) and is called on the informer's
 thread. Watches are raw (``_preload_content=False``, JSON lines) like
-:mod:`reconciler.adapters.kubewatch`.
+:mod:`reconciler.adapters.kube.watch`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from reconciler.adapters.kubewatch import _lines
+from reconciler.adapters.kube.watch import _lines
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class Informer:
 
 def node_informer(api_client: client.ApiClient, handler: Handler) -> Informer:
     """Nodes (stored as :class:`~reconciler.model.observed.NodeInfo`)."""
-    from reconciler.adapters.kubeobjects import node_from
+    from reconciler.adapters.kube.objects import node_from
 
     return Informer("nodes", client.CoreV1Api(api_client).list_node, handler, convert=node_from)
 

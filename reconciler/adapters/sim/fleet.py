@@ -5,7 +5,7 @@ Loaded from plain Kubernetes objects — a ``v1 List`` or multi-document YAML of
 PodDisruptionBudgets (and optionally DaemonSets) exactly as ``kubectl get nodes,pods,pdb -A -o yaml``
 prints them — so a user can snapshot a real cluster and plan or rehearse against it offline.
 
-Behaviour (rules in :mod:`reconciler.adapters.simconfig`), all on a simulated clock that jumps
+Behaviour (rules in :mod:`reconciler.adapters.sim.config`), all on a simulated clock that jumps
 from event to event (a 10,000-second rollout takes well under a second):
 
 * stage pods run ``stageSeconds`` and exit 0, or fail as injected (exit code, image pull);
@@ -24,7 +24,7 @@ from event to event (a 10,000-second rollout takes well under a second):
   DaemonSet pods are never moved;
 * the simulated scheduler binds a re-created pod to the schedulable node (not cordoned, Ready not
   False, taints tolerated) with the fewest pods, then by name; indexes
-  (:mod:`reconciler.adapters.simindex`) keep every step independent of the fleet's size;
+  (:mod:`reconciler.adapters.sim.index`) keep every step independent of the fleet's size;
 * pods with ``spec.activeDeadlineSeconds`` end (Succeeded) that many seconds after
   ``status.startTime`` (or after the start of the simulation);
 * ``crash_after=N`` raises :class:`~reconciler.errors.CrashInjected` right after the N-th write.
@@ -32,10 +32,10 @@ from event to event (a 10,000-second rollout takes well under a second):
 ``save(path)`` writes the fleet back in the same kubectl YAML form so a later run continues from it.
 
 The parts, each a base class of :class:`SimFleet` over the state and primitives of
-:class:`reconciler.adapters.simcore.SimCore`: nodes and events (:mod:`~reconciler.adapters.simnodes`),
-pods, PDBs, evictions and the scheduler (:mod:`~reconciler.adapters.simpods`), stage pods and reboots
-(:mod:`~reconciler.adapters.simkubelet`), Leases and ConfigMaps (:mod:`~reconciler.adapters.simstore`),
-indexes (:mod:`~reconciler.adapters.simindex`); this module loads, saves and resumes the fleet.
+:class:`reconciler.adapters.sim.core.SimCore`: nodes and events (:mod:`~reconciler.adapters.sim.nodes`),
+pods, PDBs, evictions and the scheduler (:mod:`~reconciler.adapters.sim.pods`), stage pods and reboots
+(:mod:`~reconciler.adapters.sim.kubelet`), Leases and ConfigMaps (:mod:`~reconciler.adapters.sim.store`),
+indexes (:mod:`~reconciler.adapters.sim.index`); this module loads, saves and resumes the fleet.
 """
 
 from __future__ import annotations
@@ -45,22 +45,22 @@ import json
 from collections.abc import Callable
 from functools import partial
 
-from reconciler.adapters.kubeobjects import parse_time
-from reconciler.adapters.simconfig import SimConfig
-from reconciler.adapters.simcore import Obj
-from reconciler.adapters.simindex import FleetIndex
-from reconciler.adapters.simkubelet import SimKubelet
-from reconciler.adapters.simnodes import SimNodes
-from reconciler.adapters.simpods import RECREATED_BY, SimPods
-from reconciler.adapters.simsaved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
-from reconciler.adapters.simstore import SimStore
+from reconciler.adapters.kube.objects import parse_time
+from reconciler.adapters.sim.config import SimConfig
+from reconciler.adapters.sim.core import Obj
+from reconciler.adapters.sim.index import FleetIndex
+from reconciler.adapters.sim.kubelet import SimKubelet
+from reconciler.adapters.sim.nodes import SimNodes
+from reconciler.adapters.sim.pods import RECREATED_BY, SimPods
+from reconciler.adapters.sim.saved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
+from reconciler.adapters.sim.store import SimStore
 from reconciler.ports import LeaseInfo, StageSpec
 
 __all__ = ["KINDS", "RECREATED_BY", "SimFleet"]
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap")
 # SIM_ANN (the annotation carrying the simulation's pending timers on saved objects, so a saved
-# fleet resumes), CLOCK_NAME and STAGE_NS live in reconciler.adapters.simsaved with their checks.
+# fleet resumes), CLOCK_NAME and STAGE_NS live in reconciler.adapters.sim.saved with their checks.
 
 
 class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
@@ -154,7 +154,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
                   read_only: bool = False) -> SimFleet:
         """Load a fleet from a snapshot file: kubectl JSON or YAML (a ``List``, several documents)
         or a fleet saved by :meth:`save`; every object and the saved simulation state validated
-        first (:mod:`reconciler.load.snapshot`, :mod:`reconciler.adapters.simsaved`).
+        first (:mod:`reconciler.load.snapshot`, :mod:`reconciler.adapters.sim.saved`).
 
         ``read_only``: the fleet will only be read (``plan``), never saved nor its clock advanced:
         its objects may hold only the fields the reconciler reads (a JSON dump is then read by
@@ -164,7 +164,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         Raises:
             InputError: unreadable, malformed or invalid file, positioned (file:line:column, object, field).
         """
-        from reconciler.adapters.simsaved import check_saved_state
+        from reconciler.adapters.sim.saved import check_saved_state
         from reconciler.load.snapshot import load_snapshot
         from reconciler.load.snapshotfile import paused_gc
 
@@ -273,8 +273,8 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
     def save(self, path: str) -> None:
         """Write the fleet as a ``v1 List`` (simulated time written into the objects' timestamps, so
         a later run continues from it): JSON when ``path`` ends in ``.json``, else YAML; both through
-        C encoders (:func:`reconciler.adapters.simwrite.write_list`), replacing ``path`` atomically."""
-        from reconciler.adapters.simwrite import write_list
+        C encoders (:func:`reconciler.adapters.sim.write.write_list`), replacing ``path`` atomically."""
+        from reconciler.adapters.sim.write import write_list
 
         write_list(path, self.to_objects(copy_objects=False))
 

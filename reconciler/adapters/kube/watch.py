@@ -10,7 +10,7 @@ changed", and the rollout looks at every node, as with plain polling.
 
 Watches are raw (``_preload_content=False``, JSON lines) so large fleets are not deserialised into
 client model objects; a 410 Gone restarts from a fresh LIST's resourceVersion, as client-go's
-reflector does. Given a :class:`~reconciler.adapters.kubecache.WatchCache`, every event also
+reflector does. Given a :class:`~reconciler.adapters.kube.cache.WatchCache`, every event also
 updates the nodes and stage pods the cluster adapter tracks there, so its reads of them need no
 request. Uses the ``kubernetes`` client, so it lives in ``adapters``.
 
@@ -40,7 +40,7 @@ node run reads its node first) and their pods:
 * **Read in bursts.** While a stream is busy, a read that would block first waits
   ``coalesce_seconds`` (:data:`LINGER`, 100 ms, multiplexed; 20 ms in threads), so the events
   that arrive meanwhile cost the thread one wake-up instead of one each
-  (:mod:`reconciler.adapters.watchreads`, with the measurements).
+  (:mod:`reconciler.adapters.kube.watchreads`, with the measurements).
 * **Woken only by a change.** A tracked node or stage pod wakes the rollout only when the event
   changed what a read of it returns (:meth:`WatchCache.observe`); the echo of our own write
   (already stored from the write's answer) and heartbeats that only move timestamps do not. Any
@@ -50,17 +50,17 @@ Without a cache every event is decoded and every node reported, as before.
 
 Where the streams run (issue 17). When every request of the API client goes over the keep-alive
 transport (:func:`multiplexable`; the same rule that gives a rollout its
-:class:`~reconciler.adapters.greenio.GreenPool`), the streams are multiplexed on the thread that
-waits: two greenlets of that thread's hub (:func:`~reconciler.adapters.greenio.acquire_hub`), their
+:class:`~reconciler.adapters.kube.greenio.GreenPool`), the streams are multiplexed on the thread that
+waits: two greenlets of that thread's hub (:func:`~reconciler.adapters.kube.greenio.acquire_hub`), their
 LIST and WATCH requests the API client's own bytes (``param_serialize``) over connections of
-their own (:meth:`~reconciler.adapters.kubehttp.Transport.stream`). They run whenever the thread
+their own (:meth:`~reconciler.adapters.kube.transport.Transport.stream`). They run whenever the thread
 waits: in :meth:`WatchClock.wait` (which drives the hub until a change or the deadline) and while
 the rollout's node I/O waits on the same hub. Measured on a real control plane (500 kwok nodes,
 5,000 pods, 1 s stages): two watch threads cost 5-6 s of CPU per run, nearly all of it their
 wake-ups and the GIL handed back and forth with the rollout's thread (the same events read on one
 thread cost about 25 µs each), so the whole reconciler went from 17.4 to 14.8 s. A busy stream is
 read in bursts as with threads, by its socket's ``linger``
-(:class:`~reconciler.adapters.greenio.CoopSocket`). Otherwise (another REST layer, an older client)
+(:class:`~reconciler.adapters.kube.greenio.CoopSocket`). Otherwise (another REST layer, an older client)
 the streams run in two daemon threads as before.
 
 The price of running on the rollout's thread is that the streams are not read while that thread
@@ -87,9 +87,10 @@ from greenlet import GreenletExit, greenlet
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from reconciler.adapters import greenio, kubehttp, watchreads
-from reconciler.adapters.kubecache import NODES, PODS, WatchCache, key_of, parse_resource_version
-from reconciler.adapters.kubesend import thin_requests
+from reconciler.adapters.kube import greenio, watchreads
+from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube.cache import NODES, PODS, WatchCache, key_of, parse_resource_version
+from reconciler.adapters.kube.send import thin_requests
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class WatchClock:
         cache: fed with every event and told when a stream is (not) in sync (see kubecache).
         coalesce_seconds: how long a busy stream waits before a read that would block, so that
             its events are read in bursts rather than one wake-up each (0: never;
-            :mod:`reconciler.adapters.watchreads`, or the socket's ``linger`` when multiplexed).
+            :mod:`reconciler.adapters.kube.watchreads`, or the socket's ``linger`` when multiplexed).
             At most this much latency per burst. None: :data:`LINGER` when multiplexed, else
             ``watchreads.WINDOW``.
         multiplex: run the streams as greenlets of the waiting thread's hub rather than in two
@@ -394,7 +395,7 @@ _WATCH_PARAMS = {"limit": "limit", "watch": "watch", "resource_version": "resour
 def multiplexable(api_client: client.ApiClient) -> bool:
     """Whether the watch streams of ``api_client`` can run multiplexed on the waiting thread:
     every request goes over the keep-alive transport, as for
-    :meth:`~reconciler.adapters.kube.KubeCluster.job_pool`'s green pool."""
+    :meth:`~reconciler.adapters.kube.cluster.KubeCluster.job_pool`'s green pool."""
     return thin_requests(api_client) and kubehttp.transport_for(api_client) is not None
 
 

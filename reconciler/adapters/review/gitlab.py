@@ -17,7 +17,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Literal
 
-from reconciler.adapters.reviewhttp import JsonClient, ReviewHostError
+from reconciler.adapters.review.http import JsonClient, ReviewHostError
 
 _STATE = {"success": "success", "failure": "failed", "error": "failed", "pending": "pending"}
 

@@ -1,11 +1,11 @@
 """``ConfigMapStore`` (reconciler.ports) on a real API server: ConfigMaps read and merge-patched with
-the official client, next to (not inside) :class:`reconciler.adapters.kube.KubeCluster`.
+the official client, next to (not inside) :class:`reconciler.adapters.kube.cluster.KubeCluster`.
 
 Used for the recipe control switches (``reconciler pause``/``disable``, ConfigMap
 ``node-reconciler-controls`` in the reconciler's namespace).
-:meth:`reconciler.adapters.kube.KubeCluster.config_map_store` builds one sharing a
+:meth:`reconciler.adapters.kube.cluster.KubeCluster.config_map_store` builds one sharing a
 ``KubeCluster``'s API client. Errors are translated with the kube adapter's
-:func:`~reconciler.adapters.kubesend.translate_api_error`.
+:func:`~reconciler.adapters.kube.send.translate_api_error`.
 RBAC needed: ``get``, ``create``, ``patch`` on ``configmaps`` in that namespace.
 """
 
@@ -21,7 +21,7 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from reconciler.adapters.kubeconn import unreachable
+from reconciler.adapters.kube.conn import unreachable
 from reconciler.errors import ClusterError, NotFoundError, TransientError
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -49,7 +49,7 @@ class KubeConfigMaps:
         return client.CoreV1Api(self._api)
 
     def _call(self, fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
-        from reconciler.adapters.kubesend import translate_api_error
+        from reconciler.adapters.kube.send import translate_api_error
 
         kwargs.setdefault("_request_timeout", (10, self.request_timeout))
         try:
@@ -72,7 +72,7 @@ class KubeConfigMaps:
 
     def get_config_map(self, namespace: str, name: str) -> dict[str, str] | None:
         """The ConfigMap's ``data`` (empty dict when it has none), or None when it does not exist."""
-        from reconciler.adapters.kubesend import send_request, thin_requests
+        from reconciler.adapters.kube.send import send_request, thin_requests
 
         what = f"get configmap {namespace}/{name}"
         try:

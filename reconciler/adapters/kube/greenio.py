@@ -13,10 +13,10 @@ resumes each whose answer came. Measured against a loopback TLS server, 50 reque
 What: a thread has at most one :class:`Hub` (:func:`acquire_hub`/:func:`release_hub`, shared by
 its users): :class:`GreenPool` (a :class:`~reconciler.ports.JobPool`) runs each job in one of up
 to ``size`` long-lived greenlets of it, and a multiplexed
-:class:`~reconciler.adapters.kubewatch.WatchClock` runs its two watch streams as greenlets of it
+:class:`~reconciler.adapters.kube.watch.WatchClock` runs its two watch streams as greenlets of it
 (:meth:`Hub.run_until` while it waits), so one ``select`` serves the node I/O and the watch
 streams. :class:`CoopSocket` is the socket under an ``http.client`` connection
-(:mod:`reconciler.adapters.kubehttp` makes one when :func:`active_hub` says the calling thread has
+(:mod:`reconciler.adapters.kube.transport` makes one when :func:`active_hub` says the calling thread has
 a hub): its reads, writes, connect and TLS handshake wait through the :class:`Hub` when called
 from one of its greenlets, and block the thread (one ``poll`` of that socket, under its timeout)
 anywhere else, so a connection made here works from any thread. Timeouts are as a socket's
@@ -382,7 +382,7 @@ class GreenPool:
     (module docstring): at most ``size`` at once, each in a long-lived greenlet (which keeps its
     own keep-alive connection between jobs, as a worker thread does). Its hub is the thread's
     (:func:`acquire_hub`: shared with the watch streams of a
-    :class:`~reconciler.adapters.kubewatch.WatchClock` waiting on this thread, which run while the
+    :class:`~reconciler.adapters.kube.watch.WatchClock` waiting on this thread, which run while the
     pool waits). Not thread-safe: every method is called from the thread that made it. Raises
     RuntimeError when that thread already runs one."""
 

@@ -1,0 +1,1 @@
+"""The git adapters: a repository (pygit2) and the controller's fetched recipe source."""

@@ -1,0 +1,1 @@
+"""The metrics adapters: the Prometheus Pushgateway."""

@@ -1,0 +1,1 @@
+"""The review-host adapters: GitHub and GitLab REST (PR comments, commit statuses)."""

@@ -1,0 +1,2 @@
+"""The simulated fleet: a fake Kubernetes API over objects with small controllers (scheduler,
+disruption controller, kubelet)."""
