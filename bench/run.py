@@ -8,7 +8,7 @@
     python bench/run.py --quick         # smaller sizes, no control plane (a smoke run)
 
 Each measurement runs in a fresh subprocess so peak RSS (``ru_maxrss``) belongs to it alone.
-Numbers, not assertions: the README shows the latest table with the machine it ran on.
+Numbers, not assertions: docs/benchmarks.md shows the latest table with the machine it ran on.
 """
 
 from __future__ import annotations
