@@ -15,7 +15,11 @@ any of the three groups above, ``v1alpha1``    ``DeploymentPolicy``  DeploymentP
 ``aicr.run/{v1alpha1,v1alpha2,v1alpha3,``      ``RecipeResult``    the Recipes (and policies)
 ``v1beta1,v1beta2,v1}``, ``aicr.nvidia.com/``                      of its
 ``v1alpha1``                                                       ``nodewright-customizations``
+``v1``                                         ``List``            each of its ``items``
 =============================================  ==================  ==========================
+
+Objects as the API server returns them (``kubectl get -o yaml``: ``uid``, ``generation``,
+``managedFields`` … in ``metadata``, a ``status``) are read as the files they came from.
 
 Anything else at top level is an error naming the accepted kinds. Files referenced as manifests
 by a RecipeResult are loaded only through it (so a directory holding both loads them once).
@@ -146,7 +150,8 @@ def _accepted() -> str:
     return (
         f"accepted: {recipes.KIND} ({recipes.API_VERSION}), "
         + ", ".join(f"{k} ({v})" for k, v in compat.CR_KINDS.items())
-        + f", {policies.KIND} ({', '.join(policies.API_VERSIONS)}), {compat.AICR_KIND} ({aicr})"
+        + f", {policies.KIND} ({', '.join(policies.API_VERSIONS)}), {compat.AICR_KIND} ({aicr}), "
+        "and a List (v1) of them"
     )
 
 
@@ -213,6 +218,9 @@ class _Run:
             )
             return
         api, kind = data.get("apiVersion"), data.get("kind")
+        if api == "v1" and kind == "List":
+            self.dispatch_list(doc, policy_only=policy_only)
+            return
         if policy_only and kind != policies.KIND:
             self.errors.append(
                 doc.error(
@@ -245,6 +253,16 @@ class _Run:
             self.policies.extend(out.policies)
         else:
             self.errors.append(self._unknown(doc, api, kind))
+
+    def dispatch_list(self, doc: YamlDoc, *, policy_only: bool) -> None:
+        """A ``v1`` ``List`` (what ``kubectl get -o yaml`` prints for several objects): each of its
+        ``items`` is read as a document of its own (positions kept)."""
+        items = doc.get(("items",))
+        if not isinstance(items, list):
+            self.errors.append(doc.error(("items",), "a List needs items: a list of objects"))
+            return
+        for i in range(len(items)):
+            self.dispatch(doc.sub(("items", i)), policy_only=policy_only)
 
     @staticmethod
     def _unknown(doc: YamlDoc, api: object, kind: object) -> InputError:

@@ -46,8 +46,16 @@ SPEC_FIELDS = (
     "readinessGate",
     "packages",
 )
-_TOP_KEYS = ("apiVersion", "kind", "metadata", "spec")
+#: ``status`` is the controller's (an object saved with ``kubectl get -o yaml`` carries it): read, never checked.
+_TOP_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
 _META_KEYS = ("name", "version", "labels", "annotations")
+#: ObjectMeta fields the API server sets, or that mean nothing to a recipe (k8s.io/apimachinery
+#: ``ObjectMeta``): accepted and ignored, so an object saved as ``kubectl get -o yaml`` prints it
+#: (``uid``, ``generation``, ``managedFields`` …) is a recipe file as it stands. ``namespace``:
+#: the API server clears it on a cluster-scoped object.
+SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+                   "deletionGracePeriodSeconds", "managedFields", "selfLink", "generateName", "namespace",
+                   "finalizers", "ownerReferences")
 
 Origin = Literal["NodeRecipe", "NodeWright", "Skyhook"]
 
@@ -66,18 +74,20 @@ class LoadedRecipe:
 
 
 def check_keys(
-    doc: YamlDoc, path: PathKey, allowed: Collection[str], errors: list[InputError], where: str
+    doc: YamlDoc, path: PathKey, allowed: Collection[str], errors: list[InputError], where: str,
+    *, ignored: Collection[str] = (),
 ) -> bool:
     """Report each key of the mapping at ``path`` that is not in ``allowed`` ("did you mean").
 
     Returns False when something was reported. ``where`` names the mapping in the message.
+    ``ignored``: keys accepted too but not offered in the message (server-set fields).
     """
     value = doc.get(path)
     if not isinstance(value, dict):
         return True
     ok = True
     for key in value:
-        if key not in allowed:
+        if key not in allowed and key not in ignored:
             ok = False
             msg = f"unknown field {key!r} in {where}{suggestion(key, allowed)} (accepted: {', '.join(allowed)})"
             errors.append(doc.error((*path, key), msg))
@@ -481,7 +491,7 @@ def load_node_recipe(doc: YamlDoc, errors: list[InputError], *, locked: bool) ->
     before = len(errors)
     check_keys(doc, (), _TOP_KEYS, errors, "a NodeRecipe")
     name = object_name(doc, errors, "recipe")
-    check_keys(doc, ("metadata",), _META_KEYS, errors, "metadata")
+    check_keys(doc, ("metadata",), _META_KEYS, errors, "metadata", ignored=SERVER_METADATA)
     check_metadata(doc, errors)
     version = doc.get(("metadata", "version"), "")
     if not isinstance(version, str):

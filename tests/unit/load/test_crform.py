@@ -68,3 +68,59 @@ def test_an_unknown_spec_field_of_an_object_is_refused() -> None:
     doc["spec"]["drainz"] = {}
     with pytest.raises(InputError, match=r"NodeRecipe/gpu-training-tuning: spec\.drainz"):
         load_objects([doc], [str(ROOT / "policies")])
+
+
+def _saved(tmp_path: Path, data: Any) -> str:
+    """``data`` written as ``kubectl get -o yaml`` prints it (block YAML, server fields and all)."""
+    f = tmp_path / "saved.yaml"
+    f.write_text(yaml.safe_dump(data, sort_keys=True))
+    return str(f)
+
+
+def test_an_object_saved_as_kubectl_get_prints_it_is_a_recipe_file(tmp_path: Path) -> None:
+    """Every reader of files (validate, plan, apply, the controller's --source directory) takes a
+    NodeRecipe exactly as the API server returned it: server metadata and status ignored."""
+    from reconciler.controller.source import DirectorySource
+
+    doc = yaml.safe_load(FILE.read_text())
+    stored = as_stored(doc)
+    stored["metadata"].update(namespace="", selfLink="/apis/x", finalizers=["a/b"])
+    path = _saved(tmp_path, stored)
+    from_file = load_inputs([str(FILE)], [str(ROOT / "policies")], locked=True).recipes[0]
+    got = load_inputs([path], [str(ROOT / "policies")], locked=True).recipes[0]
+    assert got.model_dump(exclude={"source"}) == from_file.model_dump(exclude={"source"})
+    desired = DirectorySource([str(tmp_path)], [str(ROOT / "policies")]).current()
+    assert [r.name for r in desired.inputs.recipes] == ["gpu-training-tuning"]
+
+
+def test_a_list_as_kubectl_get_prints_it_loads_each_item(tmp_path: Path) -> None:
+    doc = yaml.safe_load(FILE.read_text())
+    second = copy.deepcopy(doc)
+    second["metadata"]["name"] = "gpu-training-tuning-b"
+    listed = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+              "items": [as_stored(doc), as_stored(second)]}
+    got = load_inputs([_saved(tmp_path, listed)], [str(ROOT / "policies")], locked=True)
+    assert sorted(r.name for r in got.recipes) == ["gpu-training-tuning", "gpu-training-tuning-b"]
+
+
+def test_an_error_in_a_list_item_points_at_its_line(tmp_path: Path) -> None:
+    doc = as_stored(yaml.safe_load(FILE.read_text()))
+    doc["spec"]["priority"] = "high"
+    path = _saved(tmp_path, {"apiVersion": "v1", "kind": "List", "items": [doc]})
+    with pytest.raises(InputError) as e:
+        load_inputs([path], [str(ROOT / "policies")])
+    line = next(i for i, t in enumerate(Path(path).read_text().splitlines(), 1) if "priority: high" in t)
+    assert e.value.pos is not None and e.value.pos.line == line and e.value.field == "spec.priority"
+
+
+def test_a_list_without_items_is_refused(tmp_path: Path) -> None:
+    path = _saved(tmp_path, {"apiVersion": "v1", "kind": "List", "items": {"a": 1}})
+    with pytest.raises(InputError, match=r"items: a List needs items"):
+        load_inputs([path])
+
+
+def test_an_unknown_metadata_field_is_still_refused(tmp_path: Path) -> None:
+    doc = yaml.safe_load(FILE.read_text())
+    doc["metadata"]["lables"] = {"a": "b"}
+    with pytest.raises(InputError, match=r"unknown field 'lables' in metadata; did you mean 'labels'"):
+        load_inputs([_saved(tmp_path, doc)], [str(ROOT / "policies")])

@@ -492,7 +492,7 @@ def test_every_error_of_a_file_is_reported(write, fail):
         # 54 characters: reconciler.nodewright.dev/nodeState_<name> would have a 64-character name part
         ("metadata:\n  name: " + "a" * 54 + "\n", "is 54 characters; at most 53", "metadata.name"),
         ("metadata:\n  name: ok\n  version: 1.0\n", "metadata.version must be a string", "metadata.version"),
-        ("metadata:\n  name: ok\n  namespace: x\n", "unknown field 'namespace' in metadata", "metadata.namespace"),
+        ("metadata:\n  name: ok\n  labelz: x\n", "unknown field 'labelz' in metadata", "metadata.labelz"),
     ],
 )
 def test_metadata_rejections(write, fail, meta, message, field):
@@ -505,10 +505,10 @@ def test_metadata_rejections(write, fail, meta, message, field):
 def test_missing_spec_and_extra_top_level_key(write, fail):
     path = write(
         "nospec.yaml",
-        "apiVersion: reconciler.nodewright.dev/v1alpha1\nkind: NodeRecipe\nmetadata: {name: a}\nstatus: {}\n",
+        "apiVersion: reconciler.nodewright.dev/v1alpha1\nkind: NodeRecipe\nmetadata: {name: a}\nstatuz: {}\n",
     )
     errors = fail([path])
-    assert {e.field for e in errors} == {"status", "spec"}
+    assert {e.field for e in errors} == {"statuz", "spec"}
     assert any("spec: is missing" in str(e) for e in errors)
 
 
