@@ -1,0 +1,178 @@
+"""The NodeRecipe CustomResourceDefinition, generated from the recipe model.
+
+:func:`noderecipe_crd` is what ``charts/node-reconciler/crds/noderecipes.yaml`` holds
+(scripts/gen-crds writes it; tests/deploy/test_chart.py fails when the file differs): its ``spec``
+schema is :class:`~reconciler.model.recipe.Recipe`'s fields limited to
+:data:`~reconciler.load.recipes.SPEC_FIELDS`, so the cluster accepts exactly the documents
+``reconciler validate`` reads (the loader still checks what a schema cannot: versions, digests,
+dependencies, durations).
+
+Conversion of pydantic's JSON schema to a structural OpenAPI v3 schema (Kubernetes CRD rules,
+https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema):
+``$ref`` inlined; ``X | None`` → X with ``nullable: true``; ``Literal`` → ``enum``; ``dict[str, X]``
+→ ``additionalProperties``; titles, defaults (the loader applies them, the API server must not
+rewrite the document) and ``additionalProperties: false`` (pruning and strict field validation do
+that job) removed; a field's description is the first sentence of its model's docstring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reconciler.load.recipes import SPEC_FIELDS
+from reconciler.model.recipe import Package, Recipe
+
+GROUP = "reconciler.nodewright.dev"
+
+
+def _first_sentence(text: str | None) -> str | None:
+    if not text:
+        return None
+    para = " ".join(text.strip().split("\n\n")[0].split())
+    return para.replace("``", "")
+
+
+def structural(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """Convert one pydantic JSON-schema node (see the module docstring)."""
+    if "$ref" in schema:
+        return structural(defs[schema["$ref"].split("/")[-1]], defs)
+    if "anyOf" in schema:
+        alts = [a for a in schema["anyOf"] if a.get("type") != "null"]
+        nullable = len(alts) < len(schema["anyOf"])
+        if len(alts) == 1:
+            out = structural(alts[0], defs)
+        elif {a.get("type") for a in alts} == {"integer", "string"}:
+            out = {"x-kubernetes-int-or-string": True}
+        else:
+            out = {"x-kubernetes-preserve-unknown-fields": True}
+        if nullable:
+            out["nullable"] = True
+        return out
+    out = {}
+    if "type" in schema:
+        out["type"] = schema["type"]
+    if "enum" in schema:
+        out["enum"] = list(schema["enum"])
+    if "const" in schema:
+        out["enum"] = [schema["const"]]
+    for k in ("minimum", "maximum", "minLength", "maxLength", "pattern", "minItems", "maxItems"):
+        if k in schema:
+            out[k] = schema[k]
+    if schema.get("type") == "object" or "properties" in schema:
+        out["type"] = "object"
+        if "properties" in schema:
+            out["properties"] = {k: structural(v, defs) for k, v in schema["properties"].items()}
+            if schema.get("required"):
+                out["required"] = list(schema["required"])
+        ap = schema.get("additionalProperties")
+        if isinstance(ap, dict) and "properties" not in schema:
+            out["additionalProperties"] = structural(ap, defs)
+        elif ap is None and "properties" not in schema:
+            out["x-kubernetes-preserve-unknown-fields"] = True
+    if schema.get("type") == "array":
+        items = schema.get("items")
+        if isinstance(items, dict):
+            out["items"] = structural(items, defs)
+        else:  # fixed-length tuple or anything: keep whatever is there
+            out["items"] = {"x-kubernetes-preserve-unknown-fields": True}
+    desc = _first_sentence(schema.get("description"))
+    if desc:
+        out["description"] = desc
+    return out
+
+
+def spec_schema() -> dict[str, Any]:
+    """The ``spec`` schema: Recipe's fields limited to SPEC_FIELDS; ``packages`` is a map of
+    Package (its ``name`` is the map key, so not a field)."""
+    full = Recipe.model_json_schema()
+    defs = full.get("$defs", {})
+    props = {k: v for k, v in full["properties"].items() if k in SPEC_FIELDS}
+    missing = set(SPEC_FIELDS) - set(props)
+    if missing:
+        raise AssertionError(f"SPEC_FIELDS not on the Recipe model: {sorted(missing)}")
+    pkg = Package.model_json_schema()
+    pkg_defs = {**defs, **pkg.get("$defs", {})}
+    pkg_props = {k: v for k, v in pkg["properties"].items() if k != "name"}
+    pkg_schema = structural({"type": "object", "properties": pkg_props,
+                             "required": [r for r in pkg.get("required", []) if r != "name"],
+                             "description": pkg.get("description")}, pkg_defs)
+    spec: dict[str, Any] = {"type": "object", "description": _first_sentence(full.get("description")) or "",
+                            "properties": {}}
+    for name, sub in props.items():
+        if name == "packages":
+            spec["properties"][name] = {"type": "object", "additionalProperties": pkg_schema,
+                                        "description": "Packages by name."}
+        else:
+            spec["properties"][name] = structural(sub, defs)
+    return spec
+
+
+def status_schema() -> dict[str, Any]:
+    """kstatus-compatible status; fields beyond these are kept (the controller may add some)."""
+    condition = {
+        "type": "object",
+        "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+        "properties": {
+            "type": {"type": "string"},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "reason": {"type": "string"},
+            "message": {"type": "string"},
+            "observedGeneration": {"type": "integer", "format": "int64"},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+        },
+    }
+    return {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        # kstatus calls an object without a status Current: until the controller's first status
+        # write, observedGeneration -1 (behind every generation) makes a new object InProgress
+        "default": {"observedGeneration": -1},
+        "properties": {
+            "observedGeneration": {"type": "integer", "format": "int64"},
+            "phase": {"type": "string"},
+            "summary": {"type": "string", "description": "<complete>/<total> nodes complete, ..."},
+            "nodes": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "recipeVersion": {"type": "string"},
+            "revision": {"type": "string"},
+            "planHash": {"type": "string"},
+            "conditions": {"type": "array", "x-kubernetes-list-type": "map",
+                           "x-kubernetes-list-map-keys": ["type"], "items": condition},
+        },
+    }
+
+
+def noderecipe_crd() -> dict[str, Any]:
+    """The whole NodeRecipe CustomResourceDefinition object."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"noderecipes.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "scope": "Cluster",
+            "names": {"kind": "NodeRecipe", "listKind": "NodeRecipeList", "plural": "noderecipes",
+                      "singular": "noderecipe", "shortNames": ["nrec"], "categories": ["reconciler"]},
+            "versions": [{
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+                    {"name": "Summary", "type": "string", "jsonPath": ".status.summary"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "required": ["spec"],
+                    "properties": {
+                        "apiVersion": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "metadata": {"type": "object"},
+                        "spec": spec_schema(),
+                        "status": status_schema(),
+                    },
+                }},
+            }],
+        },
+    }
