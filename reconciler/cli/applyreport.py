@@ -44,7 +44,8 @@ def add_report_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="write the NodeRecipeRollout object (default: on for a real cluster)",
     )
-    g.add_argument("--no-status-object", dest="status_object", action="store_false")
+    g.add_argument("--no-status-object", dest="status_object", action="store_false",
+                   help="do not write the NodeRecipeRollout object")
 
 
 class Reporter:

@@ -81,7 +81,7 @@ def add_parser(sub: Any) -> None:
     r.set_defaults(func=run)
 
     s = psub.add_parser("status", help="the package on every node: version, stage, state")
-    s.add_argument("package", metavar="PKG")
+    s.add_argument("package", metavar="PKG", help="package name")
     s.add_argument("--recipe", help="only this recipe")
     s.add_argument("--node", action="append", default=[], metavar="NODE", help="only these nodes (repeatable)")
     add_selector_arg(s)
@@ -90,8 +90,8 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(func=run)
 
     rr = psub.add_parser("rerun", help="run a package (or one of its stages) again on nodes")
-    rr.add_argument("package", metavar="PKG")
-    rr.add_argument("--recipe", required=True)
+    rr.add_argument("package", metavar="PKG", help="package name")
+    rr.add_argument("--recipe", required=True, help="the recipe whose package it is")
     rr.add_argument("--node", action="append", default=[], metavar="NODE",
                     help="node name or regular expression (repeatable; or -l)")
     add_selector_arg(rr)
@@ -111,8 +111,8 @@ def add_parser(sub: Any) -> None:
                     "completed (on a cluster they show Running: the pause container holds the pod). Looked up: the "
                     "package's recorded stage (or --stage), every attempt up to --attempts, of the node's lifecycle "
                     "(each rerun of the package in it, newest first) and of its failed run.")
-    lg.add_argument("package", metavar="PKG")
-    lg.add_argument("--recipe", required=True)
+    lg.add_argument("package", metavar="PKG", help="package name")
+    lg.add_argument("--recipe", required=True, help="the recipe whose package it is")
     lg.add_argument("--node", action="append", default=[], metavar="NODE", help="node name or regex (repeatable)")
     add_selector_arg(lg)
     lg.add_argument("--stage", help="stage (default: the stage recorded on the node)")
