@@ -742,6 +742,83 @@ class RebootEmulator:
                     self.errors.append(f"{type(e).__name__}: {str(e)[:300]}")
 
 
+class BootIdRecorder:
+    """Background watch recording every ``status.nodeInfo.bootID`` each node showed, in order (the
+    witness that an emulated reboot changes a node's boot ID exactly once). Use as a context
+    manager; :meth:`changes` counts a node's boot-ID changes since the recorder started.
+
+    The first value of a node is the one the initial list showed; every later distinct value is a
+    change. Lives under tests/ only.
+    """
+
+    def __init__(self, cp: ControlPlane, label_selector: str = "") -> None:
+        self.cp = cp
+        self.label_selector = label_selector
+        self.boots: dict[str, list[str]] = {}
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._synced = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="boot-id-recorder", daemon=True)
+
+    def __enter__(self) -> BootIdRecorder:
+        self._thread.start()
+        if not self._synced.wait(30):
+            raise ControlPlaneError(f"boot-ID recorder did not list the nodes: {self.errors}")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def changes(self, node: str) -> int:
+        """How many times ``node``'s boot ID changed since the recorder started."""
+        return max(0, len(self.boots.get(node, [])) - 1)
+
+    def _see(self, obj: Mapping[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        boot = ((obj.get("status") or {}).get("nodeInfo") or {}).get("bootID")
+        seen = self.boots.setdefault(name, [])
+        if boot and (not seen or seen[-1] != boot):
+            seen.append(boot)
+
+    def _run(self) -> None:
+        import orjson
+        from kubernetes import client
+        from kubernetes.watch.watch import iter_resp_lines
+
+        with self.cp.api_client() as api:
+            core = client.CoreV1Api(api)
+            rv = ""
+            while not self._stop.is_set():
+                try:
+                    if not rv:
+                        raw = core.list_node(label_selector=self.label_selector, _preload_content=False)
+                        doc = orjson.loads(raw.data)
+                        for item in doc.get("items") or []:
+                            self._see(item)
+                        rv = doc["metadata"]["resourceVersion"]
+                        self._synced.set()
+                    resp = core.list_node(label_selector=self.label_selector, watch=True, resource_version=rv,
+                                          allow_watch_bookmarks=True, timeout_seconds=5, _preload_content=False)
+                    try:
+                        for line in iter_resp_lines(resp):
+                            if not line.strip():
+                                continue
+                            ev = orjson.loads(line)
+                            obj = ev.get("object") or {}
+                            if ev.get("type") == "ERROR":
+                                rv = ""  # expired: list again
+                                break
+                            rv = (obj.get("metadata") or {}).get("resourceVersion", rv)
+                            if ev.get("type") in ("ADDED", "MODIFIED"):
+                                self._see(obj)
+                    finally:
+                        resp.release_conn()
+                except Exception as e:  # keep watching; the tests see .errors
+                    self.errors.append(f"{type(e).__name__}: {str(e)[:300]}")
+                    time.sleep(0.2)
+
+
 # ------------------------------------------------------------------------------------------------
 # manual use
 
