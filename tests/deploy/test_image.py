@@ -93,24 +93,33 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
 
 
 def run_in_image(img: Image, args: list[str], *, entrypoint: list[str] | None = None,
-                 files: dict[str, Path] | None = None) -> subprocess.CompletedProcess[str]:
+                 files: dict[str, Path] | None = None, env: dict[str, str] | None = None,
+                 mounts: dict[str, Path] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the image's entrypoint (or ``entrypoint``) with ``args`` the way a container runtime
-    would: its Env only, its WorkingDir, its User, in a private mount namespace where the root
-    file system is read-only and /tmp, /dev (null, zero, random, urandom) and /proc are mounted.
-    ``files``: copied into /tmp (name → host path) before the start."""
+    would: its Env (plus ``env``, as a pod spec adds) only, its WorkingDir, its User, in a private
+    mount namespace where the root file system is read-only and /tmp, /dev (null, zero, random,
+    urandom) and /proc are mounted; the host network (an API server on the loopback is reached).
+    ``files``: copied into /tmp (name → host path) before the start. ``mounts``: host directories
+    bound read-only at paths of the image (symlinks such as /var/run → /run resolved inside the
+    image, as a runtime does), like a pod's volumes."""
     cfg = img.config["config"]
     user = cfg["User"]
     r = shlex.quote(str(img.rootfs))
     copies = " ".join(f"cp -r {shlex.quote(str(src))} {r}/tmp/{shlex.quote(name)};"
                       for name, src in (files or {}).items())
+    binds = " ".join(
+        f"d=$(chroot {r} /usr/bin/realpath -m {shlex.quote(at)}); mkdir -p {r}$d;"
+        f" mount --bind {shlex.quote(str(src))} {r}$d; mount -o remount,bind,ro {r}$d;"
+        for at, src in (mounts or {}).items())
+    environ = [*cfg["Env"], *(f"{k}={v}" for k, v in (env or {}).items())]
     argv = [*(entrypoint or cfg["Entrypoint"]), *args]
     inner = (
         f"mount --bind {r} {r}; mount -t tmpfs -o mode=1777 tmpfs {r}/tmp; {copies}"
         f" chown -R {user} {r}/tmp/*  2>/dev/null || true;"
         f" mount -t tmpfs -o mode=755 tmpfs {r}/dev;"
         f" for d in null zero random urandom; do touch {r}/dev/$d; mount --bind /dev/$d {r}/dev/$d; done;"
-        f" mount -t proc proc {r}/proc; mount -o remount,bind,ro {r};"
-        f" exec chroot --userspec={user} {r} /usr/bin/env -i {' '.join(shlex.quote(e) for e in cfg['Env'])}"
+        f" mount -t proc proc {r}/proc; {binds} mount -o remount,bind,ro {r};"
+        f" exec chroot --userspec={user} {r} /usr/bin/env -i {' '.join(shlex.quote(e) for e in environ)}"
         f" /bin/sh -c 'cd \"$0\" && exec \"$@\"' {shlex.quote(cfg['WorkingDir'])}"
         f" {' '.join(shlex.quote(a) for a in argv)}"
     )
