@@ -57,7 +57,7 @@ from reconciler.controller.triggers import (
 from reconciler.controller.workqueue import WorkQueue
 from reconciler.errors import ClusterError, InputError, InputErrors, LeaseHeldError, ReconcilerError
 from reconciler.execute.lock import LeaseLostError
-from reconciler.load import Inputs
+from reconciler.load import Inputs, policy_for
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import Recipe
 from reconciler.model.utctime import to_rfc3339
@@ -116,6 +116,21 @@ def _log_results(result: ApplyResult) -> None:
         log.info("recipe %s: skipped (%s)", name, why)
 
 
+def _resolvable(recipes: Sequence[Recipe], inputs: Inputs, invalid: dict[str, str]) -> list[Recipe]:
+    """``recipes`` whose deployment policy resolves; each other one goes into ``invalid`` with the
+    loader's error (``NodeRecipe/<name>: spec.deploymentPolicy: ... is not defined (loaded
+    policies: ...)``), so it alone is refused (the service would refuse every recipe at once)."""
+    kept = []
+    for r in recipes:
+        try:
+            policy_for(r, inputs)
+        except InputError as e:
+            invalid[r.name] = str(e)
+            continue
+        kept.append(r)
+    return kept
+
+
 class Controller:
     """The controller (module docstring). Event handlers (:meth:`on_node`, :meth:`on_recipe`,
     :meth:`on_controls`) are called by watch threads; everything else runs on :meth:`serve`'s thread.
@@ -149,6 +164,7 @@ class Controller:
         self.queue.on_add = self._on_add
         self._in_pass = threading.Event()
         self.stalled: dict[str, str] = {}  # recipe → content digest of a rollout that halted
+        self._refused: dict[str, str] = {}  # recipe → why it was last refused (its Event is not repeated)
         self.passes = 0
         self.last_outcome = ""
         self.last_result: ApplyResult | None = None
@@ -300,10 +316,11 @@ class Controller:
         self.revision = desired.revision
         invalid = dict(desired.invalid)
         kept = self._select(desired.inputs.recipes, invalid)
+        kept = _resolvable(kept, desired.inputs, invalid)
         for name, why in sorted(invalid.items()):
-            log.error("recipe %s is refused: %s", name, why)
-            self._write_status(name, lambda g, now, prev, w=why, n=name: invalid_status(n, w, generation=g, now=now,
-                                                                                       previous=prev))
+            self._refuse(name, why)
+        for name in set(self._refused) - set(invalid):
+            del self._refused[name]
         if not kept:
             return "invalid" if invalid else "idle"
         inputs = replace(desired.inputs, recipes=tuple(kept))
@@ -318,16 +335,15 @@ class Controller:
         except (PassStopped, LeaseLostError, LeaseHeldError) as e:
             return self._failed(e)
         except InputError as e:
-            refused = self._refused_by_plan(inputs) if self.settings.locked else {}
+            refused = self._refused_by_plan(inputs)
             if not refused:
                 log.error("the pass was refused: %s", e)
                 return "invalid"
-            # locked mode refused one recipe's plan (a downgrade without uninstall steps): that
-            # recipe is Stalled, the others go on (the service refuses the whole set at once)
+            # one recipe cannot be planned, or locked mode refused its plan (a downgrade without
+            # uninstall steps): that recipe is Stalled, the others go on (the service refuses the
+            # whole set at once)
             for name, why in refused.items():
-                log.error("recipe %s is refused: %s", name, why)
-                self._write_status(name, lambda g, now, prev, w=why, n=name: invalid_status(
-                    n, w, generation=g, now=now, previous=prev))
+                self._refuse(name, why)
             rest = tuple(r for r in inputs.recipes if r.name not in refused)
             if not rest:
                 return "invalid"
@@ -372,17 +388,37 @@ class Controller:
         return "error"
 
     def _refused_by_plan(self, inputs: Inputs) -> dict[str, str]:
-        """Recipe → why locked mode refuses its current plan (reads only: one observe and plan)."""
-        try:
-            plans = plan_recipes(inputs, self.cluster)
-        except ReconcilerError:
-            return {}
+        """Recipe → why it cannot be planned, or why locked mode refuses its current plan (reads
+        only: one observe and plan per recipe; called only after the service refused the set)."""
         out = {}
-        for recipe, plan in zip(inputs.recipes, plans, strict=True):
-            why = locked_refusals(plan, recipe)
+        for recipe in inputs.recipes:
+            try:
+                (plan,) = plan_recipes(replace(inputs, recipes=(recipe,)), self.cluster)
+            except InputError as e:
+                out[recipe.name] = str(e)
+                continue
+            except ReconcilerError:
+                return {}
+            why = locked_refusals(plan, recipe) if self.settings.locked else []
             if why:
                 out[recipe.name] = "; ".join(why)
         return out
+
+    def _refuse(self, name: str, why: str) -> None:
+        """Recipe ``name`` is left out of the pass because of ``why`` (naming the object, the field
+        and what is missing): an ERROR line, status Stalled (InvalidSpec) and, when the reason is
+        new, a Warning Event ``InvalidSpec`` on the object; the other recipes go on."""
+        log.error("recipe %s is refused: %s", name, why)
+        self._write_status(name, lambda g, now, prev: invalid_status(name, why, generation=g, now=now, previous=prev))
+        if self._refused.get(name) != why and self.events is not None:
+            sink, uids = self.events
+            uid = uids.uid(name)
+            if uid:
+                try:
+                    sink.emit(name, uid, "InvalidSpec", f"not rolled out: {why}"[:1024], "Warning")
+                except ReconcilerError as e:
+                    log.warning("recipe %s: could not create event InvalidSpec: %s", name, e)
+        self._refused[name] = why
 
     def held(self, recipe: str) -> str:
         """``reconciler pause``/``disable`` state of ``recipe`` as the service reads it."""

@@ -64,11 +64,22 @@ def conditions(status: dict[str, Any]) -> dict[str, str]:
     return {c["type"]: c["status"] for c in status["conditions"]}
 
 
-def make(objects: list[dict[str, Any]], config: SimConfig | None = None) -> tuple[Controller, SimFleet, Writer]:
+class Events:
+    """EventSink that records ``(name, reason, message, type)``."""
+
+    def __init__(self) -> None:
+        self.emitted: list[tuple[str, str, str, str]] = []
+
+    def emit(self, name: str, uid: str, reason: str, message: str, type_: str = "Normal") -> None:
+        self.emitted.append((name, reason, message, type_))
+
+
+def make(objects: list[dict[str, Any]], config: SimConfig | None = None, *, policies: tuple[str, ...] = (POLICIES,),
+         events: Events | None = None) -> tuple[Controller, SimFleet, Writer]:
     sim = SimFleet.from_file(FLEET, config)
-    source = ObjectSource([POLICIES])
+    source = ObjectSource(list(policies))
     source.replace(objects)
     writer = Writer(source)
     ctl = Controller(source, sim, sim, ControllerSettings(holder="test/1", workers=1, wait_for_lock=0.0),
-                     status=(writer, source))
+                     status=(writer, source), events=(events, source) if events is not None else None)
     return ctl, sim, writer

@@ -13,7 +13,7 @@ from reconciler.model.nodestate import inflight_key
 from reconciler.ops.controls import control_patch, store_for
 from reconciler.testing import builders
 from tests.gitops.tools import kstatus
-from tests.unit.controller.conftest import conditions, make, recipe_object
+from tests.unit.controller.conftest import Events, conditions, make, recipe_object
 
 TUNING = "gpu-training-tuning"
 
@@ -86,6 +86,26 @@ def test_a_refused_object_is_stalled_and_the_others_are_rolled_out() -> None:
     assert "NodeRecipe/containerd-limits" in refused["summary"] and "spec.packages" in refused["summary"]
     assert _kstatus(writer.object("containerd-limits")) == "Failed"
     assert _kstatus(writer.object(TUNING)) == "Current"
+
+
+def test_a_recipe_naming_a_policy_not_given_is_stalled_alone_with_an_event() -> None:
+    """No --policy (the chart without recipeSource.crd.policyVolume): the recipe naming a
+    deploymentPolicy is Stalled with an Event naming the field and the missing policy; the recipe
+    with an interruptionBudget is rolled out."""
+    events = Events()
+    ctl, _, writer = make([recipe_object("gpu-training-tuning.yaml"), recipe_object("cve-ksmbd-blacklist.yaml")],
+                          policies=(), events=events)
+    assert ctl.reconcile(["startup"]) == "succeeded"
+    refused = writer.last(TUNING)
+    assert refused["phase"] == "Invalid" and conditions(refused)["Stalled"] == "True"
+    assert _kstatus(writer.object(TUNING)) == "Failed"
+    assert "spec.deploymentPolicy" in refused["summary"] and "'gpu-rollout' is not defined" in refused["summary"]
+    assert _kstatus(writer.object("cve-ksmbd-blacklist")) == "Current"
+    invalid = [e for e in events.emitted if e[1] == "InvalidSpec"]
+    assert [(e[0], e[3]) for e in invalid] == [(TUNING, "Warning")]
+    assert "spec.deploymentPolicy" in invalid[0][2] and "gpu-rollout" in invalid[0][2]
+    ctl.reconcile(["again"])  # the same refusal: Stalled still, no second Event
+    assert len([e for e in events.emitted if e[1] == "InvalidSpec"]) == 1
 
 
 def _stop_when_in_progress(ctl: Any, writer: Any, action: Any) -> None:
