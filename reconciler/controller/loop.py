@@ -50,6 +50,7 @@ from reconciler.controller.stopping import PassStopped, StoppableClock, Stoppabl
 from reconciler.controller.triggers import (
     controls_trigger,
     node_trigger,
+    own_echo,
     pdb_trigger,
     recipe_trigger,
     reconcile_requested,
@@ -172,8 +173,8 @@ class Controller:
         self._retry = False
 
     # ------------------------------------------------------------------ event handlers (watch threads)
-    def _on_add(self, reason: str) -> None:
-        if self.settings.preempt and self._in_pass.is_set():
+    def _on_add(self, reason: str, preempt: bool) -> None:
+        if preempt and self.settings.preempt and self._in_pass.is_set():
             self.signal.preempt(reason)
 
     def on_node(self, event: str, old: NodeInfo | None, new: NodeInfo | None) -> None:
@@ -183,7 +184,8 @@ class Controller:
             self.stalled.clear()  # an operator reset or re-ran nodes: a halted rollout may go on
         if reason:
             self.metrics.triggers.labels("node").inc()
-            self.queue.add(reason)
+            # our own reboot, cordon or taint coming back: the running pass waits for it already
+            self.queue.add(reason, preempt=not own_echo(old, new))
 
     def on_recipe(self, event: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> None:
         """A NodeRecipe watch event (the source's store is updated by the caller)."""
@@ -197,7 +199,8 @@ class Controller:
         reason = pdb_trigger(event, old, new)
         if reason:
             self.metrics.triggers.labels("pdb").inc()
-            self.queue.add(reason)
+            # a running drain asks the Eviction API, which reads the budget as it is now: queued only
+            self.queue.add(reason, preempt=False)
 
     def on_controls(self, old: Mapping[str, str] | None, new: Mapping[str, str] | None) -> None:
         """The controls ConfigMap changed (``pause``/``resume``/``disable``/``enable``): a halted
@@ -363,7 +366,8 @@ class Controller:
                 self.stalled[r.recipe] = content_digest(inputs.recipe(r.recipe))
         if result.stopped:
             why = self.signal.reason()
-            log.warning("pass stopped: %s", why or result.stopped)
+            (log.info if why and not why.startswith("leadership") else log.warning)("pass stopped: %s",
+                                                                                  why or result.stopped)
             if why.startswith("preempted"):
                 return "preempted"
             return "stopped" if why else "lease-lost"
@@ -372,7 +376,7 @@ class Controller:
     def _failed(self, e: ReconcilerError) -> str:
         """The outcome of a pass the service ended with ``e``."""
         if isinstance(e, PassStopped):
-            log.warning("%s", e)
+            (log.info if e.requested else log.warning)("%s", e)
             return "preempted" if e.reason.startswith("preempted") else "stopped"
         if isinstance(e, LeaseLostError):
             log.error("pass stopped: %s", e)

@@ -15,6 +15,8 @@ from reconciler.errors import ReconcilerError
 from reconciler.model.plan import Plan
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import Event, RunResult
+from reconciler.model.vocab import EventKind
+from reconciler.report.status import RolloutProgress
 
 
 class ControllerMetrics:
@@ -46,10 +48,16 @@ class ControllerMetrics:
 
 
 class MetricsObserver:
-    """The :class:`~reconciler.service.Observer` feeding :class:`ControllerMetrics`."""
+    """The :class:`~reconciler.service.Observer` feeding :class:`ControllerMetrics`.
+
+    A rollout that was stopped (preempted, SIGTERM, leadership lost) is not counted: it did not
+    end, the next pass resumes it. The node counts of a finished rollout are the ones its
+    NodeRecipe status shows (:class:`~reconciler.report.status.RolloutProgress`: nodes that were
+    already up to date count as complete)."""
 
     def __init__(self, metrics: ControllerMetrics) -> None:
         self.m = metrics
+        self._stopped: set[str] = set()
 
     def tainted(self, nodes: Sequence[str]) -> None:
         """Nodes tainted at join."""
@@ -62,14 +70,24 @@ class MetricsObserver:
         """Nothing counted at the start."""
 
     def event(self, plan: Plan, event: Event) -> None:
-        """Nothing counted per event."""
+        """Nothing counted per event; a stopped rollout is remembered."""
+        if event.event == EventKind.STOPPED:
+            self._stopped.add(plan.recipe.name)
 
     def finished(self, recipe: Recipe, plan: Plan, result: RunResult) -> None:
-        """Node counts and the result of the rollout."""
+        """Node counts and the result of the rollout (class docstring)."""
+        if recipe.name in self._stopped:
+            self._stopped.discard(recipe.name)
+            return
         self.m.rollouts.labels(recipe.name, result.result).inc()
-        counts: dict[str, int] = {}
+        progress = RolloutProgress(plan)
+        progress.finish(result)
+        counts = progress.counts()
+        by_result: dict[str, int] = {}
         for n in result.nodes:
-            counts[n.state] = counts.get(n.state, 0) + 1
+            by_result[n.state] = by_result.get(n.state, 0) + 1
+        counts.update(waiting=len(progress.waiting), untouched=counts["pending"] - len(progress.waiting),
+                      left=by_result.get("left", 0))
         for state in ("complete", "failed", "blocked", "waiting", "untouched", "removed", "left"):
             self.m.recipe_nodes.labels(recipe.name, state).set(counts.get(state, 0))
 

@@ -104,6 +104,7 @@ class RecipeEventsObserver:
         self._emit(recipe.name, reason, msg, type_)
 
     def failed(self, recipe: Recipe | None, error: ReconcilerError, run_id: str) -> None:
-        """The apply stopped with an error while ``recipe`` was current."""
-        if recipe is not None:
+        """The apply stopped with an error while ``recipe`` was current (not for a stop the
+        controller asked for: a preemption or SIGTERM is no error, the next pass resumes)."""
+        if recipe is not None and not getattr(error, "requested", False):
             self._emit(recipe.name, "RolloutError", f"run {run_id}: {error}", "Warning")

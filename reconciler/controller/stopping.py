@@ -36,6 +36,8 @@ class PassStopped(LeaseLostError):
     def __init__(self, reason: str) -> None:
         super().__init__(f"reconcile pass stopped: {reason}")
         self.reason = reason
+        #: preempted by new work or stopped by SIGTERM: asked for, not an error (leadership lost is one)
+        self.requested = not reason.startswith("leadership lost")
 
 
 class StopSignal:

@@ -13,6 +13,11 @@ would decide:
 * an operations verb asked for a pass (``reset``, ``package rerun``, ``reset --package`` change
   node records and :data:`~reconciler.model.nodestate.RECONCILE_REQUEST_KEY` in the same write).
 
+Some of these are **our own echoes**: a node that comes back Ready after the reboot we asked for,
+or the runtime-required taint our own pass put on a joining node (:func:`own_echo`). They still
+queue a pass, but they never preempt the running one, which waits for exactly that change;
+otherwise every reboot of a rollout would restart its pass.
+
 A node deleted needs no pass (its records go with it). A PodDisruptionBudget counts when it is
 added or deleted, its spec changed (``metadata.generation``), or its ``status.disruptionsAllowed``
 went from 0 to more (a drain it refused may go on now); its other status updates (every pod
@@ -28,9 +33,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reconciler.load.recipes import VERSION_ANNOTATION as _VERSION_ANNOTATION
-from reconciler.model.nodestate import RECONCILE_REQUEST_KEY, RUNTIME_REQUIRED_TAINT_KEY, is_ignored
+from reconciler.model.nodestate import (
+    AUTO_TAINT_KEY,
+    IGNORE_LABEL,
+    PREFIX,
+    RECONCILE_REQUEST_KEY,
+    RUNTIME_REQUIRED_TAINT_KEY,
+    inflight_key,
+    is_ignored,
+)
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import LabelSelector
+
+INFLIGHT_PREFIX = inflight_key("")
+
+
+def _foreign_labels(node: NodeInfo) -> dict[str, str]:
+    return {k: v for k, v in node.labels.items() if not k.startswith(f"{PREFIX}/") or k == IGNORE_LABEL}
 
 
 def _selecting(labels: Mapping[str, str], selectors: Sequence[LabelSelector]) -> tuple[int, ...]:
@@ -64,6 +83,21 @@ def node_trigger(event: str, old: NodeInfo | None, new: NodeInfo | None,
     if new.ready is True and old.ready is not True:
         return f"node {new.name} became Ready"
     return ""
+
+
+def own_echo(old: NodeInfo | None, new: NodeInfo | None) -> bool:
+    """Whether a node update is the echo of our own rollout rather than new work: the node
+    carries one of our in-flight records (a lifecycle of ours is running on it, e.g. it comes back
+    from our reboot or our cordon), or this very update added our ``autoTaint`` mark with the
+    runtime-required taint. A join, a change of labels other than our own, or an operator's
+    request is never an echo."""
+    if old is None or new is None or reconcile_requested(old, new):
+        return False
+    if _foreign_labels(old) != _foreign_labels(new):
+        return False
+    if any(k.startswith(INFLIGHT_PREFIX) for k in new.annotations):
+        return True
+    return AUTO_TAINT_KEY in new.annotations and AUTO_TAINT_KEY not in old.annotations
 
 
 def reconcile_requested(old: NodeInfo, new: NodeInfo) -> bool:

@@ -2,8 +2,10 @@
 
 Watch threads :meth:`WorkQueue.add` reasons; the decision thread :meth:`WorkQueue.take` them all
 at once (any number of events before a pass becomes one pass, as a client-go workqueue
-coalesces a key). ``on_add`` (set by the controller) is called after each add, outside the lock:
-the controller uses it to preempt a running pass so new work does not wait for a long rollout.
+coalesces a key). ``on_add`` (set by the controller) is called after each add, outside the lock,
+with the reason and whether it is new work: the controller uses it to preempt a running pass so
+new work does not wait for a long rollout (a change the running pass waits for anyway, such as
+its own node coming back from a reboot, is queued without preempting).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ class WorkQueue:
         self._reasons: dict[str, None] = {}  # insertion-ordered set
         self._cond = threading.Condition()
         self.added = 0
-        self.on_add: Callable[[str], None] | None = None
+        self.on_add: Callable[[str, bool], None] | None = None
         self.max_reasons = 1000
 
-    def add(self, reason: str) -> None:
-        """Queue ``reason`` (a pass is needed); wakes :meth:`take`."""
+    def add(self, reason: str, *, preempt: bool = True) -> None:
+        """Queue ``reason`` (a pass is needed); wakes :meth:`take`. ``preempt``: new work that may
+        stop a running pass (told to ``on_add``)."""
         with self._cond:
             if len(self._reasons) < self.max_reasons:
                 self._reasons[reason] = None
@@ -33,7 +36,7 @@ class WorkQueue:
             self._cond.notify_all()
         hook = self.on_add
         if hook is not None:
-            hook(reason)
+            hook(reason, preempt)
 
     def pending(self) -> bool:
         """Whether reasons are waiting."""

@@ -59,9 +59,14 @@ DEFAULT_MARGIN = 10.0
 
 class LeaseLostError(ReconcilerError):
     """The run no longer holds its recipe's Lease (taken over, deleted, or not renewable before
-    it could expire); the run stops. Exit code 1."""
+    it could expire); the run stops. Exit code 1.
+
+    ``requested``: the process itself asked the run to stop (a controller's preemption or
+    SIGTERM, :class:`reconciler.controller.stopping.PassStopped`): not an error to log, count or
+    report; the node records stay and the next pass resumes them."""
 
     exit_code = EXIT_FAILED
+    requested = False
 
 
 def lease_name(recipe: str) -> str:

@@ -254,12 +254,13 @@ class Rollout:
         tick_at: float | None = None
         changed: Collection[str] | None = None
         tells = False  # whether the clock's last wait said what changed (a simulated clock never does)
+        requested = False  # the stop was asked for by the process (LeaseLostError.requested)
         while True:
             if self.on_tick is not None:
                 try:
                     tick_at = self.on_tick(self.clock.now())
                 except ReconcilerError as e:
-                    self._stop(str(e))
+                    self._stop(str(e), requested=isinstance(e, LeaseLostError) and e.requested)
                     break
             api_down = False
             retry_after = 0.0
@@ -267,7 +268,7 @@ class Rollout:
                 try:
                     self._step_compartment(c)
                 except LeaseLostError as e:  # a fenced write refused (execute/fence.py): stop writing at once
-                    self.stopped = str(e)
+                    self.stopped, requested = str(e), e.requested
                     break
                 except (TransientError, TooManyRequestsError, ServerError, ConflictError) as e:
                     # the read before a batch failed; nothing was started: retry, bounded (execute/retry.py)
@@ -283,7 +284,7 @@ class Rollout:
                     retry_after = max(retry_after, decision.after if isinstance(decision, Retry) else 0.0)
                     log.warning("run %s: %s; retrying in %.0f s", self.run_id, e, retry_after)
             if self.stopped:
-                self._stop(self.stopped)
+                self._stop(self.stopped, requested=requested)
                 break
             if not api_down:
                 self._api_errors = 0
@@ -297,7 +298,7 @@ class Rollout:
             try:
                 wakes_due = self._advance_all(due)
             except LeaseLostError as e:
-                self._stop(str(e))
+                self._stop(str(e), requested=e.requested)
                 break
             finally:
                 self.timeline.flush()  # events the workers added, announced here on the loop thread
@@ -338,10 +339,12 @@ class Rollout:
         self._end_lifecycles()
         return self._result(comps, self.clock.now() - start)
 
-    def _stop(self, message: str) -> None:
-        """Stop the run: nothing more is started or advanced (node records stay on the nodes)."""
+    def _stop(self, message: str, *, requested: bool = False) -> None:
+        """Stop the run: nothing more is started or advanced (node records stay on the nodes).
+        ``requested``: the process asked for it (:attr:`LeaseLostError.requested`): logged as
+        information, not as an error."""
         self.stopped = message
-        log.error("run %s stopped: %s", self.run_id, message)
+        (log.info if requested else log.error)("run %s stopped: %s", self.run_id, message)
         self.timeline.add(self.clock.now(), "run", "stopped", message)
 
     def _end_lifecycles(self) -> None:

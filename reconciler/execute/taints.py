@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconciler.model.nodestate import PREFIX, RUNTIME_REQUIRED_TAINT_KEY
+from reconciler.model.nodestate import AUTO_TAINT_KEY, RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.observed import ObservedFleet
 from reconciler.model.recipe import Recipe
 from reconciler.model.selector import Taint
 from reconciler.plan.taints import new_nodes_to_taint
 from reconciler.ports import NodePort
 
-AUTO_TAINT_KEY = f"{PREFIX}/autoTaint"
+__all__ = ["AUTO_TAINT_KEY", "RUNTIME_REQUIRED_TAINT", "auto_taint"]
 RUNTIME_REQUIRED_TAINT = Taint(key=RUNTIME_REQUIRED_TAINT_KEY, value="true", effect="NoSchedule")
 
 

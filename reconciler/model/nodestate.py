@@ -104,6 +104,10 @@ def condition_type(recipe: str, kind: Literal["Erroring", "NotReady"]) -> str:
 
 RUNTIME_REQUIRED_TAINT_KEY = f"{PREFIX}/runtime-required"
 
+#: Annotation written with the runtime-required taint when ``apply`` taints a joining node itself
+#: (``autoTaintNewNodes``): the taint is then ours to remove.
+AUTO_TAINT_KEY = f"{PREFIX}/autoTaint"
+
 #: Node label (value ``"true"``) that takes a node out of every rollout (NodeWright's
 #: ``skyhook.nvidia.com/ignore``): never started; a node in progress is finished safely.
 IGNORE_LABEL = f"{PREFIX}/ignore"

@@ -134,10 +134,10 @@ def replicas(sa_kubeconfig: Path, controlplane: Any) -> Iterator[Any]:
         r.stop()
 
 
-def recipe_object(name: str, group: str, *, budget: int, run_for: str = "1s", runtime_required: bool = True
-                  ) -> dict[str, Any]:
+def recipe_object(name: str, group: str, *, budget: int, run_for: str = "1s", runtime_required: bool = True,
+                  reboot: bool = False) -> dict[str, Any]:
     env = [{"name": "SIM_TEST_RUN_FOR", "value": run_for}]
-    return {
+    doc: dict[str, Any] = {
         "apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeRecipe",
         "metadata": {"name": name, "annotations": {"reconciler.nodewright.dev/version": "2026.12.1"}},
         "spec": {
@@ -153,6 +153,10 @@ def recipe_object(name: str, group: str, *, budget: int, run_for: str = "1s", ru
             },
         },
     }
+    if reboot:
+        doc["spec"]["packages"]["gpu-tuning"]["interrupt"] = {"type": "reboot"}
+        doc["spec"]["timeouts"]["reboot"] = 120
+    return doc
 
 
 def _obj(api: Any, name: str) -> dict[str, Any]:
@@ -288,6 +292,52 @@ def test_a_noderecipe_rolls_out_goes_ready_and_a_joining_tainted_node_is_untaint
         assert a.proc.wait(30) == 0, a.tail()
         with pytest.raises(client.exceptions.ApiException):
             client.CoordinationV1Api(api).read_namespaced_lease(LEADER, NS)  # released on the way out
+    except BaseException:
+        print(a.tail())
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+
+
+def _metric(body: str, name: str) -> float:
+    """The sum of every sample of metric ``name`` (with any labels) in a /metrics text."""
+    total = 0.0
+    for line in body.splitlines():
+        if line.startswith(name) and line[len(name)] in "{ ":
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_a_rollout_with_reboots_is_never_preempted_by_its_own_reboots(
+        controlplane: Any, controlplane_reboots: Any, api: Any, make_nodes: Any, test_id: str, replicas: Any) -> None:
+    """Every node comes back from the reboot we asked for (NotReady, then Ready with a new bootID):
+    those are our own echoes and must not restart the pass; a preemption would be no error anyway
+    (no ERROR line, no RolloutError Event, no failed rollout in the metrics)."""
+    core = client.CoreV1Api(api)
+    nodes = make_nodes(4)
+    name = f"rb-{test_id[-4:]}"
+    a = replicas("reboots")
+    _wait("the controller ready", lambda: a.get("/readyz")[0] == 200, timeout=60)
+    rebooted = len(controlplane_reboots.reboots)
+    apply(DynamicClient(api), recipe_object(name, test_id, budget=2, runtime_required=False, reboot=True))
+    try:
+        _wait("the NodeRecipe Current by kstatus", lambda: _kstatus(api, name) == "Current", timeout=240)
+        assert len(controlplane_reboots.reboots) - rebooted >= len(nodes)
+        assert sorted(_complete(api, nodes, name)) == sorted(nodes)
+        time.sleep(2)  # the pass queued by the last node's Ready (not preempting) runs and ends
+        code, body = a.get("/metrics", a.metrics)
+        assert code == 200
+        assert _metric(body, 'reconciler_controller_passes_total{outcome="preempted"}') == 0, body
+        assert _metric(body, f'reconciler_rollouts_total{{recipe="{name}",result="failed"}}') == 0, body
+        assert _metric(body, f'reconciler_recipe_nodes{{recipe="{name}",state="complete"}}') == len(nodes), body
+        log = a.log.read_text(errors="replace")
+        errors = [line for line in log.splitlines() if " ERROR " in line]
+        assert not errors, errors[:5]
+        warnings = [e.reason for e in core.list_namespaced_event(
+            "default", field_selector=f"involvedObject.kind=NodeRecipe,involvedObject.name={name}").items
+            if e.type == "Warning"]
+        assert not warnings, warnings
     except BaseException:
         print(a.tail())
         raise

@@ -225,3 +225,21 @@ def test_a_reset_on_a_running_controller_queues_a_pass_and_unstalls_a_halted_rol
     assert ctl.queue.pending() and not ctl.stalled
     assert ctl.reconcile(ctl.queue.take(ctl.signal.shutdown, 0.1)) in ("succeeded", "failed")
     assert not any(k.endswith("failure_containerd-limits") for k in sim.get_node(old.name).annotations)
+
+
+def _gauge(ctl: Any, recipe: str, state: str) -> float:
+    return float(ctl.metrics.recipe_nodes.labels(recipe, state)._value.get())
+
+
+def test_the_node_metrics_agree_with_the_status_and_a_preempted_rollout_is_no_failure() -> None:
+    ctl, _, writer = make([recipe_object("gpu-training-tuning.yaml")])
+    _stop_when_in_progress(ctl, writer, lambda: ctl.on_node("ADDED", None, builders.node("new-node")))
+    ctl._in_pass.set()
+    assert ctl.reconcile(["startup"]) == "preempted"
+    assert ctl.metrics.rollouts.labels(TUNING, "failed")._value.get() == 0  # stopped, not failed
+    assert ctl.reconcile(ctl.queue.take(ctl.signal.shutdown, 0.1)) == "succeeded"
+    ctl.reconcile(["again"])  # nothing left to do: every node was up to date before this rollout
+    nodes = writer.last(TUNING)["nodes"]
+    assert nodes["complete"] == nodes["total"] > 0
+    assert _gauge(ctl, TUNING, "complete") == nodes["complete"]
+    assert ctl.metrics.rollouts.labels(TUNING, "failed")._value.get() == 0

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.controller.triggers import controls_trigger, node_trigger, pdb_trigger, recipe_trigger
-from reconciler.model.nodestate import IGNORE_LABEL, RECONCILE_REQUEST_KEY, RUNTIME_REQUIRED_TAINT_KEY
+from reconciler.controller.triggers import controls_trigger, node_trigger, own_echo, pdb_trigger, recipe_trigger
+from reconciler.model.nodestate import (
+    AUTO_TAINT_KEY,
+    IGNORE_LABEL,
+    RECONCILE_REQUEST_KEY,
+    RUNTIME_REQUIRED_TAINT_KEY,
+    inflight_key,
+)
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import Taint
 from reconciler.testing import as_selector, builders
@@ -94,3 +100,23 @@ def pdb(gen: int, allowed: int) -> dict[str, object]:
 def test_pdb_trigger(event: str, old: dict[str, object] | None, new: dict[str, object] | None,
                      expected: str) -> None:
     assert pdb_trigger(event, old, new) == expected
+
+
+INFLIGHT = {inflight_key("tuning"): '{"phase": "interrupt"}'}
+
+
+@pytest.mark.parametrize(("old", "new", "echo"), [
+    (n(ready=False, annotations=INFLIGHT), n(annotations=INFLIGHT), True),  # back from our reboot
+    (n(annotations=INFLIGHT), n(taints=(TAINT,), annotations=INFLIGHT), True),
+    (n(), n(taints=(TAINT,), annotations={AUTO_TAINT_KEY: "true"}), True),  # our autoTaint at join
+    (n(ready=False), n(), False),  # Ready, no lifecycle of ours on it: new work
+    (n(), n(taints=(TAINT,)), False),  # tainted by someone else
+    (n(annotations={AUTO_TAINT_KEY: "true"}), n(taints=(TAINT,), annotations={AUTO_TAINT_KEY: "true"}), False),
+    (n(annotations=INFLIGHT), n({"pool": "cpu"}, annotations=INFLIGHT), False),  # relabelled: new work
+    (n(ready=False, annotations=INFLIGHT), n({"reconciler.nodewright.dev/status_tuning": "in_progress"},
+                                            annotations=INFLIGHT), True),  # with our own status label
+    (n(annotations=INFLIGHT), n(annotations={**INFLIGHT, RECONCILE_REQUEST_KEY: "3"}), False),  # reset asked
+    (None, n(annotations=INFLIGHT), False),  # a join (or a re-list) is never an echo
+])
+def test_own_echo(old: NodeInfo | None, new: NodeInfo | None, echo: bool) -> None:
+    assert own_echo(old, new) is echo
