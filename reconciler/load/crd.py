@@ -12,7 +12,9 @@ https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resou
 ``$ref`` inlined; ``X | None`` → X with ``nullable: true``; ``Literal`` → ``enum``; ``dict[str, X]``
 → ``additionalProperties``; titles, defaults (the loader applies them, the API server must not
 rewrite the document) and ``additionalProperties: false`` (pruning and strict field validation do
-that job) removed; a field's description is the first sentence of its model's docstring.
+that job) removed; a field's description is its pydantic ``Field(description=...)`` (every field
+has one: tests/unit/docs/test_reference.py), else the first paragraph of its model's docstring, so
+``kubectl explain noderecipe.spec.packages`` says what each field means.
 """
 
 from __future__ import annotations
@@ -34,21 +36,35 @@ def _first_sentence(text: str | None) -> str | None:
 
 def structural(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     """Convert one pydantic JSON-schema node (see the module docstring)."""
+    own = _first_sentence(schema.get("description"))
+    if "$ref" in schema or "anyOf" in schema:
+        out = _referenced(schema, defs)
+        if own:
+            out["description"] = own
+        return out
+    return _plain(schema, defs)
+
+
+def _referenced(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """A ``$ref`` or ``anyOf`` node: the target's schema (its description is the target model's,
+    which :func:`structural` replaces by the field's own when it has one)."""
     if "$ref" in schema:
         return structural(defs[schema["$ref"].split("/")[-1]], defs)
-    if "anyOf" in schema:
-        alts = [a for a in schema["anyOf"] if a.get("type") != "null"]
-        nullable = len(alts) < len(schema["anyOf"])
-        if len(alts) == 1:
-            out = structural(alts[0], defs)
-        elif {a.get("type") for a in alts} == {"integer", "string"}:
-            out = {"x-kubernetes-int-or-string": True}
-        else:
-            out = {"x-kubernetes-preserve-unknown-fields": True}
-        if nullable:
-            out["nullable"] = True
-        return out
-    out = {}
+    alts = [a for a in schema["anyOf"] if a.get("type") != "null"]
+    nullable = len(alts) < len(schema["anyOf"])
+    if len(alts) == 1:
+        out = structural(alts[0], defs)
+    elif {a.get("type") for a in alts} == {"integer", "string"}:
+        out = {"x-kubernetes-int-or-string": True}
+    else:
+        out = {"x-kubernetes-preserve-unknown-fields": True}
+    if nullable:
+        out["nullable"] = True
+    return out
+
+
+def _plain(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     if "type" in schema:
         out["type"] = schema["type"]
     if "enum" in schema:
@@ -101,7 +117,7 @@ def spec_schema() -> dict[str, Any]:
     for name, sub in props.items():
         if name == "packages":
             spec["properties"][name] = {"type": "object", "additionalProperties": pkg_schema,
-                                        "description": "Packages by name."}
+                                        "description": _first_sentence(sub.get("description")) or ""}
         else:
             spec["properties"][name] = structural(sub, defs)
     return spec

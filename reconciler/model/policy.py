@@ -27,8 +27,15 @@ class Budget(Frozen):
     """Interruption budget: exactly one of ``percent`` (1-100, of the compartment's matched nodes)
     or ``count`` (≥1 nodes)."""
 
-    percent: StrictInt | None = None
-    count: StrictInt | None = Field(default=None, le=MAX_NODE_COUNT)
+    percent: StrictInt | None = Field(
+        default=None,
+        description="Percent (1-100) of the compartment's matched nodes disrupted at once, rounded down but at least "
+                    "1; excludes count."
+    )
+    count: StrictInt | None = Field(
+        default=None, le=MAX_NODE_COUNT,
+        description="Number of nodes disrupted at once (at least 1); excludes percent."
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Budget:
@@ -74,10 +81,20 @@ class StrategyParams(Frozen):
     progress percent below which failures shrink batches and count toward the halt.
     """
 
-    initialBatch: StrictInt = Field(default=1, ge=1, le=MAX_NODE_COUNT)
-    batchThreshold: StrictInt = Field(default=100, ge=1, le=100)
-    failureThreshold: StrictInt | None = Field(default=None, ge=1, le=MAX_NODE_COUNT)
-    safetyLimit: StrictInt = Field(default=50, ge=1, le=100)
+    initialBatch: StrictInt = Field(default=1, ge=1, le=MAX_NODE_COUNT, description="Nodes in the first batch.")
+    batchThreshold: StrictInt = Field(
+        default=100, ge=1, le=100,
+        description="Percent of a batch's nodes that must succeed for the batch to pass (1-100)."
+    )
+    failureThreshold: StrictInt | None = Field(
+        default=None, ge=1, le=MAX_NODE_COUNT,
+        description="Consecutive failed batches that halt the compartment; unset: never halt."
+    )
+    safetyLimit: StrictInt = Field(
+        default=50, ge=1, le=100,
+        description="Progress percent (1-100) below which a failed batch shrinks the next one and counts toward "
+                    "failureThreshold."
+    )
 
 
 class FixedParams(StrategyParams):
@@ -87,21 +104,31 @@ class FixedParams(StrategyParams):
 class LinearParams(StrategyParams):
     """Batches grow by ``delta`` after a good batch, shrink by it after a failed one."""
 
-    delta: StrictInt = Field(default=1, ge=1, le=MAX_NODE_COUNT)
+    delta: StrictInt = Field(
+        default=1, ge=1, le=MAX_NODE_COUNT,
+        description="Nodes added to the batch size after a good batch, removed after a failed one."
+    )
 
 
 class ExponentialParams(StrategyParams):
     """Batches multiply by ``growthFactor`` after a good batch, divide after a failed one."""
 
-    growthFactor: StrictInt = Field(default=2, ge=2, le=1000)  # ×1000 per batch already reaches any fleet in 2
+    growthFactor: StrictInt = Field(
+        default=2, ge=2, le=1000,  # ×1000 per batch already reaches any fleet in 2
+        description="Factor the batch size is multiplied by after a good batch, divided by after a failed one "
+                    "(2 to 1000)."
+    )
 
 
 class Strategy(Frozen):
     """Exactly one of ``fixed``, ``linear`` or ``exponential``."""
 
-    fixed: FixedParams | None = None
-    linear: LinearParams | None = None
-    exponential: ExponentialParams | None = None
+    fixed: FixedParams | None = Field(default=None, description="Every batch has initialBatch nodes.")
+    linear: LinearParams | None = Field(default=None, description="Batches grow by delta after each good batch.")
+    exponential: ExponentialParams | None = Field(
+        default=None,
+        description="Batches multiply by growthFactor after each good batch."
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Strategy:
@@ -134,8 +161,12 @@ STRATEGY_SAFETY = {"fixed": 0, "linear": 1, "exponential": 2, "unknown": 3}
 class DefaultCompartment(Frozen):
     """The compartment for selected nodes that match no named compartment."""
 
-    budget: Budget
-    strategy: Strategy | None = None
+    budget: Budget = Field(description="Nodes of the default compartment disrupted at once.")
+    strategy: Strategy | None = Field(
+        default=None,
+        description="Batch strategy of the default compartment; unset: every batch as large as the budget "
+                    "allows, and no halt."
+    )
 
 
 class Compartment(Frozen):
@@ -144,10 +175,18 @@ class Compartment(Frozen):
     ``name``: 1-253 characters, no whitespace or control characters (it is printed, recorded in
     batch state and used as a metric label)."""
 
-    name: str = Field(min_length=1, max_length=253)
-    selector: LabelSelector
-    budget: Budget
-    strategy: Strategy | None = None
+    name: str = Field(
+        min_length=1, max_length=253,
+        description="Compartment name (1-253 characters, no whitespace); printed, recorded in batch state and a metric "
+                    "label."
+    )
+    selector: LabelSelector = Field(description="The nodes of this compartment (among the recipe's nodes).")
+    budget: Budget = Field(description="Nodes of this compartment disrupted at once.")
+    strategy: Strategy | None = Field(
+        default=None,
+        description="Batch strategy of this compartment; unset: every batch as large as the budget allows, and "
+                    "no halt."
+    )
 
     @field_validator("selector")
     @classmethod
@@ -174,11 +213,20 @@ class DeploymentPolicy(Frozen):
     ``source`` is the file it was read from (for messages).
     """
 
-    name: str
-    source: str = ""
-    resetBatchStateOnCompletion: StrictBool = True
-    default: DefaultCompartment
-    compartments: tuple[Compartment, ...] = ()
+    name: str = Field(description="Policy name (metadata.name), as a recipe's deploymentPolicy names it.")
+    source: str = Field(default="", description="The file it was read from, for messages (set by the loader).")
+    resetBatchStateOnCompletion: StrictBool = Field(
+        default=True,
+        description="Start the batches from initialBatch again when a rollout completes."
+    )
+    default: DefaultCompartment = Field(
+        description="The compartment of selected nodes that match no named compartment."
+    )
+    compartments: tuple[Compartment, ...] = Field(
+        default=(),
+        description="Named groups of nodes, each with its own budget and strategy; a node in several takes the safest "
+                    "strategy."
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> DeploymentPolicy:

@@ -102,8 +102,14 @@ class Interrupt(Frozen):
     (systemd units, for ``type: service``), ``restartAllServices`` or ``noop`` (cordon and drain
     happen, nothing is executed)."""
 
-    type: InterruptType
-    services: tuple[str, ...] = Field(default=(), max_length=64)
+    type: InterruptType = Field(
+        description="What the interrupt does: reboot the node, restart the listed systemd services (service), restart "
+                    "all services (restartAllServices), or nothing (noop: cordon and drain still happen)."
+    )
+    services: tuple[str, ...] = Field(
+        default=(), max_length=64,
+        description="systemd units to restart, for type service only (at most 64)."
+    )
 
     @field_validator("services")
     @classmethod
@@ -164,10 +170,14 @@ class Resources(Frozen):
     """CPU/memory for stage containers; all four or none (NodeWright admission rule 7); each a
     Kubernetes quantity (``500m``, ``2``, ``1Gi``) so the stage pod is never refused by the API."""
 
-    cpuRequest: str
-    cpuLimit: str
-    memoryRequest: str
-    memoryLimit: str
+    cpuRequest: str = Field(
+        description="CPU request of the stage containers (a Kubernetes quantity: 500m, 2); all four resources or none."
+    )
+    cpuLimit: str = Field(description="CPU limit of the stage containers; at least cpuRequest.")
+    memoryRequest: str = Field(
+        description="Memory request of the stage containers (a Kubernetes quantity: 256Mi, 1Gi)."
+    )
+    memoryLimit: str = Field(description="Memory limit of the stage containers; at least memoryRequest.")
 
     @field_validator("cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit")
     @classmethod
@@ -188,9 +198,13 @@ class Resources(Frozen):
 class EnvVar(Frozen):
     """A container environment variable passed to the package's stage containers."""
 
-    name: str
-    value: str | None = None
-    valueFrom: dict[str, dict[str, str]] | None = None
+    name: str = Field(description="Variable name ([-._a-zA-Z][-._a-zA-Z0-9]*, at most 253 characters).")
+    value: str | None = Field(default=None, description="Literal value; excludes valueFrom.")
+    valueFrom: dict[str, dict[str, str]] | None = Field(
+        default=None,
+        description="Kubernetes EnvVarSource with exactly one of configMapKeyRef, secretKeyRef, fieldRef, "
+                    "resourceFieldRef; excludes value."
+    )
 
     @field_validator("name")
     @classmethod
@@ -223,8 +237,14 @@ class Uninstall(Frozen):
     """Explicit uninstall switches (NodeWright HEAD): ``enabled`` = the package ships uninstall
     steps; ``apply`` = uninstall it now from every target node."""
 
-    enabled: StrictBool = False
-    apply: StrictBool = False
+    enabled: StrictBool = Field(
+        default=False,
+        description="The package ships uninstall steps: downgrades and removals may run them in locked mode."
+    )
+    apply: StrictBool = Field(
+        default=False,
+        description="Uninstall the package now from every node the recipe selects (needs enabled)."
+    )
 
     @model_validator(mode="after")
     def _apply_needs_enabled(self) -> Uninstall:
@@ -245,19 +265,56 @@ class Package(Frozen):
     ``image`` is a repository (:data:`IMAGE_NAME`), ``agentImageOverride`` a full reference.
     """
 
-    name: str
-    version: str
-    image: str
-    containerSHA: str | None = None
-    agentImageOverride: str | None = None
-    dependsOn: dict[str, str] = Field(default_factory=dict)
-    interrupt: Interrupt | None = None
-    configMap: dict[str, str] = Field(default_factory=dict)
-    configInterrupts: dict[str, Interrupt] = Field(default_factory=dict)
-    env: tuple[EnvVar, ...] = ()
-    resources: Resources | None = None
-    gracefulShutdown: Annotated[str | None, BeforeValidator(_unitless)] = None
-    uninstall: Uninstall | None = None
+    name: str = Field(
+        description="Package name: the key under packages (2-43 characters, lower case, starting and ending with a "
+                    "letter)."
+    )
+    version: str = Field(
+        description="Exact semantic version (X.Y.Z) of the package; with locked mode the image is pinned by "
+                    "containerSHA too."
+    )
+    image: str = Field(description="Image repository without tag (a tag, if given, must equal version).")
+    containerSHA: str | None = Field(
+        default=None,
+        description="Image digest (sha256:<64 hex>) the stage pods pull; required in locked mode (the default)."
+    )
+    agentImageOverride: str | None = Field(
+        default=None,
+        description="Full image reference of the NodeWright agent that runs the stages, instead of the default."
+    )
+    dependsOn: dict[str, str] = Field(
+        default_factory=dict,
+        description="Packages of the same recipe (name: exact version) that must be complete on the node before this "
+                    "one starts."
+    )
+    interrupt: Interrupt | None = Field(
+        default=None,
+        description="The interrupt the node needs after this package's stages; the interrupts of a node's packages "
+                    "merge into one (reboot > restartAllServices > service > noop)."
+    )
+    configMap: dict[str, str] = Field(
+        default_factory=dict,
+        description="Files handed to the package's stages (key: file name, value: content), as one ConfigMap (1 MiB in "
+                    "all); a change reconfigures the package."
+    )
+    configInterrupts: dict[str, Interrupt] = Field(
+        default_factory=dict,
+        description="Interrupt to use instead of interrupt when only matching configMap keys change (key: a glob over "
+                    "configMap keys)."
+    )
+    env: tuple[EnvVar, ...] = Field(default=(), description="Environment variables of the stage containers.")
+    resources: Resources | None = Field(
+        default=None,
+        description="CPU and memory of the stage containers (all four or none)."
+    )
+    gracefulShutdown: Annotated[str | None, BeforeValidator(_unitless)] = Field(
+        default=None,
+        description="Go duration (30s, 2m; at most 24h) the stage pod gets to stop: its terminationGracePeriodSeconds."
+    )
+    uninstall: Uninstall | None = Field(
+        default=None,
+        description="Uninstall switches: whether the package ships uninstall steps, and whether to uninstall it now."
+    )
 
     @field_validator("name")
     @classmethod
@@ -346,14 +403,40 @@ class DrainOptions(Frozen):
     DELETE fallback, so PodDisruptionBudgets are always honoured.
     """
 
-    timeoutSeconds: StrictInt = Field(default=1800, ge=1, le=7 * 24 * 3600)
-    deleteEmptyDirData: StrictBool = False
-    force: StrictBool = False
-    ignoreDaemonSets: StrictBool = True
-    gracePeriodSeconds: StrictInt | None = Field(default=None, ge=0, le=24 * 3600)
-    skipWaitForDeleteTimeoutSeconds: StrictInt = Field(default=0, ge=0, le=24 * 3600)
-    evictionRetrySeconds: StrictFloat = Field(default=5.0, ge=1.0, le=600.0)
-    podSelector: LabelSelector | None = None
+    timeoutSeconds: StrictInt = Field(
+        default=1800, ge=1, le=7 * 24 * 3600,
+        description="Seconds the drain may take before the node fails with DrainTimeout (1 to 7 days; default 30 min)."
+    )
+    deleteEmptyDirData: StrictBool = Field(
+        default=False,
+        description="Evict pods with emptyDir volumes, losing their data (kubectl drain --delete-emptydir-data); "
+                    "otherwise they refuse the drain."
+    )
+    force: StrictBool = Field(
+        default=False,
+        description="Evict pods no controller manages (kubectl drain --force); otherwise they refuse the drain."
+    )
+    ignoreDaemonSets: StrictBool = Field(
+        default=True,
+        description="Leave DaemonSet pods alone instead of refusing the drain (kubectl drain --ignore-daemonsets)."
+    )
+    gracePeriodSeconds: StrictInt | None = Field(
+        default=None, ge=0, le=24 * 3600,
+        description="Grace period given to each evicted pod; unset: the pod's own terminationGracePeriodSeconds."
+    )
+    skipWaitForDeleteTimeoutSeconds: StrictInt = Field(
+        default=0, ge=0, le=24 * 3600,
+        description="Treat pods whose deletionTimestamp is older than this many seconds as gone (a dead kubelet); 0: "
+                    "always wait."
+    )
+    evictionRetrySeconds: StrictFloat = Field(
+        default=5.0, ge=1.0, le=600.0,
+        description="Seconds between retries of an eviction a PodDisruptionBudget refused with 429 (kubectl: 5)."
+    )
+    podSelector: LabelSelector | None = Field(
+        default=None,
+        description="Only pods matching this selector are evicted (kubectl drain --pod-selector)."
+    )
 
     @field_validator("podSelector")
     @classmethod
@@ -371,11 +454,29 @@ class Timeouts(Frozen):
     pause between attempts (doubles each time, capped at 300 s).
     """
 
-    waitNonInterrupt: StrictInt = Field(default=3600, ge=0, le=7 * 24 * 3600)
-    stage: StrictInt = Field(default=1800, ge=1, le=7 * 24 * 3600)
-    reboot: StrictInt = Field(default=900, ge=1, le=24 * 3600)
-    stageRetries: StrictInt = Field(default=2, ge=0, le=20)
-    retryBackoff: StrictFloat = Field(default=10.0, ge=0.0, le=3600.0)
+    waitNonInterrupt: StrictInt = Field(
+        default=3600, ge=0, le=7 * 24 * 3600,
+        description="Seconds a node waits for its protected pods (podNonInterruptLabels) before it is released as "
+                    "blocked and retried in a later pass."
+    )
+    stage: StrictInt = Field(
+        default=1800, ge=1, le=7 * 24 * 3600,
+        description="Seconds one stage pod may take, image pull and start included, before the attempt fails with "
+                    "StageTimeout."
+    )
+    reboot: StrictInt = Field(
+        default=900, ge=1, le=24 * 3600,
+        description="Seconds from the reboot request to a new bootID and Ready before the node fails with "
+                    "RebootTimeout."
+    )
+    stageRetries: StrictInt = Field(
+        default=2, ge=0, le=20,
+        description="Attempts per stage beyond the first before the node fails."
+    )
+    retryBackoff: StrictFloat = Field(
+        default=10.0, ge=0.0, le=3600.0,
+        description="Seconds before the first retry of a stage; doubles each time, capped at 300."
+    )
 
 
 #: Longest readiness-gate ``timeout``: seven days (as the other lifecycle timeouts).
@@ -400,9 +501,19 @@ class ReadinessGate(Frozen):
     keys and values (``metav1.LabelSelector``).
     """
 
-    conditionType: Annotated[str, Field(strict=True)] | None = None
-    labelSelector: LabelSelector | None = None
-    timeout: Annotated[str, BeforeValidator(_unitless), Field(strict=True)] = "1h"
+    conditionType: Annotated[str, Field(strict=True)] | None = Field(
+        default=None,
+        description='Node condition ([prefix/]Name) the validator sets to "True" when the node is ready.'
+    )
+    labelSelector: LabelSelector | None = Field(
+        default=None,
+        description="Node labels the validator sets when the node is ready; with conditionType both must hold."
+    )
+    timeout: Annotated[str, BeforeValidator(_unitless), Field(strict=True)] = Field(
+        default="1h",
+        description="Go duration (30m, 2h; at most 7 days) a node may wait at the gate, counted from when it reached "
+                    "it; then it fails with ReadinessGateTimeout and stays cordoned."
+    )
 
     @field_validator("conditionType")
     @classmethod
@@ -468,25 +579,76 @@ class Recipe(Frozen):
     ready (:class:`ReadinessGate`).
     """
 
-    name: str
-    version: str = ""
-    origin: Literal["NodeRecipe", "NodeWright", "Skyhook"] = "NodeRecipe"
-    source: str = ""
-    nodeSelector: LabelSelector = Field(default_factory=LabelSelector)
-    podNonInterruptLabels: LabelSelector | None = None
-    deploymentPolicy: str | None = None
-    interruptionBudget: Budget | None = None
-    runtimeRequired: StrictBool = False
-    autoTaintNewNodes: StrictBool = False
-    priority: StrictInt = Field(default=200, ge=1, le=MAX_PRIORITY)
-    sequencing: Literal["node", "all"] = "node"
-    additionalTolerations: tuple[Annotated[Toleration, AfterValidator(check_toleration)], ...] = Field(
-        default=(), max_length=64
+    name: str = Field(
+        description="Recipe name (metadata.name): a DNS-1123 subdomain of at most 53 characters; it ends the node "
+                    "annotation keys."
     )
-    drain: DrainOptions = Field(default_factory=DrainOptions)
-    timeouts: Timeouts = Field(default_factory=Timeouts)
-    readinessGate: ReadinessGate | None = None
-    packages: dict[str, Package] = Field(default_factory=dict)
+    version: str = Field(
+        default="",
+        description="Release of the recipe (metadata.version, or the reconciler.nodewright.dev/version annotation of "
+                    "an object), recorded in status."
+    )
+    origin: Literal["NodeRecipe", "NodeWright", "Skyhook"] = Field(
+        default="NodeRecipe",
+        description="The input kind it was read from: NodeRecipe, NodeWright or Skyhook (set by the loader)."
+    )
+    source: str = Field(default="", description="The file it was read from, for messages (set by the loader).")
+    nodeSelector: LabelSelector = Field(
+        default_factory=LabelSelector,
+        description="The nodes the recipe applies to; empty: every node."
+    )
+    podNonInterruptLabels: LabelSelector | None = Field(
+        default=None,
+        description="Pods (any namespace, Running or Pending) that must not be interrupted: a node carrying one waits, "
+                    "cordoned, until it is gone before it is drained."
+    )
+    deploymentPolicy: str | None = Field(
+        default=None,
+        description="Name of the DeploymentPolicy (from policies/) that sets compartments, budgets and batch "
+                    "strategies; excludes interruptionBudget."
+    )
+    interruptionBudget: Budget | None = Field(
+        default=None,
+        description="Nodes disrupted at once when no deploymentPolicy is named: one compartment with a fixed strategy "
+                    "(default 100 %)."
+    )
+    runtimeRequired: StrictBool = Field(
+        default=False,
+        description="Selected nodes keep the NoSchedule taint reconciler.nodewright.dev/runtime-required until every "
+                    "runtime-required recipe is complete on them."
+    )
+    autoTaintNewNodes: StrictBool = Field(
+        default=False,
+        description="With runtimeRequired: taint selected nodes that carry none of our records yet (nodes that join); "
+                    "disruptive when adopting a running fleet."
+    )
+    priority: StrictInt = Field(
+        default=200, ge=1, le=MAX_PRIORITY,
+        description="Order among recipes on one node: lower runs first, ties by name (1 to 2^31-1)."
+    )
+    sequencing: Literal["node", "all"] = Field(
+        default="node",
+        description="How this recipe holds back recipes of later priority: node (until it is complete on that node) or "
+                    "all (until it is complete on every node)."
+    )
+    additionalTolerations: tuple[Annotated[Toleration, AfterValidator(check_toleration)], ...] = Field(
+        default=(), max_length=64,
+        description="Tolerations added to every stage and interrupt pod (at most 64), for nodes with taints of "
+                    "their own."
+    )
+    drain: DrainOptions = Field(
+        default_factory=DrainOptions,
+        description="How a node is drained before an interrupt: the kubectl drain options."
+    )
+    timeouts: Timeouts = Field(default_factory=Timeouts, description="Time limits of the node lifecycle.")
+    readinessGate: ReadinessGate | None = Field(
+        default=None,
+        description="Hold each node after its packages, cordoned, until an external validator says it is ready."
+    )
+    packages: dict[str, Package] = Field(
+        default_factory=dict,
+        description="The packages, by name: each an OCI image at an exact version with its configuration."
+    )
 
     @field_validator("nodeSelector", "podNonInterruptLabels")
     @classmethod

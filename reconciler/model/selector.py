@@ -101,9 +101,11 @@ def check_toleration(t: Toleration) -> Toleration:
 class Requirement(Frozen):
     """One ``matchExpressions`` entry."""
 
-    key: str
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: tuple[str, ...] = ()
+    key: str = Field(description="Label key the requirement tests.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = Field(
+        description="In, NotIn (values required), Exists or DoesNotExist (no values)."
+    )
+    values: tuple[str, ...] = Field(default=(), description="Label values for In and NotIn.")
 
     @model_validator(mode="after")
     def _values_fit_operator(self) -> Requirement:
@@ -127,8 +129,14 @@ class Requirement(Frozen):
 class LabelSelector(Frozen):
     """``{matchLabels, matchExpressions}``; the empty selector matches every object."""
 
-    matchLabels: dict[str, str] = Field(default_factory=dict)
-    matchExpressions: tuple[Requirement, ...] = ()
+    matchLabels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Labels an object must carry with exactly these values."
+    )
+    matchExpressions: tuple[Requirement, ...] = Field(
+        default=(),
+        description="Requirements an object's labels must all meet."
+    )
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         """Whether an object with ``labels`` is selected."""
@@ -186,11 +194,20 @@ class Taint(Frozen):
 class Toleration(Frozen):
     """A pod toleration (``operator`` Equal or Exists; empty ``effect`` tolerates every effect)."""
 
-    key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
-    value: str = ""
-    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-    tolerationSeconds: int | None = None
+    key: str = Field(default="", description="Taint key tolerated; empty with operator Exists: every taint.")
+    operator: Literal["Equal", "Exists"] = Field(
+        default="Equal",
+        description="Equal (key and value must match) or Exists (any value)."
+    )
+    value: str = Field(default="", description="Taint value tolerated, for operator Equal.")
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(
+        default="",
+        description="Taint effect tolerated (NoSchedule, PreferNoSchedule, NoExecute); empty: every effect."
+    )
+    tolerationSeconds: int | None = Field(
+        default=None,
+        description="How long a NoExecute taint is tolerated before the pod is evicted; unset: forever."
+    )
 
     def tolerates(self, taint: Taint) -> bool:
         """Kubernetes ``ToleratesTaint``: effect, key and (for Equal) value must match."""

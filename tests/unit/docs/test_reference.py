@@ -1,6 +1,7 @@
 """The generated reference (scripts/gen-reference) covers the code and is up to date with it: every
-verb and flag has help text and is on the CLI page, every exit code has a meaning, and the
-checked-in pages are what the generator writes today."""
+verb and flag has help text and is on the CLI page, every exit code has a meaning, every recipe
+and policy field has a description that is on its page and in the NodeRecipe CRD's schema, and
+the checked-in pages are what the generator writes today."""
 
 from __future__ import annotations
 
@@ -9,11 +10,18 @@ import importlib.machinery
 import importlib.util
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from reconciler.cli.main import build_parser
 from reconciler.cli.opsargs import DRY_RUN_VALUE
+from reconciler.load import policies as policy_loader
+from reconciler.load import recipes as recipe_loader
+from reconciler.load.crd import noderecipe_crd
+from reconciler.model.policy import DeploymentPolicy
+from reconciler.model.recipe import Package, Recipe
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -80,3 +88,63 @@ def test_every_exit_code_has_a_meaning() -> None:
 def test_the_checked_in_page_is_what_the_code_generates(page: str) -> None:
     path = ROOT / "docs" / "reference" / page
     assert path.read_text() == GEN.PAGES[page](), f"docs/reference/{page} is out of date: run scripts/gen-reference"
+
+
+def _reachable(model: type[BaseModel]) -> list[type[BaseModel]]:
+    seen: list[type[BaseModel]] = []
+
+    def walk(m: type[BaseModel]) -> None:
+        if m not in seen:
+            seen.append(m)
+            for field in m.model_fields.values():
+                for sub in GEN._models_in(field.annotation):
+                    walk(sub)
+
+    walk(model)
+    return seen
+
+
+MODELS = [*_reachable(Recipe), *_reachable(DeploymentPolicy)]
+
+
+def test_every_recipe_and_policy_field_has_a_description() -> None:
+    assert len(MODELS) >= 15
+    missing = [f"{m.__name__}.{name}" for m in MODELS for name, f in m.model_fields.items()
+               if not (f.description or "").strip()]
+    assert not missing, f"Field(description=...) missing: {missing}"
+
+
+def test_every_field_of_the_noderecipe_crd_has_a_description() -> None:
+    spec = noderecipe_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    seen, missing = [], []
+
+    def walk(schema: dict[str, Any], path: str) -> None:
+        for name, sub in schema.get("properties", {}).items():
+            seen.append(f"{path}.{name}")
+            if not sub.get("description"):
+                missing.append(f"{path}.{name}")
+            walk(sub, f"{path}.{name}")
+        if isinstance(schema.get("items"), dict):
+            walk(schema["items"], f"{path}[]")
+        if isinstance(schema.get("additionalProperties"), dict):
+            walk(schema["additionalProperties"], f"{path}.*")
+
+    walk(spec, "spec")
+    assert "spec.packages.*.interrupt.type" in seen and len(seen) > 70
+    assert not missing, missing
+
+
+@pytest.mark.parametrize(("page", "root", "spec_fields"), [
+    ("recipe.md", Recipe, recipe_loader.SPEC_FIELDS), ("policy.md", DeploymentPolicy, policy_loader.SPEC_FIELDS)])
+def test_the_field_pages_list_every_spec_field_with_its_description(
+        page: str, root: type[BaseModel], spec_fields: tuple[str, ...]) -> None:
+    text = (ROOT / "docs" / "reference" / page).read_text()
+    models = [m for m in _reachable(root) if m is not root]
+    for name in spec_fields:
+        assert f"- **`{name}`**" in text, (page, name)
+    for model in models:
+        for name, field in model.model_fields.items():
+            if model is Package and name == "name":
+                continue  # the key of spec.packages
+            assert f"- **`{name}`**" in text, (page, model.__name__, name)
+            assert GEN._md_keep_code(field.description or "")[:40] in text, (model, name)
