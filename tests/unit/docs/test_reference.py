@@ -6,8 +6,10 @@ the checked-in pages are what the generator writes today."""
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.machinery
 import importlib.util
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -148,3 +150,74 @@ def test_the_field_pages_list_every_spec_field_with_its_description(
                 continue  # the key of spec.packages
             assert f"- **`{name}`**" in text, (page, model.__name__, name)
             assert GEN._md_keep_code(field.description or "")[:40] in text, (model, name)
+
+
+_KEY = re.compile(r"(?:reconciler\.nodewright\.dev|skyhook\.nvidia\.com|nodewright\.nvidia\.com|<legacy>|"
+                  r"app\.kubernetes\.io)/[A-Za-z<][\w.<>/-]*")
+_PLACEHOLDER = re.compile(r"<[^>]*>")
+
+
+def _key_strings(path: Path) -> set[str]:
+    """Key-shaped strings of one module: constants and f-strings, with ``{PREFIX}`` and module
+    string constants filled in, a NodeWright prefix variable as ``<legacy>`` and any other
+    interpolation as a placeholder."""
+    tree = ast.parse(path.read_text())
+    consts = {t.id: n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+              for t in n.targets if isinstance(t, ast.Name)
+              and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)}
+    consts["PREFIX"] = "reconciler.nodewright.dev"
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            text = ""
+            for part in node.values:
+                if isinstance(part, ast.Constant):
+                    text += str(part.value)
+                elif isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name):
+                    name = part.value.id
+                    text += consts.get(name, "<legacy>" if name in ("p", "prefix", "old") else f"<{name}>")
+                else:
+                    text += "<x>"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        # "<legacy>/<x>...": a path made from variables (status/<cluster>/<recipe>.json), no key
+        if _KEY.fullmatch(text) and not text.endswith("/v1alpha1") and not text.startswith("<legacy>/<"):
+            found.add(text)
+    return found
+
+
+def _shape(key: str) -> str:
+    key = re.sub(r"^(?:skyhook|nodewright)\.nvidia\.com/", "<legacy>/", key)
+    return _PLACEHOLDER.sub("<>", key)
+
+
+def test_every_key_the_code_reads_or_writes_is_on_the_node_keys_page() -> None:
+    documented = [_shape(k) for k, _where, _meaning in GEN.KEYS]
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / "reconciler").rglob("*.py")):
+        for key in _key_strings(path):
+            found.setdefault(_shape(key), str(path.relative_to(ROOT)))
+    assert "reconciler.nodewright.dev/inflight_<>" in found and len(found) > 25
+    missing = {k: where for k, where in found.items()
+               if k not in documented and not any(d.startswith(k) for d in documented)}  # a prefix scan
+    assert not missing, f"keys not in scripts/gen-reference KEYS: {missing}"
+    unused = [d for d in documented if d not in found and d != "app.kubernetes.io/managed-by"]
+    assert not unused, f"KEYS lists keys the code does not use: {unused}"
+
+
+def test_every_vocabulary_member_has_a_meaning() -> None:
+    vocabularies = GEN.vocabularies()
+    assert {"Phase", "EventKind", "FailureReason"} <= set(vocabularies)
+    for name, enum_type in vocabularies.items():
+        meanings = GEN.MEANINGS.get(name, {})
+        assert set(meanings) == {str(m.value) for m in enum_type}, name
+
+
+def test_every_metric_is_on_the_metrics_page() -> None:
+    page = (ROOT / "docs" / "reference" / "metrics.md").read_text()
+    families = GEN.metric_families()
+    assert len(families) > 25
+    for name, _kind, _labels, text in families:
+        assert f"| `{name}` |" in page and text.strip(), name
