@@ -1,4 +1,4 @@
-"""The generated reference (scripts/gen-reference) covers the code and is up to date with it: every
+"""The generated reference (scripts/gen-reference, scripts/refgen) covers the code and is up to date with it: every
 verb and flag has help text and is on the CLI page, every exit code has a meaning, every recipe
 and policy field has a description that is on its page and in the NodeRecipe CRD's schema, and
 the checked-in pages are what the generator writes today."""
@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.machinery
-import importlib.util
+import itertools
 import re
+import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -24,21 +23,13 @@ from reconciler.load import recipes as recipe_loader
 from reconciler.load.crd import noderecipe_crd
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import Package, Recipe
+from reconciler.model.vocab import Phase
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _generator() -> ModuleType:
-    path = ROOT / "scripts" / "gen-reference"
-    loader = importlib.machinery.SourceFileLoader("gen_reference", str(path))
-    spec = importlib.util.spec_from_loader("gen_reference", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-GEN = _generator()
+sys.path.insert(0, str(ROOT / "scripts"))
+import refgen as GEN  # noqa: E402  (scripts/refgen: the generators of scripts/gen-reference)
 
 
 def every_parser() -> list[tuple[str, argparse.ArgumentParser]]:
@@ -88,8 +79,8 @@ def test_every_exit_code_has_a_meaning() -> None:
 
 @pytest.mark.parametrize("page", sorted(GEN.PAGES))
 def test_the_checked_in_page_is_what_the_code_generates(page: str) -> None:
-    path = ROOT / "docs" / "reference" / page
-    assert path.read_text() == GEN.PAGES[page](), f"docs/reference/{page} is out of date: run scripts/gen-reference"
+    path = ROOT / "docs" / page
+    assert path.read_text() == GEN.PAGES[page](), f"docs/{page} is out of date: run scripts/gen-reference"
 
 
 def _reachable(model: type[BaseModel]) -> list[type[BaseModel]]:
@@ -221,3 +212,16 @@ def test_every_metric_is_on_the_metrics_page() -> None:
     assert len(families) > 25
     for name, _kind, _labels, text in families:
         assert f"| `{name}` |" in page and text.strip(), name
+
+
+def test_the_lifecycle_diagram_has_every_phase_and_the_main_path() -> None:
+    table = GEN.transitions()
+    assert set(table) == set(Phase)
+    path = [Phase.START, Phase.CORDON, Phase.WAIT, Phase.DRAIN, Phase.STAGES, Phase.INTERRUPT, Phase.POST_INTERRUPT,
+            Phase.READINESS_GATE, Phase.UNCORDON]
+    for a, b in itertools.pairwise(path):
+        assert b in table[a][0] or a is Phase.START, (a, b)
+    assert "COMPLETE" in table[Phase.UNCORDON][1] and "FAILED" in table[Phase.FAILING][1]
+    page = (ROOT / "docs" / "explanation" / "lifecycle.md").read_text()
+    for phase in Phase:
+        assert f"| `{phase.value}` |" in page
