@@ -63,13 +63,15 @@ from reconciler.model.nodestate import (
     NodeStateError,
     PackageState,
     config_key,
-    cordon_key,
     digest,
     failure_key,
+    holds_claim,
     inflight_key,
+    of_another_machine,
     parse_config_digests,
     parse_model,
     parse_state,
+    recipe_keys,
     state_key,
 )
 from reconciler.model.observed import NodeInfo
@@ -226,7 +228,9 @@ class NodeDiff:
     ``inflight``/``owed_interrupt``: the node's unfinished lifecycle and the interrupt it still
     owes. ``cordoned_by_us``: our cordon record is present. ``failure``: a previous run's failure
     record. ``state_error``: the state annotation is malformed — no decision is possible and
-    ``changes`` is empty. ``problems``: other unreadable records (the planner warns).
+    ``changes`` is empty. ``problems``: other unreadable records (the planner warns). ``void``:
+    the records on the node were written on another machine (its UID differs,
+    :func:`~reconciler.model.nodestate.of_another_machine`) and were ignored: planned from scratch.
     """
 
     node: str
@@ -239,6 +243,7 @@ class NodeDiff:
     failure: FailureRecord | None = None
     state_error: str = ""
     problems: tuple[str, ...] = ()
+    void: bool = False
 
     @property
     def changing(self) -> tuple[PackageChange, ...]:
@@ -593,6 +598,10 @@ def diff_node(recipe: Recipe, node: NodeInfo) -> NodeDiff:
     """
     ann = node.annotations
     problems: list[str] = []
+    void = of_another_machine(ann, recipe.name, node.uid)
+    if void:  # another machine's records: the node is planned from scratch
+        gone = set(recipe_keys(recipe.name))
+        ann = {k: v for k, v in ann.items() if k not in gone}
     inflight_text = ann.get(inflight_key(recipe.name))
     inflight: InFlight | None = parse_model(InFlight, inflight_text)
     if inflight_text and inflight is None:
@@ -602,7 +611,7 @@ def diff_node(recipe: Recipe, node: NodeInfo) -> NodeDiff:
         problems.append(f"annotation {inflight_key(recipe.name)} has an unreadable interrupt; ignored")
     failure_text = ann.get(failure_key(recipe.name))
     failure: FailureRecord | None = parse_model(FailureRecord, failure_text)
-    ours = cordon_key(recipe.name) in ann
+    ours = holds_claim(ann, recipe.name, node.uid)
     try:
         state, source, imported = read_state(recipe.name, ann, node=node.name)
     except NodeStateError as err:
@@ -615,6 +624,7 @@ def diff_node(recipe: Recipe, node: NodeInfo) -> NodeDiff:
             failure=failure,
             state_error=str(err),
             problems=tuple(problems),
+            void=void,
         )
     digests_text = ann.get(config_key(recipe.name))
     digests = parse_config_digests(digests_text)
@@ -650,4 +660,5 @@ def diff_node(recipe: Recipe, node: NodeInfo) -> NodeDiff:
         cordoned_by_us=ours,
         failure=failure,
         problems=tuple(problems),
+        void=void,
     )

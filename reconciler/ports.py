@@ -161,11 +161,14 @@ class NodePort(Protocol):
         unschedulable: bool | None = None,
         taints: tuple[Taint, ...] | None = None,
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> NodeInfo:
         """One write: merge ``annotations``/``labels`` (None value = remove), set
         ``spec.unschedulable`` and/or replace ``spec.taints``, in a single request, so a cordon and
         its ownership record land together. With ``resource_version`` the write is conditional
-        (ConflictError when the node changed). Returns the node after the write."""
+        (ConflictError when the node changed); with ``uid`` it is made only to the node object of
+        that ``metadata.uid`` (ConflictError when the name is another machine's now: the object
+        was deleted and registered again). Returns the node after the write."""
         ...
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:

@@ -5,7 +5,8 @@ pure functions with table tests; the lifecycle performs what they decide).
 Every function takes the node as just read (its resourceVersion is the precondition of the write
 that carries the decision out) and returns a frozen decision; none reads a clock or the cluster.
 Rules: semantics-nodewright.md decision (c) — we only undo a cordon we placed, a claim per recipe
-(``cordon_<recipe>``), shared across recipes, released when the last claim goes; decision (f) —
+(``cordon_<recipe>``, recording the node's UID: a claim of another machine under the same name is
+none), shared across recipes, released when the last claim goes; decision (f) —
 a reboot is done when the node's bootID differs from the one recorded before the request and
 the node is Ready; §3.6 — the runtime-required taint leaves a node only when every
 runtime-required recipe selecting it is complete there; a recipe's readiness gate passes when the
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_claims, cordon_key, recorded_status
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_claims, holds_claim, recorded_status
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import ReadinessGate
 from reconciler.model.selector import Taint
@@ -47,8 +48,8 @@ class CordonDecision:
 
 def decide_cordon(node: NodeInfo, recipe: str) -> CordonDecision:
     """The cordon decision for ``recipe`` on ``node`` as just read (see :class:`CordonAction`)."""
-    others = cordon_claims(node.annotations, recipe)
-    if cordon_key(recipe) in node.annotations:
+    others = cordon_claims(node.annotations, recipe, node.uid)
+    if holds_claim(node.annotations, recipe, node.uid):
         return CordonDecision(CordonAction.OURS, claim=not node.unschedulable, cordon=not node.unschedulable,
                               others=others,
                               detail="cordon already held by this recipe" if node.unschedulable
@@ -78,7 +79,7 @@ def decide_release(node: NodeInfo, recipe: str, *, owns_cordon: bool, runtime_re
     """What the end of ``recipe``'s lifecycle on ``node`` (as just read) releases. ``owns_cordon``:
     we hold a claim; ``runtime_required``: the recipe is runtime-required;
     ``runtime_required_recipes``: every runtime-required recipe selecting the node."""
-    others = cordon_claims(node.annotations, recipe)
+    others = cordon_claims(node.annotations, recipe, node.uid)
     uncordon = owns_cordon and node.unschedulable and not others
     waiting = [r for r in runtime_required_recipes if r != recipe and _status(node, r) != "complete"]
     taints = None

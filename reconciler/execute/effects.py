@@ -38,13 +38,15 @@ from reconciler.ports import PodEviction, StageSpec, StageStatus
 class PatchNode:
     """Merge-patch the node: ``None`` values delete annotations/labels; ``unschedulable`` and
     ``taints`` (the whole list) are set when given. ``resource_version``: precondition (409 when the
-    node changed since the read the decision was made from)."""
+    node changed since the read the decision was made from). ``uid``: precondition (409 when the
+    node is another machine under the same name: another ``metadata.uid``)."""
 
     annotations: Mapping[str, str | None] | None = None
     labels: Mapping[str, str | None] | None = None
     unschedulable: bool | None = None
     taints: tuple[Taint, ...] | None = None
     resource_version: str | None = None
+    uid: str | None = None
 
 
 @dataclass(frozen=True)

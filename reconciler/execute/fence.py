@@ -119,11 +119,12 @@ class FencedCluster:
         unschedulable: bool | None = None,
         taints: tuple[Taint, ...] | None = None,
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> NodeInfo:
         """Fenced :meth:`Cluster.patch_node`."""
         self.fence.check()
         return self.roles.nodes.patch_node(name, annotations=annotations, labels=labels, unschedulable=unschedulable,
-                                     taints=taints, resource_version=resource_version)
+                                     taints=taints, resource_version=resource_version, uid=uid)
 
     def forget_node(self, name: str) -> None:
         """:meth:`~reconciler.ports.NodeInterest.forget_node` of the wrapped node role, when it has

@@ -300,7 +300,7 @@ class NodeRun:
                     fresh = ports.nodes.patch_node(
                         self.name, annotations=dict(eff.annotations) if eff.annotations is not None else None,
                         labels=dict(eff.labels) if eff.labels is not None else None, unschedulable=eff.unschedulable,
-                        taints=eff.taints, resource_version=eff.resource_version)
+                        taints=eff.taints, resource_version=eff.resource_version, uid=eff.uid)
                 elif isinstance(eff, StartStage):
                     ports.stages.start_stage(eff.spec)
                 elif isinstance(eff, DeleteStages):

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from reconciler.execute.effects import (
+    Announce,
     Transition,
     View,
 )
@@ -35,9 +36,11 @@ from reconciler.execute.phases_drain import DrainPhases
 from reconciler.execute.phases_end import EndPhases
 from reconciler.execute.phases_gate import GatePhases
 from reconciler.execute.phases_stages import StagePhases
-from reconciler.execute.stepcore import _Need, _Raise
+from reconciler.execute.stepcore import _Need, _Raise, _Replaced
+from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import NodePlan
-from reconciler.model.vocab import Phase
+from reconciler.model.vocab import EventKind, Phase
+from reconciler.plan.nodework import node_work, work_plan
 
 __all__ = ["MAX_RECORDONS", "EvictTrack", "Memory", "Outcome", "StepContext", "step"]
 
@@ -77,7 +80,25 @@ class _Step(EndPhases, GatePhases, StagePhases, DrainPhases):
         except _Raise as r:
             self.m.streak = base_streak
             return Transition(memory=self.m, raise_=r.error)
+        except _Replaced as r:
+            return self._replaced(r.node)
         return self._transition(wake=wake, again=self._again)
+
+    def _replaced(self, node: NodeInfo) -> Transition[Memory]:
+        """A read shows another machine under the node's name (another UID: the Node object was
+        deleted and registered again). Nothing this lifecycle knew applies to it — not its state,
+        its cordon claim (a cordon the new machine registered with is not ours) nor what it owed
+        (it went with the old machine): the lifecycle starts again from the start, the node
+        planned from scratch from what the new machine records (:func:`~reconciler.plan.nodework.node_work`).
+        The effects this step decided are dropped (none is a write: a read after a write of the
+        same step is never answered from the view)."""
+        old = self.m0
+        # a lifecycle of its own: no stage pod of the old machine's (which may outlive it until the
+        # pod garbage collector removes it) is ever taken for one of the new machine's
+        fresh = Memory(uid=node.uid, plan=work_plan(self._run_plan, node_work(self.recipe, node)),
+                       lifecycle=f"{self.ctx.run_id}-{node.uid[:8]}")
+        detail = f"uid {old.uid[:8] or '?'} -> {node.uid[:8]}: another machine under this name; planned from scratch"
+        return Transition(memory=fresh, effects=(Announce(EventKind.REPLACED, detail),), wake=self._now, again=True)
 
     def _transition(self, *, wake: float | None, again: bool = False) -> Transition[Memory]:
         if self.m.outcome is not Outcome.RUNNING:

@@ -16,6 +16,7 @@ from reconciler.model.nodestate import (
     PackageState,
 )
 from reconciler.model.observed import NodeInfo, PodInfo
+from reconciler.model.plan import NodePlan
 from reconciler.model.recipe import Recipe
 from reconciler.model.vocab import (
     Phase,
@@ -102,6 +103,8 @@ class Memory:
     streak_start: float = 0.0
     failure_args: tuple[str, str, dict[str, Any]] | None = None
     give_up_recording: bool = False
+    uid: str = ""  # the node's UID (metadata.uid) when the lifecycle first read it: the machine it works on
+    plan: NodePlan | None = None  # the plan the lifecycle carries out when not the run's (a replaced machine's)
 
     def copy(self) -> Memory:
         """A copy whose containers are copied; the records in them are immutable, except the

@@ -20,7 +20,10 @@ from reconciler.model.nodestate import (
     dump_model,
     dump_state,
     failure_key,
+    holds_claim,
     inflight_key,
+    of_another_machine,
+    recipe_keys,
     state_key,
     status_key,
 )
@@ -32,6 +35,7 @@ from reconciler.model.vocab import (
     NodeStatus,
     Phase,
 )
+from reconciler.plan.nodework import node_work, work_plan
 
 
 class DrainPhases(StepCore):
@@ -42,7 +46,17 @@ class DrainPhases(StepCore):
         self._checkpoint()
         m = self.m
         node = self._read()
-        m.owns_cordon = cordon_key(self.recipe.name) in node.annotations
+        if not m.uid:
+            m.uid = node.uid
+        name = self.recipe.name
+        if of_another_machine(node.annotations, name, node.uid):
+            # our records were written on another machine under this name: void; planned from scratch
+            self._event(EventKind.REPLACED, "records of another machine under this name are void")
+            m.state, m.inflight = {}, None
+            m.pending.update({k: None for k in recipe_keys(name) if k in node.annotations})
+            m.plan = work_plan(self.plan, node_work(self.recipe, node))
+            node = self._know(node)
+        m.owns_cordon = holds_claim(node.annotations, name, node.uid)
         if (why := self._out_of_scope(node)) is not None:
             return self._leave(why)
         fl = m.inflight
@@ -50,8 +64,9 @@ class DrainPhases(StepCore):
         if fl is not None and not retry:
             m.lifecycle = fl.lifecycle or fl.runId
         else:
-            # a new lifecycle: stage attempts count from 1 again, under new stage pod names
-            m.lifecycle = self.ctx.run_id
+            # a new lifecycle: stage attempts count from 1 again, under new stage pod names (a
+            # replaced machine's lifecycle was named when it was found: machine.py ``_replaced``)
+            m.lifecycle = m.lifecycle or self.ctx.run_id
             for k, e in list(m.state.items()):
                 if e.restarts:
                     m.state[k] = e.model_copy(update={"restarts": 0})
@@ -77,7 +92,7 @@ class DrainPhases(StepCore):
         node = self._refresh()
         name = self.recipe.name
         # decided from the node as it is now: our claim there (a cordon whose answer was lost) is ours
-        m.owns_cordon = cordon_key(name) in node.annotations
+        m.owns_cordon = holds_claim(node.annotations, name, node.uid)
         if not self.plan.cordon:
             # nothing disruptive happens before the first stage: its record carries these too
             self._defer({inflight_key(name): self._inflight(Phase.STAGES), status_key(name): NodeStatus.IN_PROGRESS,
@@ -92,7 +107,7 @@ class DrainPhases(StepCore):
         }
         decision = decide_cordon(node, name)  # pure (execute/decide.py), from the fresh read
         if decision.claim:
-            ann[cordon_key(name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
+            ann[cordon_key(name)] = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp(), uid=node.uid))
         self._patch(annotations=ann, labels={status_key(name): NodeStatus.IN_PROGRESS},
                     unschedulable=True if decision.cordon else None)
         m.owns_cordon = decision.action in (CordonAction.CORDON, CordonAction.SHARE, CordonAction.OURS)

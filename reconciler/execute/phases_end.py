@@ -21,6 +21,7 @@ from reconciler.model.nodestate import (
     dump_model,
     dump_state,
     failure_key,
+    holds_claim,
     inflight_key,
     state_key,
     status_key,
@@ -185,8 +186,8 @@ class EndPhases(StepCore):
             self._event(EventKind.OWED, note)
             return None
         node = self._refresh()
-        m.owns_cordon = cordon_key(name) in node.annotations
-        others = cordon_claims(node.annotations, name)
+        m.owns_cordon = holds_claim(node.annotations, name, node.uid)
+        others = cordon_claims(node.annotations, name, node.uid)
         uncordon = m.owns_cordon and node.unschedulable and not others
         ann: dict[str, str | None] = {inflight_key(name): None}
         if m.owns_cordon:

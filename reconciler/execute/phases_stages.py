@@ -233,7 +233,7 @@ class StagePhases(StepCore):
                 if m.recordons > MAX_RECORDONS:
                     return self._fail(FailureReason.EXTERNALLY_UNCORDONED,
                                       f"node was uncordoned by someone else {m.recordons} times before its interrupt")
-                claim = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp()))
+                claim = dump_model(CordonRecord(runId=self.ctx.run_id, at=self._stamp(), uid=node.uid))
                 self._patch(annotations={cordon_key(self.recipe.name): claim}, unschedulable=True)
                 m.owns_cordon = True
                 self._event(EventKind.CORDON, "re-cordoned before the interrupt")

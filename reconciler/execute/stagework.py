@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, PackageState
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, CommittedStep, PackageState, package_digest
 from reconciler.model.plan import Step
 from reconciler.model.recipe import Interrupt, Package, Recipe, parse_duration
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
@@ -213,3 +213,16 @@ def interrupt_spec(recipe: Recipe, node: str, steps: tuple[Step, ...], interrupt
     )
     return stage_spec(recipe, node, fake, Stage.INTERRUPT, lifecycle=lifecycle, agent_image=agent_image,
                       interrupt=interrupt)
+
+
+def commitment(recipe: Recipe, steps: tuple[Step, ...] | list[Step]) -> tuple[CommittedStep, ...]:
+    """What a lifecycle commits to for ``steps`` of ``recipe`` (``InFlight.steps``): per step the
+    package, action, versions, stages, whether it has its own interrupt, its dependencies and the
+    digest of the recipe's package (:func:`~reconciler.model.nodestate.package_digest`)."""
+    return tuple(
+        CommittedStep.model_validate({
+            "package": s.package, "action": str(s.action), "from": s.from_, "to": s.to, "stages": s.stages,
+            "interrupt": s.interrupt is not None, "after": s.after,
+            "spec": package_digest(recipe.packages.get(s.package)),
+        })
+        for s in steps)

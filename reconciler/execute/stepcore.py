@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from reconciler.errors import ClusterError, ForbiddenError, NotFoundError, TransientError
+from reconciler.errors import ClusterError, ConflictError, ForbiddenError, NotFoundError, TransientError
 from reconciler.execute.effects import (
     Announce,
     DaemonSetExists,
@@ -27,7 +27,7 @@ from reconciler.execute.effects import (
 )
 from reconciler.execute.memory import Memory, Outcome, StepContext
 from reconciler.execute.retry import Fail, Gone, Retry, classify
-from reconciler.execute.stagework import interrupt_packages
+from reconciler.execute.stagework import commitment, interrupt_packages, owner_step
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
     InFlight,
@@ -37,6 +37,7 @@ from reconciler.model.nodestate import (
     is_ignored,
     parse_model,
     parse_state,
+    release_digest,
     state_key,
 )
 from reconciler.model.observed import NodeInfo, PdbInfo, PodInfo
@@ -58,6 +59,14 @@ class _Need(Exception):
         self.reads = reads
 
 
+class _Replaced(Exception):
+    """Raised inside a step when a read shows another machine under the node's name (another UID)."""
+
+    def __init__(self, node: NodeInfo) -> None:
+        super().__init__(node.name)
+        self.node = node
+
+
 class _Raise(Exception):
     def __init__(self, error: ClusterError) -> None:
         super().__init__(str(error))
@@ -72,7 +81,7 @@ class StepCore:
         self.m0 = memory
         self.m = memory.copy()
         self.v = view
-        self.plan = plan
+        self._run_plan = plan
         self.ctx = ctx
         self.recipe = ctx.recipe
         self.name = plan.name
@@ -90,6 +99,12 @@ class StepCore:
         # handler's start: see _checkpoint)
         self._cp = memory
 
+    @property
+    def plan(self) -> NodePlan:
+        """The plan the lifecycle carries out: the run's, unless the lifecycle planned the node
+        again (:attr:`Memory.plan`: the node turned out to be another machine)."""
+        return self.m.plan if self.m.plan is not None else self._run_plan
+
     # ------------------------------------------------------------------ reads
     def _fetch(self) -> NodeInfo:
         """A new GET of the node (deferred records merged: they are part of what we know of it)."""
@@ -102,6 +117,8 @@ class StepCore:
         return self._know(node)
 
     def _know(self, node: NodeInfo) -> NodeInfo:
+        if self.m.uid and node.uid and node.uid != self.m.uid:
+            raise _Replaced(node)  # another machine: nothing of this lifecycle applies to it
         if self.m.pending:
             ann = {**node.annotations, **self.m.pending}
             node = replace(node, annotations={k: v for k, v in ann.items() if v is not None})
@@ -226,7 +243,8 @@ class StepCore:
         decided = taints is not None or unschedulable is not None
         rv = self.m.node.resource_version if decided and self.m.node is not None else None
         self._write(PatchNode(annotations=annotations, labels=labels, unschedulable=unschedulable,
-                              taints=tuple(taints) if taints is not None else None, resource_version=rv or None),
+                              taints=tuple(taints) if taints is not None else None, resource_version=rv or None,
+                              uid=self.m.uid or None),
                     rollback)
         if self.m.node is not None:  # what the node will be once written (the answer replaces it)
             ann = {**self.m.node.annotations, **(annotations or {})}
@@ -252,25 +270,44 @@ class StepCore:
         self.m.pending.update(annotations)
 
     def _inflight(self, phase: Phase, **extra: Any) -> str:
+        """The in-flight record with ``phase`` (and ``extra`` fields), as JSON; kept in memory.
+
+        The lifecycle's first record (no record yet, or one of another lifecycle) carries the
+        commitment (:class:`~reconciler.model.nodestate.InFlight`): the release, the steps, the
+        merged interrupt and its owner, the node's UID and bootID; a record of this lifecycle keeps
+        the one it has (a record written before commitments existed gets the release and steps of
+        the plan it is resumed with)."""
         fl = self.m.inflight
-        base = fl.model_dump() if fl else {}
+        base = fl.model_dump(by_alias=True) if fl else {}
         lifecycle = self.m.lifecycle or self.ctx.run_id
         stamp = self._stamp()
-        same = base.get("lifecycle", lifecycle) == lifecycle
+        same = fl is not None and fl.lifecycle_id == lifecycle
         timers = dict(base.get("timers") or {}) if same else {}
         if phase in (Phase.WAIT, Phase.DRAIN, Phase.READINESS_GATE):
             timers.setdefault(phase, stamp)  # its timeout counts from the first start, across restarts
         base.update(runId=self.ctx.run_id, planHash=self.ctx.plan_hash, phase=phase, since=stamp,
                     lifecycle=lifecycle, timers=timers)
-        if not same:  # a new lifecycle names every stage pod anew: no earlier rerun counts
-            base["reruns"] = None
+        node = self.m.node
+        if not same:  # a new lifecycle: a new commitment; its stage pods are named anew (no rerun counts)
+            base.update(reruns=None, interrupt=None, interruptPackages=(), requestedAt=None, interruptOwner="",
+                        bootID=node.boot_id if node is not None else "", **self._commitment())
+        elif fl is not None and fl.steps is None:
+            base.update(self._commitment())
         if phase in (Phase.WAIT, Phase.DRAIN, Phase.STAGES) and self.plan.interrupt is not None:
             # the interrupt is owed from the start, so a restart after the stages never loses it
+            owner = owner_step(self.plan.steps, self.plan.interrupt)
             base.update(interrupt=self.plan.interrupt.model_dump(mode="json"),
-                        interruptPackages=interrupt_packages(self.plan.steps), requestedAt=None)
+                        interruptPackages=interrupt_packages(self.plan.steps), requestedAt=None,
+                        interruptOwner=base.get("interruptOwner") or (owner.package if owner else ""))
         base.update(extra)
         self.m.inflight = InFlight.model_validate(base)
         return dump_model(self.m.inflight)
+
+    def _commitment(self) -> dict[str, Any]:
+        """The commitment fields of a new record: the release, the plan's steps, the node's UID."""
+        node = self.m.node
+        return {"release": release_digest(self.recipe), "recipeVersion": self.recipe.version,
+                "steps": commitment(self.recipe, self.plan.steps), "nodeUID": node.uid if node is not None else ""}
 
     def _set_entry(self, key: str, name: str, version: str, stage: str, state: str, step: Step,
                    restarts: int | None = None) -> None:
@@ -304,6 +341,8 @@ class StepCore:
             m.give_up_recording = True  # the node is gone: the failure is reported, not recorded
             return self._phase_failing()
         now = self._now
+        if isinstance(e, ConflictError) and m.uid:
+            self._fetch()  # a precondition failed: is the node another machine now? (raises _Replaced)
         if m.streak == 0:
             m.streak_start = now
         m.streak += 1

@@ -27,7 +27,7 @@ from reconciler.model.vocab import PERSISTED_PHASES, PackageStatus, Phase, Stage
 
 if TYPE_CHECKING:
     from reconciler.model.policy import DeploymentPolicy
-    from reconciler.model.recipe import Recipe
+    from reconciler.model.recipe import Package, Recipe
 
 PREFIX = "reconciler.nodewright.dev"
 LEGACY_PREFIXES = ("skyhook.nvidia.com", "nodewright.nvidia.com")
@@ -50,12 +50,27 @@ def cordon_key(recipe: str) -> str:
     return f"{PREFIX}/cordon_{recipe}"
 
 
-def cordon_claims(annotations: Mapping[str, str], except_recipe: str) -> tuple[str, ...]:
+def cordon_claims(annotations: Mapping[str, str], except_recipe: str, uid: str = "") -> tuple[str, ...]:
     """Other recipes holding a cordon claim in a node's ``annotations`` (their
-    ``cordon_<recipe>`` annotation), sorted."""
+    ``cordon_<recipe>`` annotation), sorted. With the node's ``uid``, a claim written on another
+    machine (its recorded UID differs) is no claim (:func:`holds_claim`)."""
     prefix = cordon_key("")
     return tuple(sorted(k[len(prefix):] for k in annotations
-                        if k.startswith(prefix) and k != cordon_key(except_recipe)))
+                        if k.startswith(prefix) and k != cordon_key(except_recipe)
+                        and holds_claim(annotations, k[len(prefix):], uid)))
+
+
+def holds_claim(annotations: Mapping[str, str], recipe: str, uid: str = "") -> bool:
+    """Whether ``recipe`` holds a cordon claim on the node with these ``annotations`` and ``uid``:
+    its ``cordon_<recipe>`` annotation is there and was not written on another machine (a claim
+    recording another UID is void: the node was replaced under the same name, and a cordon it
+    registered with is not ours). A claim that cannot be read counts as held (we never lift a
+    cordon we cannot account for, and never take one for ours without our claim)."""
+    text = annotations.get(cordon_key(recipe))
+    if text is None:
+        return False
+    rec = parse_model(CordonRecord, text)
+    return rec is None or not (rec.uid and uid and rec.uid != uid)
 
 
 def inflight_key(recipe: str) -> str:
@@ -95,6 +110,29 @@ def recorded_status(labels: Mapping[str, str], annotations: Mapping[str, str], r
     -l``, which a person may have edited). The one precedence every reader uses."""
     key = status_key(recipe)
     return annotations.get(key) or labels.get(key) or ""
+
+
+def recipe_keys(recipe: str) -> tuple[str, ...]:
+    """Every annotation of ``recipe``'s records on a node: package state, config digests, cordon
+    claim, in-flight record, failure record, status."""
+    return (state_key(recipe), config_key(recipe), cordon_key(recipe), inflight_key(recipe), failure_key(recipe),
+            status_key(recipe))
+
+
+def of_another_machine(annotations: Mapping[str, str], recipe: str, uid: str) -> bool:
+    """Whether ``recipe``'s records on a node were written on another machine than the one with
+    ``uid`` (its in-flight record or cordon claim records another UID): the node object was
+    replaced under the same name and our annotations came along (copied by a provisioner, or
+    written by a run that did not know yet). Such records are void, every one of them
+    (:func:`recipe_keys`): the node is planned from scratch. An unknown UID on either side is the
+    same machine."""
+    if not uid:
+        return False
+    fl = parse_model(InFlight, annotations.get(inflight_key(recipe)))
+    if fl is not None and not fl.of_machine(uid):
+        return True
+    claim = parse_model(CordonRecord, annotations.get(cordon_key(recipe)))
+    return claim is not None and bool(claim.uid) and claim.uid != uid
 
 
 def condition_type(recipe: str, kind: Literal["Erroring", "NotReady"]) -> str:
@@ -239,6 +277,52 @@ def dump_config_digests(d: Mapping[str, ConfigDigest]) -> str:
 
 
 
+class CommittedStep(Frozen):
+    """One package's work a node's lifecycle committed to (:attr:`InFlight.steps`): the plan step
+    as it was when the lifecycle took it on. ``stages``: the stages still to run at the commit, in
+    order, ``post-interrupt`` last when the step has its own interrupt (``interrupt``: it is one of
+    the merged interrupt's packages); ``after``: packages whose steps finish first on the node;
+    ``spec``: :func:`package_digest` of the recipe's package at the commit ("" when the recipe
+    described no such package: the uninstall of a removed one). A later recipe whose package has
+    another digest supersedes the step (docs/semantics.md, "The in-flight record is the
+    contract")."""
+
+    package: str
+    action: str
+    from_: str | None = Field(default=None, alias="from")
+    to: str | None = None
+    stages: tuple[str, ...] = ()
+    interrupt: bool = False
+    after: tuple[str, ...] = ()
+    spec: str = ""
+
+
+_PACKAGE_DIGESTS: dict[int, tuple[Any, str]] = {}
+
+
+def package_digest(pkg: Package | None) -> str:
+    """Short digest of everything a package's stages are made from (version, image and digest,
+    configMap, env, resources, interrupts, dependencies, uninstall); "" for None. Memoised per
+    package object (models are frozen)."""
+    if pkg is None:
+        return ""
+    hit = _PACKAGE_DIGESTS.get(id(pkg))
+    if hit is not None and hit[0] is pkg:
+        return hit[1]
+    if len(_PACKAGE_DIGESTS) > 4096:
+        _PACKAGE_DIGESTS.clear()
+    out = digest(pkg.model_dump(mode="json"))
+    _PACKAGE_DIGESTS[id(pkg)] = (pkg, out)
+    return out
+
+
+def release_digest(recipe: Recipe) -> str:
+    """The identity of a recipe's *release*: the digest of its packages (what a node is changed
+    to; not its selectors, budget, drain options or timeouts, which apply to whatever lifecycle
+    runs). Two recipes with the same release digest make the same changes on a node."""
+    return digest({name: package_digest(pkg) for name, pkg in sorted(recipe.packages.items())})
+
+
 class InFlight(Frozen):
     """The node step in flight for one recipe (annotation :func:`inflight_key`), written before the
     step's effect and cleared when the node's lifecycle ends, so a killed run resumes exactly.
@@ -269,6 +353,16 @@ class InFlight(Frozen):
     in the verb's one write, it survives a crash of the apply that follows. Only the rerun
     package's pods are renamed: the others (one still running, the interrupt) keep theirs, so
     nothing runs twice. A new lifecycle starts without it.
+
+    The commitment (issue 34: the record is the contract), written with the lifecycle's first
+    record and again only when it takes up a newer release at a safe point: ``release`` and
+    ``recipeVersion`` (:func:`release_digest` and ``metadata.version`` of the recipe it is for),
+    ``steps`` (per package the version and stages it committed to, :class:`CommittedStep`),
+    ``interrupt``/``interruptPackages``/``interruptOwner`` (the merged interrupt, the packages
+    whose post-interrupt stage follows it, the package whose image runs it), ``nodeUID`` (the
+    machine: a node with another UID is another machine, and this record is void there) and
+    ``bootID`` (the baseline, recorded again right before a reboot is requested). Records written
+    before the commitment existed have ``steps`` None: they are resumed from the plan, as then.
     """
 
     runId: str
@@ -283,6 +377,16 @@ class InFlight(Frozen):
     requestedAt: str | None = None
     interruptOwner: str = ""
     reruns: dict[str, Annotated[int, Field(ge=1, le=1_000_000)]] | None = None
+    release: str = ""
+    recipeVersion: str = ""
+    steps: tuple[CommittedStep, ...] | None = None
+    nodeUID: str = ""
+
+    def of_machine(self, uid: str) -> bool:
+        """Whether this record belongs to the machine with ``uid`` (an unknown UID on either side
+        — a record written before UIDs were recorded, an adapter that gives none — counts as the
+        same machine)."""
+        return not (self.nodeUID and uid and self.nodeUID != uid)
 
     @property
     def lifecycle_id(self) -> str:
@@ -327,10 +431,13 @@ class InFlight(Frozen):
 
 class CordonRecord(Frozen):
     """Value of :func:`cordon_key`: we cordoned this node (it was schedulable before). ``at`` is
-    the UTC instant of the cordon (RFC 3339; ``""`` when unknown)."""
+    the UTC instant of the cordon (RFC 3339; ``""`` when unknown); ``uid`` the node's UID when the
+    claim was written: on a node with another UID (another machine under the same name) the claim
+    is not ours (:func:`claim_of`)."""
 
     runId: str
     at: str = ""
+    uid: str = ""
 
     @field_validator("at", mode="before")
     @classmethod
@@ -456,4 +563,5 @@ def _where(e: InputError) -> str:
 
 def dump_model(value: Frozen) -> str:
     """Compact canonical JSON of a record model."""
-    return json.dumps(value.model_dump(mode="json", exclude_none=True), sort_keys=True, separators=(",", ":"))
+    return json.dumps(value.model_dump(mode="json", exclude_none=True, by_alias=True), sort_keys=True,
+                      separators=(",", ":"))

@@ -90,6 +90,7 @@ class EventKind(StrEnum):
     OWED = "owed"  # a node out of scope that still owes an interrupt: recorded and kept
     GATE = "gate"  # packages complete; held at the recipe's readiness gate
     GATE_PASSED = "gate-passed"  # the external validator said ready
+    REPLACED = "replaced"  # another machine under the node's name (another UID): planned from scratch
 
 
 class Stage(StrEnum):

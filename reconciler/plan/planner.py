@@ -76,18 +76,17 @@ nodes it picks and how many selected nodes with work (or a taint to remove) it l
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from reconciler.diff import NodeDiff, PackageChange, diff_node
+from reconciler.diff import NodeDiff, diff_node
 from reconciler.errors import InputError
 from reconciler.jsonsafe import dumps_sorted_bytes
 from reconciler.model.disruption import EvictionAnswer, eviction_answer
-from reconciler.model.graph import dependents, find_cycle
+from reconciler.model.graph import find_cycle
 from reconciler.model.interrupts import merge_interrupts
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
@@ -99,11 +98,13 @@ from reconciler.model.nodestate import (
     cordon_claims,
     cordon_key,
     failure_key,
+    holds_claim,
     inflight_key,
     inputs_digest,
     is_ignored,
     not_retried,
     not_retried_message,
+    of_another_machine,
     parse_model,
     state_key,
 )
@@ -114,6 +115,7 @@ from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
 from reconciler.model.selector import LabelSelector
 from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, predict_batches
 from reconciler.plan.drain import classify_pods
+from reconciler.plan.nodework import order_steps
 from reconciler.plan.taints import is_new_node
 
 #: Hash document version: bump when the hashed document's shape changes.
@@ -160,55 +162,6 @@ def classify_drain(pods: Sequence[PodInfo], drain: DrainOptions, protect: LabelS
         if p.controller is None:
             lossy.append((p, "bare pod will be deleted and not recreated (drain.force)"))
     return DrainView(tuple(cls.protected), evict, tuple(cls.blockers), tuple(lossy))
-
-
-# --------------------------------------------------------------------------------------------
-# step order
-
-
-def order_steps(changes: Sequence[PackageChange], deps: Mapping[str, Sequence[str]]) -> list[Step]:
-    """Order a node's changing packages into steps with their ``after`` lists.
-
-    ``deps`` is the recipe's name → dependency names. Uninstalls first, each after the
-    uninstalling packages that depend on it; then the other steps in dependency order (each
-    after its changing, non-uninstalling dependencies), preferring downgrades, then names.
-    """
-    changing = {c.package: c for c in changes if c.changing}
-    rev = dependents(deps)
-    uninst = {n for n, c in changing.items() if c.action == "uninstall"}
-    after: dict[str, list[str]] = {}
-    for n in changing:
-        if n in uninst:
-            after[n] = sorted(d for d in rev.get(n, []) if d in uninst)
-        else:
-            after[n] = sorted(d for d in deps.get(n, ()) if d in changing and d not in uninst)
-    order = _kahn(sorted(uninst), after, lambda n: (0, n))
-    order += _kahn(
-        sorted(set(changing) - uninst),
-        after,
-        lambda n: (0 if changing[n].action == "downgrade" else 1, n),
-    )
-    return [changing[n].to_step(after[n]) for n in order]
-
-
-def _kahn(names: list[str], after: Mapping[str, list[str]], key: Callable[[str], tuple[int, str]]) -> list[str]:
-    """Topological order of ``names`` (``after`` edges inside ``names``), smallest ``key`` first."""
-    members = set(names)
-    pending = {n: {a for a in after[n] if a in members} for n in names}
-    heap = [(key(n), n) for n in names if not pending[n]]
-    heapq.heapify(heap)
-    out: list[str] = []
-    while heap:
-        _, n = heapq.heappop(heap)
-        out.append(n)
-        for m in names:
-            if n in pending[m]:
-                pending[m].discard(n)
-                if not pending[m]:
-                    heapq.heappush(heap, (key(m), m))
-    if len(out) != len(names):  # pragma: no cover - the recipe graph is checked acyclic first
-        raise ValueError("dependency cycle among steps")
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -285,6 +238,8 @@ def _plan_node(
 ) -> _Draft:
     # fleets repeat the same recorded state on many nodes: diff and order each distinct state once
     key = _diff_key(recipe.name, info.annotations) if memo is not None else None
+    if key is not None and (key[2] is not None or key[4] is not None):
+        key = (*key, info.uid)  # records that name a machine: whether they are void depends on the node's UID
     hit = memo.get(key) if memo is not None and key is not None else None
     if hit is not None:
         d, steps = _for_node(hit[0], info.name), hit[1]
@@ -344,6 +299,8 @@ def _plan_node(
     notes: list[str] = []
     if d.state_error:
         notes.append("state annotation malformed: node skipped")
+    if d.void:
+        notes.append("records of another machine under this name (another UID) are void: planned from scratch")
     if d.imported:
         notes.append(f"state imported from {d.state_source}")
     if d.inflight is not None:
@@ -359,7 +316,7 @@ def _plan_node(
     if has_work and info.ready is not True:
         warnings.append(f"node {info.name} is not Ready; its lifecycle may wait or fail")
     if info.unschedulable and not d.cordoned_by_us:
-        others = cordon_claims(info.annotations, recipe.name)
+        others = cordon_claims(info.annotations, recipe.name, info.uid)
         who = f"by recipe(s) {', '.join(others)}" if others else "by someone else"
         warnings.append(
             f"node {info.name} is already cordoned {who}: it counts against its compartment's budget while "
@@ -694,7 +651,9 @@ def out_of_scope_nodes(recipe: Recipe, fleet: ObservedFleet, selected: set[str])
     for n in sorted(fleet.nodes.values(), key=lambda n: n.name):
         if n.name in selected:
             continue
-        holds = cordon_key(recipe.name) in n.annotations
+        if of_another_machine(n.annotations, recipe.name, n.uid):
+            continue  # another machine's records: void, nothing of this node to release or finish
+        holds = holds_claim(n.annotations, recipe.name, n.uid)
         fl = parse_model(InFlight, n.annotations.get(inflight_key(recipe.name)))
         if not holds and fl is None:
             continue

@@ -368,12 +368,13 @@ class FaultyCluster:
         unschedulable: bool | None = None,
         taints: tuple[Taint, ...] | None = None,
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> NodeInfo:
         """Forwarded ``Cluster.patch_node``."""
         out: NodeInfo = self._call(
             "patch_node", f"node/{name}", f"patch node {name}",
             self.roles.nodes.patch_node, name, annotations=annotations, labels=labels, unschedulable=unschedulable,
-            taints=taints, resource_version=resource_version,
+            taints=taints, resource_version=resource_version, uid=uid,
         )
         return out
 

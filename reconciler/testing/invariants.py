@@ -130,7 +130,8 @@ def check_one_interrupt(sim: SimFleet) -> list[str]:
 
 
 def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -> list[str]:
-    """Violations of "stages in dependency order" and "at most one interrupt per node per run".
+    """Violations of "stages in dependency order" and "at most one interrupt per node per run",
+    per machine: a node found replaced by another machine (event ``replaced``) starts over.
 
     ``deps``: package → packages it depends on (the recipe's ``dependsOn`` names).
     """
@@ -139,7 +140,10 @@ def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -
     ended: dict[str, dict[str, float]] = {}
     interrupts: dict[str, int] = {}
     for ev in events:
-        if ev.event == "stage-start":
+        if ev.event == "replaced":
+            out += _order_problems(ev.node, started.pop(ev.node, {}), ended.pop(ev.node, {}), deps)
+            interrupts.pop(ev.node, None)
+        elif ev.event == "stage-start":
             pkg = ev.detail.split()[0]
             started.setdefault(ev.node, {}).setdefault(pkg, ev.t)
         elif ev.event == "stage-end":
@@ -148,9 +152,13 @@ def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -
         elif ev.event == "interrupt":
             interrupts[ev.node] = interrupts.get(ev.node, 0) + 1
     for node, starts in started.items():
-        for pkg, t in starts.items():
-            for dep in deps.get(pkg, ()):
-                if dep in starts and ended.get(node, {}).get(dep, float("inf")) > t:
-                    out.append(f"{node}: {pkg} started at {t} before its dependency {dep} ended")
+        out += _order_problems(node, starts, ended.get(node, {}), deps)
     out += [f"{n}: {k} interrupts in one run" for n, k in interrupts.items() if k > 1]
     return out
+
+
+def _order_problems(node: str, starts: Mapping[str, float], ends: Mapping[str, float],
+                    deps: Mapping[str, Iterable[str]]) -> list[str]:
+    return [f"{node}: {pkg} started at {t} before its dependency {dep} ended"
+            for pkg, t in starts.items() for dep in deps.get(pkg, ())
+            if dep in starts and ends.get(dep, float("inf")) > t]

@@ -68,6 +68,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "owed": "A node out of scope still owes an interrupt: recorded and kept.",
         "gate": "The node reached the readiness gate and is held.",
         "gate-passed": "The external validator said the node is ready.",
+        "replaced": "Another machine under the node's name (another UID): its lifecycle starts from scratch.",
     },
     "Stage": {
         "apply": "Install the package (then apply-check).",

@@ -618,11 +618,16 @@ class KubeCluster:
         unschedulable: bool | None = None,
         taints: tuple[Taint, ...] | None = None,
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> NodeInfo:
         """One JSON merge patch (RFC 7386) of the node: annotations/labels merged (None deletes the
         key), ``spec.unschedulable`` set, ``spec.taints`` replaced as a whole. With
         ``resource_version`` the body carries ``metadata.resourceVersion``, which the API server
-        enforces (409 → ConflictError when the node changed). Returns the node as written. With
+        enforces (409 → ConflictError when the node changed). With ``uid`` the body carries
+        ``metadata.uid``: the API server refuses a patch that would change an object's UID (422
+        "field is immutable", as the kubelet's UID-preconditioned status patches rely on), so the
+        write never lands on another machine registered under the same name; that refusal is
+        raised as ConflictError (reason ``UIDPrecondition``). Returns the node as written. With
         nothing to change it only reads the node.
 
         ``taints`` replaces the whole list: pass every taint the node should keep (read them with
@@ -646,6 +651,8 @@ class KubeCluster:
             return self.get_node(name)
         if resource_version:
             meta["resourceVersion"] = resource_version
+        if uid:
+            meta["uid"] = uid
         body: Obj = {}
         if meta:
             body["metadata"] = meta
@@ -653,6 +660,15 @@ class KubeCluster:
             body["spec"] = spec
         self._track(NODES, name)
         what = f"patch node {name}"
+        try:
+            return self._patch_node(name, body, what)
+        except ClusterError as e:
+            if uid and e.status == 422 and "metadata.uid" in str(e):
+                raise ConflictError(f"node {name} is another object now (UID precondition {uid} failed)", 409,
+                                    reason="UIDPrecondition") from None
+            raise
+
+    def _patch_node(self, name: str, body: Obj, what: str) -> NodeInfo:
         if self._thin:
             query: list[tuple[str, Any]] = [("fieldManager", COMPONENT)]
             if self.server_dry_run:

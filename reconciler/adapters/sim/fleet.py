@@ -45,7 +45,7 @@ import json
 from collections.abc import Callable
 from functools import partial
 
-from reconciler.adapters.kube.objects import parse_time
+from reconciler.adapters.kube.objects import format_time, parse_time
 from reconciler.adapters.sim.config import SimConfig
 from reconciler.adapters.sim.core import Obj
 from reconciler.adapters.sim.index import FleetIndex
@@ -340,6 +340,48 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         if t and t > newest:
             newest = t
         return newest or 1767225600.0  # 2026-01-01T00:00:00Z
+
+    def replace_node(self, name: str, *, ready: bool = True, unschedulable: bool = False,
+                     taints: list[Obj] | None = None, labels: dict[str, str] | None = None) -> str:
+        """Test helper (not a write): the machine behind node ``name`` is replaced under the same
+        name, as a cloud provider replaces an instance: the Node object is deleted and the new
+        machine's kubelet registers it again — a new UID and bootID, a new ``creationTimestamp``,
+        none of the old object's annotations (our records went with it), its labels (or
+        ``labels``), registered ``ready`` (False: it joins NotReady), ``unschedulable``
+        (``--register-unschedulable``) and with ``taints`` (``--register-with-taints``). The pods
+        bound to the old node are deleted, as the pod garbage collector deletes the pods of a
+        deleted node (their controllers replace them elsewhere); so are its stage pods, and the
+        old machine's pending reboot never reaches the new one. Returns the new UID.
+
+        Raises:
+            KeyError: no node ``name``.
+        """
+        old = self.nodes[name]
+        meta = old["metadata"]
+        for key in sorted(self._index.pods_of_node(name)):
+            pod = self.pods.get(key)
+            if pod is not None:
+                self._remove_pod(key, pod["metadata"]["uid"])
+        for pod_name in [k for k, v in self._stages.items() if v["spec"].node == name]:
+            del self._stages[pod_name]
+        uid = self._new_uid()
+        new: Obj = {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": uid, "creationTimestamp": format_time(self.wall()),
+                         "labels": dict(meta.get("labels") or {}) if labels is None else dict(labels)},
+            "spec": {k: v for k, v in (old.get("spec") or {}).items() if k == "providerID"},
+            "status": {"conditions": [],
+                       "nodeInfo": {**((old.get("status") or {}).get("nodeInfo") or {}), "bootID": self._new_uid()}},
+        }
+        if unschedulable:
+            new["spec"]["unschedulable"] = True
+        if taints:
+            new["spec"]["taints"] = [dict(t) for t in taints]
+        self._set_ready(new, ready, "KubeletReady" if ready else "KubeletNotReady", "registered by the new machine")
+        self._bump(new)
+        self.nodes[name] = new
+        self._index.node_changed(name)
+        return uid
 
     def dump_state(self) -> str:
         """A canonical JSON of nodes and pods (for comparing final states in tests)."""

@@ -123,7 +123,7 @@ class SimKubelet(SimCore):
 
     def _reboot_down(self, node: str, stage_name: str) -> None:
         n = self.nodes.get(node)
-        if n is None:
+        if n is None or stage_name not in self._stages:  # the interrupt pod went first (its machine replaced)
             return
         if node not in self.config.neverReturns:
             self._set_timer(n, rebootUpAt=self.wall() + self.config.rebootSeconds)
@@ -138,7 +138,8 @@ class SimKubelet(SimCore):
 
     def _reboot_up(self, node: str) -> None:
         n = self.nodes.get(node)
-        if n is None:
+        timers = json.loads(((n or {}).get("metadata", {}).get("annotations") or {}).get(SIM_ANN, "{}"))
+        if n is None or "rebootUpAt" not in timers:  # gone, or replaced by another machine meanwhile
             return
         self._set_timer(n, rebootUpAt=None)
         info = n.setdefault("status", {}).setdefault("nodeInfo", {})

@@ -38,12 +38,17 @@ class SimNodes(SimCore):
         unschedulable: bool | None = None,
         taints: tuple[Taint, ...] | None = None,
         resource_version: str | None = None,
+        uid: str | None = None,
     ) -> NodeInfo:
-        """One write: merge annotations/labels (None removes), set unschedulable and/or taints."""
+        """One write: merge annotations/labels (None removes), set unschedulable and/or taints;
+        ``resource_version`` and ``uid`` are preconditions (ConflictError)."""
         if name not in self.nodes:
             raise NotFoundError(f"node {name} not found", 404)
         node = self.nodes[name]
         meta = node["metadata"]
+        if uid is not None and meta.get("uid") != uid:
+            raise ConflictError(f"node {name} is another object now (UID precondition {uid} failed; it is "
+                                f"{meta.get('uid')})", 409, reason="UIDPrecondition")
         if resource_version is not None and str(meta.get("resourceVersion", "")) != resource_version:
             raise ConflictError(f"node {name} was modified (resourceVersion {resource_version} is stale)", 409)
         self._write("patch", f"node/{name}")
