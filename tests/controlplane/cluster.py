@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 K8S_VERSION = "v1.36.3"
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kubectl")
 
 #: Audit policy of the test control plane: writes only, request metadata only, once per request.
 AUDIT_POLICY = """\

@@ -6,6 +6,8 @@ document of its group — the document ``kubectl explain`` renders (it reads
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from ruamel.yaml import YAML
 
 from reconciler.load import recipes as recipe_loader
 from reconciler.model.recipe import DrainOptions, Package, Recipe
+from tests.controlplane.cluster import ControlPlane, binaries_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "charts" / "node-reconciler" / "crds" / "noderecipes.yaml"
@@ -78,3 +81,21 @@ def test_explain_noderecipe_spec_describes_every_spec_field(schema: dict[str, An
     drain = spec["properties"]["drain"]["properties"]
     for name, field in DrainOptions.model_fields.items():
         assert drain[name].get("description") and drain[name]["description"] == field.description, name
+
+
+def test_kubectl_explain_prints_the_package_field_descriptions(schema: dict[str, Any],
+                                                               controlplane: ControlPlane) -> None:
+    """The literal command: ``kubectl explain noderecipe.spec.packages`` (kubectl built with the
+    control plane) prints the field's description and each package field with its own."""
+    out = subprocess.run(
+        [str(binaries_dir() / "kubectl"), "--kubeconfig", str(controlplane.kubeconfig), "explain",
+         "noderecipe.spec.packages"], capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    head, _, fields = out.stdout.partition("\nFIELDS:\n")
+    assert " ".join(str(Recipe.model_fields["packages"].description).split()) in " ".join(head.split())
+    # kubectl's layout: "  <name>\t<<type>>" then the description wrapped, indented by four
+    blocks = {m.group(1): " ".join(m.group(2).split())
+              for m in re.finditer(r"^  (\w+)\t<[^\n]*>[^\n]*\n((?:    [^\n]*\n?)*)", fields, re.M)}
+    assert set(blocks) == set(Package.model_fields) - {"name"}
+    for name, text in blocks.items():
+        assert text == " ".join(str(Package.model_fields[name].description).split()), name
