@@ -34,6 +34,7 @@ class Outcome(Enum):
     BLOCKED = "blocked"
     REMOVED = "removed"
     LEFT = "left"
+    WAITING = "waiting"  # never started: the node was not Ready within timeouts.nodeReady
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from reconciler.model.nodestate import (
     holds_claim,
     inflight_key,
     of_another_machine,
+    readiness,
     recipe_keys,
     state_key,
     status_key,
@@ -71,18 +72,29 @@ class DrainPhases(StepCore):
                 if e.restarts:
                     m.state[k] = e.model_copy(update={"restarts": 0})
         if fl is not None:
-            self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
             resume = {Phase.INTERRUPT: Phase.INTERRUPT, Phase.POST_INTERRUPT: Phase.POST_INTERRUPT,
                       Phase.READINESS_GATE: Phase.READINESS_GATE, Phase.UNCORDON: Phase.UNCORDON}.get(fl.phase)
             if resume is None and (fl.phase is Phase.STAGES or not self.plan.cordon):
                 resume = Phase.STAGES
             if resume is not None:
+                self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
                 m.phase = resume
                 return self._now
             # cordon/wait/drain: re-check everything; cordoned never means drained
         if node.ready is not True:
+            # a node joins NotReady for minutes (drivers loading): waited for, within timeouts.nodeReady
+            if (wake := self._ready_wait(node)) is not None:
+                return wake
+            limit = self.recipe.timeouts.nodeReady
+            if fl is None:
+                return self._not_started(f"waiting for the node to be Ready ({FailureReason.NODE_NOT_READY}: not "
+                                         f"Ready within {limit} s; nothing was started, it is taken up once Ready)")
             return self._fail(FailureReason.NODE_NOT_READY,
-                              f"node {self.name} is not Ready; nothing was started", keep_cordon=True)
+                              f"node {self.name} is not Ready after {limit} s, before its drain (Ready="
+                              f"{readiness(node.ready)}); retried once its readiness changes", keep_cordon=True)
+        m.waiting_logged = False
+        if fl is not None:
+            self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
         m.phase = Phase.CORDON
         return self._phase_cordon()
 

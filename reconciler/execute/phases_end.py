@@ -23,6 +23,7 @@ from reconciler.model.nodestate import (
     failure_key,
     holds_claim,
     inflight_key,
+    readiness,
     state_key,
     status_key,
 )
@@ -44,8 +45,12 @@ class EndPhases(StepCore):
         m = self.m
         node = self._read()
         if node.ready is not True:
+            if (wake := self._ready_wait(node)) is not None:
+                return wake
             return self._fail(FailureReason.NODE_NOT_READY,
-                              "node is not Ready at the end of its lifecycle; it stays cordoned", keep_cordon=True)
+                              f"node is not Ready at the end of its lifecycle after {self.recipe.timeouts.nodeReady} s "
+                              f"(Ready={readiness(node.ready)}); it stays cordoned, retried once its readiness "
+                              "changes", keep_cordon=True)
         name = self.recipe.name
         ann: dict[str, str | None] = {
             inflight_key(name): None,
@@ -100,9 +105,11 @@ class EndPhases(StepCore):
         reason, message, kw = m.failure_args
         reason = str(reason)  # a FailureReason's value: records and API objects carry plain strings
         name = self.recipe.name
+        node = m.node  # the node as last read: the machine and readiness the failure belongs to
         rec = FailureRecord(runId=self.ctx.run_id, inputs=self.ctx.inputs, reason=reason, stage=kw["stage"],
                             package=kw["package"], exitCode=kw["exit_code"], message=message[:2000],
-                            logTail=kw["log_tail"][-2000:])
+                            logTail=kw["log_tail"][-2000:], uid=node.uid if node is not None else "",
+                            ready=readiness(node.ready) if node is not None else "")
         if not m.give_up_recording:
             ann: dict[str, str | None] = {
                 failure_key(name): dump_model(rec),
@@ -129,6 +136,15 @@ class EndPhases(StepCore):
         m.message = message
         m.outcome = Outcome.FAILED
         self._event(EventKind.FAILED, f"{reason}: {message}")
+        return None
+
+    def _not_started(self, message: str) -> float | None:
+        """End a node that was never started (nothing of this lifecycle written, nothing changed on
+        it) as WAITING: not a failure, out of its batch's count, taken up by a later pass."""
+        m = self.m
+        m.message = message
+        m.outcome = Outcome.WAITING
+        self._event(EventKind.NOT_STARTED, message)
         return None
 
     def _block(self, message: str) -> float | None:

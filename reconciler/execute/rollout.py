@@ -201,7 +201,7 @@ class Rollout:
 
         def held(name: str) -> FailureRecord | None:  # failed earlier with these very inputs: left failed
             info = nodes_now.get(name)
-            return None if info is None else not_retried(info.annotations, self.recipe.name, self.ctx.inputs,
+            return None if info is None else not_retried(info, self.recipe.name, self.ctx.inputs,
                                                          retry_failed=self.retry_failed)
 
         # the plan's notRetried nodes are in no batch (the planner made the same decision): still
@@ -526,6 +526,7 @@ class Rollout:
         b.succeeded = sum(o is Outcome.COMPLETE for o in outcomes)
         b.failed = sum(o is Outcome.FAILED for o in outcomes)
         b.blocked = sum(o is Outcome.BLOCKED for o in outcomes)
+        waiting = sum(o is Outcome.WAITING for o in outcomes)  # never started (not Ready): out of the count
         counted = b.succeeded + b.failed
         for n in b.nodes:
             if self.runs[n].outcome is Outcome.BLOCKED and n not in c.retried_blocked:
@@ -539,6 +540,7 @@ class Rollout:
         self.timeline.add(
             self.clock.now(), c.name, "batch-end",
             f"batch {b.number}: {b.succeeded} ok, {b.failed} failed, {b.blocked} blocked"
+            + (f", {waiting} waiting (not Ready)" if waiting else "")
             + ("" if b.passed is None else (", passed" if b.passed else ", failed")),
         )
         if c.state.should_stop:
@@ -576,10 +578,12 @@ class Rollout:
                 Outcome.BLOCKED: NodeResult.BLOCKED,
                 Outcome.REMOVED: NodeResult.REMOVED,
                 Outcome.LEFT: NodeResult.LEFT,
+                Outcome.WAITING: NodeResult.WAITING,
                 Outcome.RUNNING: NodeResult.UNTOUCHED,
             }[o]
             if o in (Outcome.FAILED, Outcome.BLOCKED):
                 any_failed = True
+            any_waiting = any_waiting or o is Outcome.WAITING
             f = r.failure
             outcomes.append(
                 NodeOutcome(

@@ -37,6 +37,7 @@ from reconciler.model.nodestate import (
     is_ignored,
     parse_model,
     parse_state,
+    readiness,
     release_digest,
     state_key,
 )
@@ -45,6 +46,7 @@ from reconciler.model.plan import NodePlan, Step
 from reconciler.model.utctime import elapsed_since, to_rfc3339
 from reconciler.model.vocab import (
     EventKind,
+    FailureReason,
     Phase,
 )
 from reconciler.plan.drain import classify_pods
@@ -366,6 +368,24 @@ class StepCore:
         self._effect(Log(LogLevel.INFO, f"node {self.name}: {e}; retry {m.streak} in {decision.after:.0f} s"))
         return now + decision.after
 
+    def _ready_wait(self, node: NodeInfo) -> float | None:
+        """For a node that is not Ready: when to look again while ``timeouts.nodeReady`` is not
+        over, counted from its Ready condition's last transition (the node's creation when it has
+        no Ready condition; when this process first saw it, when neither is known), so the bound
+        holds across restarts and passes without a record of ours; None once it is over. Logs
+        the wait once (event ``wait``, reason NodeNotReady)."""
+        limit = self.recipe.timeouts.nodeReady
+        cond = node.condition("Ready")
+        since = cond.since if cond is not None and cond.since is not None else (node.created or None)
+        waited = self._utc - since if since is not None else self._elapsed("node-ready", None)
+        if waited >= limit:
+            return None
+        if not self.m.waiting_logged:
+            self._event(EventKind.WAIT, f"{FailureReason.NODE_NOT_READY}: node is not Ready "
+                                        f"(Ready={readiness(node.ready)}); waiting up to {limit} s for it")
+            self.m.waiting_logged = True
+        return self._now + min(self.ctx.poll_seconds, limit - waited)
+
     def _out_of_scope(self, node: NodeInfo) -> str | None:
         """Why the node must not be (further) worked on: it left the selector or was ignored."""
         if not self.recipe.nodeSelector.matches(node.labels):
@@ -386,6 +406,9 @@ class StepCore:
         raise NotImplementedError
 
     def _block(self, message: str) -> float | None:
+        raise NotImplementedError
+
+    def _not_started(self, message: str) -> float | None:
         raise NotImplementedError
 
     def _phase_wait(self) -> float | None:

@@ -23,9 +23,10 @@ from reconciler.jsonsafe import parse_json
 from reconciler.model.base import Frozen
 from reconciler.model.redact import redact
 from reconciler.model.utctime import to_rfc3339
-from reconciler.model.vocab import PERSISTED_PHASES, PackageStatus, Phase, Stage
+from reconciler.model.vocab import PERSISTED_PHASES, FailureReason, PackageStatus, Phase, Stage
 
 if TYPE_CHECKING:
+    from reconciler.model.observed import NodeInfo
     from reconciler.model.policy import DeploymentPolicy
     from reconciler.model.recipe import Package, Recipe
 
@@ -450,12 +451,17 @@ class CordonRecord(Frozen):
 class FailureRecord(Frozen):
     """Value of :func:`failure_key`: why the node failed in a run (kept until a later run
     succeeds on the node or the node is reset). ``inputs`` is the digest of the recipe and policy
-    the node failed with: a later run with the same inputs leaves the node failed (it does not
-    hammer a broken node) unless asked to retry failed nodes."""
+    the node failed with, ``uid`` the node's UID and ``ready`` its readiness (:func:`readiness`)
+    when it failed (``""``: not recorded, a record of an older version): a later run with the same
+    inputs leaves the node failed (it does not hammer a broken node) unless asked to retry failed
+    nodes, the node is another machine (another UID) or, for a failure its readiness caused, its
+    readiness changed (:func:`not_retried`)."""
 
     runId: str
     reason: str
     inputs: str = ""
+    uid: str = ""
+    ready: Literal["", "True", "False", "Unknown"] = ""
     stage: str = ""
     package: str = ""
     exitCode: int | None = None
@@ -488,21 +494,41 @@ def inputs_digest(recipe: Recipe, policy: DeploymentPolicy) -> str:
     })
 
 
-def not_retried(annotations: Mapping[str, str], recipe: str, inputs: str, *,
+#: Failures the node's readiness caused (it was not Ready, or did not come back Ready from its
+#: reboot): retried once its readiness differs from the one recorded (:func:`not_retried`).
+READINESS_FAILURES: frozenset[str] = frozenset({FailureReason.NODE_NOT_READY, FailureReason.REBOOT_TIMEOUT})
+
+
+def readiness(ready: bool | None) -> Literal["True", "False", "Unknown"]:
+    """A node's readiness as its Ready condition's status says it (``NodeInfo.ready``)."""
+    return "Unknown" if ready is None else ("True" if ready else "False")
+
+
+def not_retried(node: NodeInfo, recipe: str, inputs: str, *,
                 retry_failed: bool = False) -> FailureRecord | None:
     """The failure record that makes a run of ``recipe`` with ``inputs`` (:func:`inputs_digest`)
-    leave a node failed instead of starting it again, or None when the run may start it.
+    leave ``node`` failed instead of starting it again, or None when the run may start it.
 
     A node that failed in an earlier run with these very inputs is not retried (it would fail
     the same way: a run does not hammer a broken node) unless ``retry_failed``
-    (``--retry-failed``); a record from other inputs (the recipe or policy changed since), or an
-    unreadable one, does not hold the node. The one rule behind ``apply``'s "not retried" (the
-    rollout, on its fresh read of each node of a batch) and the plan's ``notRetried`` nodes
-    (left out of every batch), so ``plan`` says what ``apply`` will do. Pure."""
+    (``--retry-failed``). The node itself is part of the inputs: a record of another machine
+    (another UID under the same name: replaced) does not hold it, nor does a failure its
+    readiness caused (:data:`READINESS_FAILURES`) once its readiness differs from the one
+    recorded (a node that joined NotReady, or did not come back from a reboot, and is Ready
+    now). A record from other inputs (the recipe or policy changed since), or an unreadable one,
+    does not hold the node. The one rule behind ``apply``'s "not retried" (the rollout, on its
+    fresh read of each node of a batch) and the plan's ``notRetried`` nodes (left out of every
+    batch), so ``plan`` says what ``apply`` will do. Pure."""
     if retry_failed:
         return None
-    rec = failure_of(annotations, recipe)
-    return rec if rec is not None and rec.inputs == inputs else None
+    rec = failure_of(node.annotations, recipe)
+    if rec is None or rec.inputs != inputs:
+        return None
+    if rec.uid and node.uid and rec.uid != node.uid:
+        return None
+    if rec.reason in READINESS_FAILURES and rec.ready != readiness(node.ready):
+        return None
+    return rec
 
 
 def not_retried_message(rec: FailureRecord, recipe: str = "", node: str = "") -> str:

@@ -17,12 +17,16 @@ from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 @dataclass(frozen=True, slots=True)
 class NodeCondition:
     """One ``status.conditions`` entry of a node: ``type``, ``status`` (``"True"``, ``"False"`` or
-    ``"Unknown"``), ``reason`` and ``message`` (timestamps are not kept: a heartbeat is no change)."""
+    ``"Unknown"``), ``reason``, ``message`` and ``since``, its ``lastTransitionTime`` as epoch
+    seconds (None when absent or unreadable). ``lastHeartbeatTime`` is not kept: a heartbeat is
+    no change. ``since`` tells how long a node has been NotReady (a joining node's bounded wait)
+    and whether a validator's condition is newer than the work a readiness gate holds."""
 
     type: str
     status: str
     reason: str = ""
     message: str = ""
+    since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

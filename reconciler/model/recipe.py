@@ -451,7 +451,12 @@ class Timeouts(Frozen):
     Blocked (uncordoned if we cordoned it; retried in a later pass). ``stage``: one stage pod
     (including image pull and start). ``reboot``: from the reboot request to a new bootID and
     Ready. ``stageRetries``: attempts per stage beyond the first; ``retryBackoff``: the first
-    pause between attempts (doubles each time, capped at 300 s).
+    pause between attempts (doubles each time, capped at 300 s). ``nodeReady``: how long a node
+    that is not Ready is waited for, counted from its Ready condition's last transition (a GPU
+    node joins NotReady for minutes while its drivers load): before its lifecycle starts, past it
+    the node is left waiting (nothing started, its runtime-required taint kept; taken up again
+    once Ready); in a lifecycle, past it the node fails ``NodeNotReady``, retried once its
+    readiness changes.
     """
 
     waitNonInterrupt: StrictInt = Field(
@@ -476,6 +481,11 @@ class Timeouts(Frozen):
     retryBackoff: StrictFloat = Field(
         default=10.0, ge=0.0, le=3600.0,
         description="Seconds before the first retry of a stage; doubles each time, capped at 300."
+    )
+    nodeReady: StrictInt = Field(
+        default=600, ge=0, le=7 * 24 * 3600,
+        description="Seconds a node that is not Ready is waited for, from its Ready condition's last transition: "
+                    "then a node not yet started is left waiting, a node in its lifecycle fails with NodeNotReady."
     )
 
 

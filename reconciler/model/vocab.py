@@ -91,6 +91,7 @@ class EventKind(StrEnum):
     GATE = "gate"  # packages complete; held at the recipe's readiness gate
     GATE_PASSED = "gate-passed"  # the external validator said ready
     REPLACED = "replaced"  # another machine under the node's name (another UID): planned from scratch
+    NOT_STARTED = "not-started"  # the node was not Ready within timeouts.nodeReady: nothing started, waiting
 
 
 class Stage(StrEnum):

@@ -314,7 +314,8 @@ def _plan_node(
     if not has_work and not d.state_error:
         notes.append("up to date")
     if has_work and info.ready is not True:
-        warnings.append(f"node {info.name} is not Ready; its lifecycle may wait or fail")
+        warnings.append(f"node {info.name} is not Ready: apply waits for it up to timeouts.nodeReady "
+                        f"({recipe.timeouts.nodeReady} s from its last Ready transition), then leaves it waiting")
     if info.unschedulable and not d.cordoned_by_us:
         others = cordon_claims(info.annotations, recipe.name, info.uid)
         who = f"by recipe(s) {', '.join(others)}" if others else "by someone else"
@@ -486,7 +487,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
     inputs = inputs_digest(recipe, policy)
     failed: list[str] = []
     for d in drafts:
-        rec = not_retried(d.info.annotations, recipe.name, inputs, retry_failed=retry_failed) if d.has_work else None
+        rec = not_retried(d.info, recipe.name, inputs, retry_failed=retry_failed) if d.has_work else None
         if rec is None:
             continue
         failed.append(d.info.name)

@@ -24,7 +24,8 @@ MEANINGS: dict[str, dict[str, str]] = {
                    "event) is being written; retried within bounds when the API refuses it.",
     },
     "FailureReason": {
-        "NodeNotReady": "The node was not Ready when the lifecycle needed it.",
+        "NodeNotReady": "The node was not Ready within timeouts.nodeReady when its lifecycle needed it "
+                        "(retried once its readiness changes).",
         "DrainRefused": "kubectl drain's refusals before any eviction: an unmanaged pod, local data, a "
                         "DaemonSet pod without ignoreDaemonSets.",
         "DrainTimeout": "The drain took longer than drain.timeoutSeconds.",
@@ -45,7 +46,7 @@ MEANINGS: dict[str, dict[str, str]] = {
     },
     "EventKind": {
         "cordon": "The node was cordoned (by us).",
-        "wait": "The node waits for protected pods.",
+        "wait": "The node waits for protected pods, or (NodeNotReady) to be Ready.",
         "blocked": "The node waited past timeouts.waitNonInterrupt: released, retried in a later pass.",
         "evict": "A pod was evicted (or a finished pod removed).",
         "evict-refused": "A pod's first 429 in a drain (PodDisruptionBudget or throttling); retried.",
@@ -69,6 +70,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "gate": "The node reached the readiness gate and is held.",
         "gate-passed": "The external validator said the node is ready.",
         "replaced": "Another machine under the node's name (another UID): its lifecycle starts from scratch.",
+        "not-started": "The node was not Ready within timeouts.nodeReady: nothing started; it is left waiting.",
     },
     "Stage": {
         "apply": "Install the package (then apply-check).",
@@ -114,7 +116,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "blocked": "The node waited too long for its protected pods and was released.",
         "removed": "The node was deleted from the cluster during the run.",
         "left": "The node left the recipe's scope during the run.",
-        "waiting": "The node waits for an earlier recipe (priority, sequencing).",
+        "waiting": "The node waits for an earlier recipe (priority, sequencing), or to be Ready (not started).",
     },
     "RunVerdict": {
         "succeeded": "Every node is complete or had nothing to do (exit 0).",

@@ -142,13 +142,16 @@ def _meta(obj: Obj) -> Obj:
 
 
 def _condition(c: Obj) -> NodeCondition:
-    get = c.get  # four fields as strings; the memo inlined (called for every condition of every node)
-    fields = (str(get("type") or ""), str(get("status") or ""), str(get("reason") or ""), str(get("message") or ""))
+    get = c.get  # the fields as strings; the memo inlined (called for every condition of every node)
+    fields = (str(get("type") or ""), str(get("status") or ""), str(get("reason") or ""), str(get("message") or ""),
+              get("lastTransitionTime"))
     try:
         return _CONDITIONS[fields]
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: a hostile lastTransitionTime that is not hashable
         pass
-    made = NodeCondition(*fields)
+    made = NodeCondition(*fields[:4], since=parse_time(fields[4]))
+    if not isinstance(fields[4], str | None):
+        return made
     if len(_CONDITIONS) >= MEMO_SIZE:
         _CONDITIONS.clear()
     _CONDITIONS[fields] = made

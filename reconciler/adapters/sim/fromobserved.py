@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.adapters.kube.objects import format_time
-from reconciler.model.observed import NodeInfo, ObservedFleet, PdbInfo, PodInfo
+from reconciler.model.observed import NodeCondition, NodeInfo, ObservedFleet, PdbInfo, PodInfo
 from reconciler.model.vocab import UnhealthyPodEvictionPolicy
 from reconciler.plan.drain import MANAGED_BY
 
@@ -24,16 +24,20 @@ def _node(n: NodeInfo) -> Obj:
         spec["unschedulable"] = True
     if n.taints:
         spec["taints"] = [{"key": t.key, "value": t.value, "effect": t.effect} for t in n.taints]
-    ready = {True: "True", False: "False", None: "Unknown"}[n.ready]
+    ready = n.condition("Ready") or NodeCondition("Ready", {True: "True", False: "False", None: "Unknown"}[n.ready])
+    conditions: list[Obj] = []
+    for c in (ready, *(c for c in n.conditions if c.type != "Ready")):
+        obj: Obj = {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
+        if c.since is not None:  # how long NotReady; whether a validation is newer than the work
+            obj["lastTransitionTime"] = format_time(c.since)
+        conditions.append(obj)
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": n.name, "uid": n.uid or None, "labels": dict(n.labels),
                      "annotations": dict(n.annotations), "creationTimestamp": format_time(n.created or 0)},
         "spec": spec,
-        "status": {"conditions": [{"type": "Ready", "status": ready}] + [
-            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
-            for c in n.conditions if c.type != "Ready"], "nodeInfo": {"bootID": n.boot_id}},
+        "status": {"conditions": conditions, "nodeInfo": {"bootID": n.boot_id}},
     }
 
 

@@ -22,7 +22,7 @@ from reconciler.testing.fleetgen import make_node
 VALIDATED = "example.com/Validated"
 
 
-def test_node_from_keeps_every_condition_without_timestamps() -> None:
+def test_node_from_keeps_every_condition_with_its_last_transition_not_its_heartbeat() -> None:
     obj = make_node("n1", {})
     obj["status"]["conditions"] += [
         {"type": VALIDATED, "status": "True", "reason": "Passed", "message": "ok",
@@ -31,14 +31,16 @@ def test_node_from_keeps_every_condition_without_timestamps() -> None:
     ]
     info = node_from(obj)
     assert info.ready is True
-    assert info.condition(VALIDATED) == NodeCondition(VALIDATED, "True", "Passed", "ok")
+    at = 1796115600.0  # 2026-12-01T09:00:00Z: its last transition, not its heartbeat
+    assert info.condition(VALIDATED) == NodeCondition(VALIDATED, "True", "Passed", "ok", since=at)
     assert info.condition("Missing") is None
     obj["status"]["conditions"][-2]["lastHeartbeatTime"] = "2026-12-01T10:00:10Z"  # a heartbeat is no change
     assert node_from(obj) == info
     # a simulated copy of an observed fleet keeps the conditions
     obj["status"]["conditions"].pop()
     again = SimFleet(objects_from_observed(observe(SimFleet([obj]))))
-    assert again.get_node("n1").condition(VALIDATED) == NodeCondition(VALIDATED, "True", "Passed", "ok")
+    assert again.get_node("n1").condition(VALIDATED) == NodeCondition(VALIDATED, "True", "Passed", "ok", since=at)
+    assert again.get_node("n1").condition("Ready") == info.condition("Ready")
 
 
 def test_set_node_sets_and_removes_conditions_as_a_validator_would() -> None:

@@ -95,7 +95,8 @@ def gate_node(conditions: tuple[NodeCondition, ...], waited: float = 10, **kw: A
 
 def node(*, unschedulable: bool = False, ours: bool = False, ready: bool | None = True, boot: str = "b1",
          labels: dict[str, str] | None = None, inflight: InFlight | None = None, failed: bool = False,
-         conditions: tuple[NodeCondition, ...] = ()) -> NodeInfo:
+         conditions: tuple[NodeCondition, ...] = (), since: float = UTC - 10) -> NodeInfo:
+    """The node ``n1``; ``since``: when it was created, its Ready condition's last transition."""
     ann: dict[str, str] = {}
     if ours:
         ann[cordon_key(R)] = CLAIM
@@ -104,7 +105,7 @@ def node(*, unschedulable: bool = False, ours: bool = False, ready: bool | None 
     if failed:
         ann[failure_key(R)] = '{"runId":"run-0","reason":"StageFailed"}'
     return b.node("n1", labels={"pool": "gpu", **(labels or {})}, annotations=ann, unschedulable=unschedulable,
-                  ready=ready, boot_id=boot, resource_version="7", conditions=conditions)
+                  ready=ready, boot_id=boot, resource_version="7", conditions=conditions, created=since)
 
 
 def fl(phase: str, **kw: Any) -> InFlight:
@@ -183,9 +184,20 @@ ROWS = [
         effects=(PatchNode, Announce), phase=Phase.WAIT, again=True,
         check=lambda t: t.effects[0].unschedulable is None and cordon_key(R) not in t.effects[0].annotations
         and not t.memory.owns_cordon),
-    Row("start/not-ready->failed", Memory(), View(nodes=(node(ready=False),)),
+    # a node that is not Ready (joining: drivers loading) is waited for within timeouts.nodeReady (600 s),
+    # counted from its Ready condition's last transition; past it, never started: waiting, not failed
+    Row("start/not-ready->waits-for-it", Memory(), View(nodes=(node(ready=False),)),
+        effects=(Announce,), phase=Phase.START, wake=5.0, announce=(EventKind.WAIT,),
+        check=lambda t: "NodeNotReady" in t.effects[0].detail and "600 s" in t.effects[0].detail),
+    Row("start/not-ready-past-the-bound->waiting-nothing-started", Memory(),
+        View(nodes=(node(ready=False, since=UTC - 601),)),
+        effects=(Announce,), outcome=Outcome.WAITING, wake=None, announce=(EventKind.NOT_STARTED,),
+        check=lambda t: "NodeNotReady" in t.memory.message and t.memory.failure is None),
+    Row("start/in-flight-not-ready-past-the-bound->failed-with-its-readiness", Memory(),
+        View(nodes=(node(unschedulable=True, ours=True, ready=False, since=UTC - 601, inflight=fl("drain")),)),
         effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
-        reason=FailureReason.NODE_NOT_READY),
+        reason=FailureReason.NODE_NOT_READY,
+        check=lambda t: (t.memory.failure.ready, t.memory.failure.uid) == ("False", "uid-n1")),
     Row("start/ignored->left", Memory(), View(nodes=(node(labels={IGNORE_LABEL: "true"}),)),
         effects=(Announce,), outcome=Outcome.LEFT, wake=None, announce=(EventKind.LEFT,)),
     Row("start/left-selector-holding-our-cordon->released", Memory(),
@@ -405,9 +417,13 @@ ROWS = [
     Row("uncordon/after-a-failure->clear-condition", mem(Phase.UNCORDON, owns_cordon=True),
         View(nodes=(node(unschedulable=True, ours=True, failed=True),)),
         effects=(PatchNode, Announce, DeleteStages, SetCondition, Announce), outcome=Outcome.COMPLETE, wake=None),
-    Row("uncordon/not-ready->failed", mem(Phase.UNCORDON, owns_cordon=True),
+    Row("uncordon/not-ready->waits-for-it", mem(Phase.UNCORDON, owns_cordon=True),
         View(nodes=(node(unschedulable=True, ours=True, ready=False),)),
-        outcome=Outcome.FAILED, wake=None, reason=FailureReason.NODE_NOT_READY),
+        effects=(Announce,), phase=Phase.UNCORDON, wake=5.0, announce=(EventKind.WAIT,)),
+    Row("uncordon/not-ready-past-the-bound->failed", mem(Phase.UNCORDON, owns_cordon=True),
+        View(nodes=(node(unschedulable=True, ours=True, ready=False, since=UTC - 601),)),
+        outcome=Outcome.FAILED, wake=None, reason=FailureReason.NODE_NOT_READY,
+        check=lambda t: t.memory.failure.ready == "False"),
     # ---- errors of the last transition (execute/retry.py)
     Row("error/409->retry-in-1s", mem(Phase.CORDON), View(error=ConflictError("changed", 409, "Conflict")),
         effects=(Log,), phase=Phase.CORDON, wake=1.0, check=lambda t: t.memory.streak == 1),
