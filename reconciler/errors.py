@@ -3,7 +3,8 @@
 Adapters translate their library's exceptions (``kubernetes.client.ApiException``, ``pygit2``
 errors, HTTP errors) into these types at the boundary, so the rest of the code never sees a raw
 client exception. Exit codes (architecture.md §5): 0 ok, 1 failed or halted rollout, 2 bad input,
-3 changes pending (only where asked, e.g. ``plan --detailed-exitcode``), 4 cluster/API error.
+3 changes pending (only where asked, e.g. ``plan --detailed-exitcode``), 4 cluster/API error,
+5 an output file could not be written at the end (the run itself succeeded; the file is named).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_CHANGES = 3
 EXIT_CLUSTER = 4
+#: The work was done, but an output (``--report``, ``--metrics-file``, ``--events-file``,
+#: ``--sim-save``) could not be written: :class:`reconciler.fileio.writing.OutputError`.
+EXIT_OUTPUT = 5
 
 #: How many characters of one value the user gave (a name, selector, pattern, option value) an
 #: error message quotes (:func:`shown`); a path in a position is cut at :data:`PATH_LIMIT`.

@@ -15,11 +15,12 @@ from rich.console import Console
 
 from reconciler.cli.common import add_cluster_args, add_input_args, add_output_arg, add_retry_failed_arg
 from reconciler.cli.console import make_console, whole_lines
-from reconciler.cli.optcheck import check_apply_options, count, run_id, seconds
+from reconciler.cli.optcheck import check_apply_options, count, output_of, run_id, seconds
 from reconciler.cli.runsummary import print_summary
 from reconciler.cli.safeio import error_line
-from reconciler.errors import EXIT_FAILED, EXIT_OK, PATH_LIMIT, CrashInjected, InputError, shown
+from reconciler.errors import EXIT_FAILED, EXIT_OK, EXIT_OUTPUT, CrashInjected, InputError
 from reconciler.execute.timeline import Event, RunResult
+from reconciler.fileio.writing import Output, OutputError
 from reconciler.jsonsafe import json_type
 from reconciler.report.safetext import markup, visible
 
@@ -90,7 +91,7 @@ def _read_plan_hashes(path: str) -> dict[str, str]:
     from reconciler.load.yamlsafe import format_path, read_text
 
     max_bytes = 512 * 1024 * 1024  # a 100,000-node plan is about 130 MB of JSON
-    text = read_text(path, max_bytes=max_bytes)
+    text = read_text(path, max_bytes=max_bytes, option="--plan", what="plan file")
     doc = parse_json(text, path, what="plan file")
 
     def bad(where: tuple[str | int, ...], message: str) -> InputError:
@@ -162,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     )
     observer = _CliObserver(console, reporter, text=args.output == "table", where=opened.description,
                             live=_live_view(args, console, inputs, opened),
-                            events=open_events_file(args.events_file) if args.events_file else None,
+                            events=EventsFile(output_of(args, "--events-file")) if args.events_file else None,
                             jsonl=sys.stdout if args.output == "jsonl" else None, verbose=args.verbose > 0)
     try:
         done = apply_recipes(inputs, opened.cluster, opened.clock, settings, [observer])
@@ -172,17 +173,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         observer.close()
     results = done.results
-    _save(args, opened)
-    if getattr(args, "report_file", None):
-        from reconciler.cli.reportfile import write_report
-        from reconciler.report.htmlreport import ReportRun
-
-        write_report(args.report_file, [ReportRun(r, "actual") for r in results],
-                     title="node-reconciler: rollout", subtitle=f"apply on {opened.description}")
-    if args.metrics_file or args.pushgateway:
-        from reconciler.cli.metrics import export_after_apply
-
-        export_after_apply(args, opened, results, {r.name: policy_for(r, inputs).name for r in inputs.recipes})
+    unwritten = _write_outputs(args, opened, results, {r.name: policy_for(r, inputs).name for r in inputs.recipes})
+    if observer.events is not None and observer.events.failed:
+        unwritten.append("--events-file")
     if args.output == "markdown":
         from reconciler.report.runmarkdown import run_markdown
 
@@ -196,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_summary(console, results)
     rc = EXIT_FAILED if done.stopped else (EXIT_OK if done.succeeded else EXIT_FAILED)
+    if rc == EXIT_OK and unwritten:  # the rollout is done; what it could not write is said above
+        rc = EXIT_OUTPUT
     if args.output == "jsonl":
         from reconciler.cli.live import jsonl_summary
 
@@ -210,7 +205,7 @@ class _CliObserver:
     observer of the application service (:class:`reconciler.service.Observer`)."""
 
     def __init__(self, console: Console, reporter: Any, *, text: bool, where: str, live: Any = None,
-                 events: IO[str] | None = None, jsonl: IO[str] | None = None, verbose: bool = False) -> None:
+                 events: EventsFile | None = None, jsonl: IO[str] | None = None, verbose: bool = False) -> None:
         self.console, self.reporter, self.text, self.where = console, reporter, text, where
         self.live, self.events, self.jsonl, self.verbose = live, events, jsonl, verbose
         self._listener: Any = None
@@ -221,7 +216,6 @@ class _CliObserver:
             self.live.stop()
         if self.events is not None:
             self.events.close()
-            self.events = None
 
     def _sinks(self, plan: Any) -> Any:
         """Where each event goes besides the reporters: the terminal's event lines (not on a terminal,
@@ -232,7 +226,7 @@ class _CliObserver:
         if self.text and (self.live is None or self.verbose):
             sinks.append(_printer(self.console))
         if self.events is not None:
-            sinks.append(_line_writer(self.events))
+            sinks.append(self.events)
         if self.jsonl is not None:
             sinks.append(jsonl_event(self.jsonl, plan.recipe.name))
         if self.live is not None:
@@ -286,22 +280,30 @@ class _CliObserver:
             self.reporter.failed(recipe.name, recipe.version, None, error, run_id)
 
 
-def _line_writer(stream: IO[str]) -> Any:
-    def write(ev: Event) -> None:
-        stream.write(f"{ev.t:9.1f}s  {visible(ev.node):<20} {visible(ev.event)} {visible(ev.detail)}".rstrip() + "\n")
-        stream.flush()
+class EventsFile:
+    """The ``--events-file`` sink: one line per event, appended (or written in place to a device or
+    FIFO) through the one output writer. A write that fails (a full disk, ``/dev/full``, a reader
+    gone) never stops the rollout: it is reported once on stderr, later events are not written,
+    and :attr:`failed` makes the run exit 5 where it would exit 0."""
 
-    return write
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self.failed = False
 
+    def __call__(self, ev: Event) -> None:
+        """Append ``ev`` as one line (node, event and detail made visible)."""
+        if self.failed:
+            return
+        line = f"{ev.t:9.1f}s  {visible(ev.node):<20} {visible(ev.event)} {visible(ev.detail)}".rstrip() + "\n"
+        try:
+            self.out.append(line)
+        except OutputError as e:
+            self.failed = True
+            print(error_line("error", f"{e}; later events are not written (the rollout goes on)"), file=sys.stderr)
 
-def open_events_file(path: str) -> IO[str]:
-    """The ``--events-file``, opened for appending (checked before any work: exit 2 if it cannot be)."""
-    try:
-        return open(path, "a", encoding="utf-8")
-    except OSError as e:
-        from reconciler.load.pathwords import os_reason
-
-        raise InputError(f"--events-file {shown(visible(path), PATH_LIMIT)}: {os_reason(e)}") from None
+    def close(self) -> None:
+        """Close the file."""
+        self.out.close()
 
 
 def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: Any) -> Any:
@@ -315,10 +317,37 @@ def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: 
     return LiveView(console, eta)
 
 
-def _save(args: argparse.Namespace, opened: Any) -> None:
-    if getattr(args, "sim_save", None) and opened.sim is not None:
-        opened.sim.save(args.sim_save)
-        print(f"simulated fleet written to {visible(args.sim_save)}", file=sys.stderr)
+def _write_outputs(args: argparse.Namespace, opened: Any, results: list[RunResult],
+                   policies: dict[str, str]) -> list[str]:
+    """After the rollout: ``--sim-save``, ``--report``, ``--metrics-file``/``--pushgateway``, each
+    independent of the others. One that cannot be written is reported on stderr (the option named)
+    and the others are still written; returns the options not written."""
+    from reconciler.cli.optcheck import output_of
+
+    unwritten: list[str] = []
+    if getattr(args, "sim_save", None) is not None and opened.sim is not None:
+        try:
+            opened.sim.save(output_of(args, "--sim-save"))
+            print(f"simulated fleet written to {visible(args.sim_save)}", file=sys.stderr)
+        except OutputError as e:
+            print(error_line("error", e), file=sys.stderr)
+            unwritten.append("--sim-save")
+    if getattr(args, "report_file", None):
+        from reconciler.cli.reportfile import write_report
+        from reconciler.report.htmlreport import ReportRun
+
+        try:
+            write_report(args, [ReportRun(r, "actual") for r in results],
+                         title="node-reconciler: rollout", subtitle=f"apply on {opened.description}")
+        except OutputError as e:
+            print(error_line("error", e), file=sys.stderr)
+            unwritten.append("--report")
+    if args.metrics_file or args.pushgateway:
+        from reconciler.cli.metrics import export_after_apply
+
+        if export_after_apply(args, opened, results, policies):
+            unwritten.append("--metrics-file")
+    return unwritten
 
 
 _STYLE = {"failed": "red", "halted": "red", "complete": "green", "uncordon": "green", "blocked": "yellow",

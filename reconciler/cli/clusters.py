@@ -50,10 +50,9 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
     spec = getattr(args, "cluster", None)
     if spec and (getattr(args, "kubeconfig", None) or getattr(args, "context", None)):
         raise InputError("--cluster sim:PATH and --kubeconfig/--context name two different clusters; give one")
-    if getattr(args, "sim_save", None) is not None:  # written at the end: checked before any work
-        from reconciler.cli.optcheck import output_file
+    from reconciler.cli.optcheck import prepare_outputs
 
-        output_file("--sim-save", args.sim_save)
+    outputs = prepare_outputs(args)  # written at the end (or as they go): checked before any work
     namespace = getattr(args, "namespace", None)
     if spec:
         if namespace and namespace != DEFAULT_NAMESPACE:
@@ -65,6 +64,11 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
         if not spec[4:].strip():
             raise InputError("--cluster sim: names no file: expected sim:PATH, a kubectl YAML or JSON dump "
                              "(examples/fleets/gpu-24.yaml)")
+        from reconciler.fileio.reading import regular_file_problem
+
+        problem = regular_file_problem(spec[4:])  # the reader checks again on the open file
+        if problem is not None:
+            raise InputError(f"--cluster {shown(spec, PATH_LIMIT)}: cannot read fleet file: {problem}")
         from reconciler.adapters.sim.fleet import SimFleet
 
         config = SimConfig()
@@ -78,7 +82,7 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
                                        **({"read_only": True} if read_only else {}))
             if _freeze_if_large(spec[4:]):
                 LARGE_FLEETS.append(fleet)
-        fleet.save_on_crash = getattr(args, "sim_save", None) if fleet.crash_after is not None else None
+        fleet.save_on_crash = outputs.get("--sim-save") if fleet.crash_after is not None else None
         return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}",
                       sim_config=config if cfg_path else None)
     from reconciler.adapters.kube.cache import NODES, WatchCache
@@ -156,21 +160,30 @@ def check_kubeconfig(path: str | None, context: str | None = None) -> None:
         InputError: ``path`` is given and is not a file, nothing names a cluster, or a
             kubeconfig file is malformed.
     """
-    if path and not os.path.isfile(path):
-        from reconciler.load.pathwords import MISSING, path_problem
+    from reconciler.fileio.reading import MISSING, regular_file_problem
 
-        problem = path_problem(path, want_file=True) or "not a regular file"
+    problem = regular_file_problem(path) if path else None
+    if path and problem:
         hint = (" (give the path of a kubeconfig, or leave it out to use $KUBECONFIG, ~/.kube/config or the "
                 "in-cluster service account)") if problem == MISSING else ""
         raise InputError(f"--kubeconfig {clip(path, PATH_LIMIT)}: {'no such file' if problem == MISSING else problem}"
                          f"{hint}")
     default = os.path.expanduser("~/.kube/config")
+
+    def existing(where: str, f: str) -> bool:
+        """``f`` is a regular file (False: missing, which the client skips too); anything else
+        (a FIFO, a device, a directory) is refused: the client would block or fail on it."""
+        problem = regular_file_problem(f)
+        if problem in (None, MISSING):
+            return problem is None
+        raise InputError(f"{where} {clip(f, PATH_LIMIT)}: {problem}")
+
     if path:
         files = [path]
     elif os.environ.get("KUBECONFIG"):
-        files = [f for f in os.environ["KUBECONFIG"].split(os.pathsep) if f and os.path.isfile(f)]
-    elif os.path.exists(default):
-        files = [default] if os.path.isfile(default) else []
+        files = [f for f in os.environ["KUBECONFIG"].split(os.pathsep) if f and existing("$KUBECONFIG entry", f)]
+    elif os.path.lexists(default):
+        files = [default] if existing("kubeconfig", default) else []
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
         files = []  # in a pod: the service account
     else:
@@ -244,15 +257,14 @@ def load_sim_config(path: str) -> SimConfig:
     from pydantic import ValidationError
 
     from reconciler.errors import InputErrors
-    from reconciler.load.pathwords import os_reason
+    from reconciler.fileio.reading import regular_file_problem
     from reconciler.load.snapshot import best_errors, loc_path, pydantic_message
     from reconciler.load.yamlsafe import load_file
 
-    try:
-        os.stat(path)
-    except OSError as e:
-        raise InputError(f"cannot read simulation config: {os_reason(e)}", SourcePos(path)) from None
-    docs = load_file(path)
+    problem = regular_file_problem(path)
+    if problem is not None:
+        raise InputError(f"--sim-config {shown(path, PATH_LIMIT)}: cannot read simulation config: {problem}")
+    docs = load_file(path, option="--sim-config")  # the reader checks the open file again
     if not docs:
         raise InputError("simulation config holds no settings (leave out --sim-config to use the defaults)",
                          SourcePos(path, 1, 1))

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_report_file(args)
     runs = [r for path in args.results for r in read_results(path)]
-    write_report(args.report_file, runs, title="node-reconciler: rollout",
+    write_report(args, runs, title="node-reconciler: rollout",
                  subtitle="from " + ", ".join(args.results))
     return EXIT_OK
 

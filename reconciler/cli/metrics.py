@@ -59,16 +59,14 @@ def run(args: argparse.Namespace) -> int:
     """Plan each recipe, build its metrics, print / write / push them."""
     from reconciler.adapters.metrics.pushgateway import export
     from reconciler.cli.clusters import open_cluster
+    from reconciler.cli.optcheck import output_of, prepare_outputs
     from reconciler.load import load_inputs, policy_for
     from reconciler.observe.snapshot import observe
     from reconciler.ops.controls import read_controls
     from reconciler.plan.planner import compute_plan
     from reconciler.report.metrics import MetricSet, rollout_metrics
 
-    if args.metrics_file is not None:
-        from reconciler.cli.optcheck import output_file
-
-        output_file("--metrics-file", args.metrics_file)  # before any work
+    prepare_outputs(args)  # --metrics-file, before any work
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     opened = open_cluster(args)
     fleet = observe(opened.cluster)
@@ -88,24 +86,35 @@ def run(args: argparse.Namespace) -> int:
             merged.update(sets[name])
         sys.stdout.write(merged.render())
         return EXIT_OK
-    for line in export(sets, file=args.metrics_file, pushgateway=args.pushgateway, job=args.metrics_job):
+    file = output_of(args, "--metrics-file") if args.metrics_file is not None else None
+    for line in export(sets, file=file, pushgateway=args.pushgateway, job=args.metrics_job):
         print(visible(redact(line)))
     return EXIT_OK
 
 
 def export_after_apply(args: argparse.Namespace, opened: Any, results: Sequence[RunResult],
-                       policies: Mapping[str, str]) -> None:
+                       policies: Mapping[str, str]) -> bool:
     """``apply --metrics-file/--pushgateway``: the metrics of the finished runs (nodes re-read once).
-    A failure to write or push is reported on stderr and does not change the run's exit code."""
+    A failure to write or push is reported on stderr and does not stop anything; returns whether
+    the ``--metrics-file`` could not be written (the run then exits 5 if it would exit 0: see
+    :func:`reconciler.cli.apply.run`). A failed push stays a warning: the Pushgateway is a remote
+    service the run does not own."""
     from reconciler.adapters.metrics.pushgateway import export
+    from reconciler.cli.optcheck import output_of
+    from reconciler.fileio.writing import OutputError
     from reconciler.ops.controls import read_controls
     from reconciler.report.metrics import MetricsError, run_metrics
 
+    file = output_of(args, "--metrics-file") if args.metrics_file is not None else None
     try:
         controls = {k: (c.paused, c.disabled) for k, c in read_controls(opened.cluster).items()}
         sets = run_metrics(results, opened.cluster.list_nodes(), policies=policies, now=opened.wall(),
                            controls={r.recipe: controls.get(r.recipe, (False, False)) for r in results})
-        for line in export(sets, file=args.metrics_file, pushgateway=args.pushgateway, job=args.metrics_job):
+        for line in export(sets, file=file, pushgateway=args.pushgateway, job=args.metrics_job):
             print(error_line("note", line)[len("note: "):], file=sys.stderr)
+    except OutputError as e:
+        print(error_line("error", f"metrics not written: {e}"), file=sys.stderr)
+        return True
     except (MetricsError, ReconcilerError) as e:
         print(error_line("warning", f"metrics not exported: {e}"), file=sys.stderr)
+    return False

@@ -182,8 +182,13 @@ def save_sim(args: argparse.Namespace, opened: Any) -> None:
     """Save a simulated fleet after a write (``--sim-save`` or back to the ``--cluster`` file)."""
     if opened.sim is None:
         return
-    target = getattr(args, "sim_save", None) or (args.cluster[4:] if getattr(args, "cluster", "") else None)
+    if getattr(args, "sim_save", None) is not None:
+        from reconciler.cli.optcheck import output_of
+
+        target: Any = output_of(args, "--sim-save")
+    else:
+        target = args.cluster[4:] if getattr(args, "cluster", "") else None
     if target:
         opened.sim.save(target)
         # the --cluster file itself is rewritten unless --sim-save names another: say so, always
-        print(f"simulated fleet written to {visible(target)}", file=sys.stderr)
+        print(f"simulated fleet written to {visible(getattr(target, 'path', target))}", file=sys.stderr)

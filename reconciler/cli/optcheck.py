@@ -3,8 +3,9 @@ after a rollout has run.
 
 * argparse ``type=`` functions for numbers with a range (:func:`count`, :func:`seconds`) and run
   ids (:func:`run_id`): a bad value is an argparse error naming the option (exit 2);
-* :func:`output_file`: a path we will write at the end (``--sim-save``, ``--metrics-file``) must be
-  writable now — not a directory, its parent an existing writable directory;
+* :func:`prepare_outputs`: every output option (``--report``, ``--sim-save``, ``--metrics-file``,
+  ``--events-file``) checked and prepared now through the one output writer
+  (:mod:`reconciler.fileio.writing`), none of them one of the command's inputs;
 * :func:`check_apply_options`: the checks of ``apply`` that depend on several options.
 
 Messages are redacted and show control characters visibly (:mod:`reconciler.cli.safeio`).
@@ -14,13 +15,16 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from reconciler.errors import PATH_LIMIT, InputError, shown
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
+
+if TYPE_CHECKING:
+    from reconciler.fileio.writing import Output
 
 #: a run id is recorded in annotations, labels (as a label value) and object names: keep it to
 #: what a Kubernetes label value allows (63 characters, alphanumerics, '-', '_', '.', starting and
@@ -76,35 +80,77 @@ def run_id(text: str) -> str:
     return text
 
 
-def output_file(option: str, path: str) -> None:
-    """Check that ``path`` can be written at the end of the run (nothing is created now).
+#: The output options, as ``(attribute, option, append)``; every one goes through
+#: :func:`reconciler.fileio.writing.prepare_output` (per-option outcomes: docs/reference/files.md).
+OUTPUTS = (("report_file", "--report", False), ("sim_save", "--sim-save", False),
+           ("metrics_file", "--metrics-file", False), ("events_file", "--events-file", True))
+
+#: The input options and positionals, as ``(attribute, label)``: an output may be none of them.
+_INPUTS = (("recipes", "a recipe input"), ("results", "a result-file input"), ("policy", "the --policy input"),
+           ("plan", "the --plan input"), ("sim_config", "the --sim-config input"),
+           ("kubeconfig", "the --kubeconfig input"))
+#: The label of the simulated fleet's file among :func:`command_inputs`.
+FLEET = "the fleet input (--cluster sim:)"
+
+
+def command_inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The files and directories the command reads, as ``(label, path)``; the simulated fleet is
+    labelled :data:`FLEET` (revision mode's recipe paths are inside the repository, not here)."""
+    found: list[tuple[str, str]] = []
+    for attr, label in _INPUTS:
+        if attr == "recipes" and getattr(args, "repo", None):
+            continue
+        value = getattr(args, attr, None)
+        for path in [value] if isinstance(value, str) else list(value or []):
+            if isinstance(path, str) and path:
+                found.append((label, path))
+    cluster = getattr(args, "cluster", None)
+    if isinstance(cluster, str) and cluster.startswith("sim:") and cluster[4:]:
+        found.append((FLEET, cluster[4:]))
+    return found
+
+
+def prepare_outputs(args: argparse.Namespace) -> dict[str, Output]:
+    """Check every output option given before any work and keep what was prepared on ``args``
+    (``args.prepared_outputs``, by option; prepared once, later calls return the same).
+
+    ``--sim-save`` may name the ``--cluster sim:`` file (the fleet saved over itself, as the
+    operation verbs do by default); no other output may name an input, and no two outputs
+    replace the same file.
 
     Raises:
-        InputError: empty path, a directory, a symlink loop, a parent that is missing (or a
-            symlink loop), not a directory or not writable, or an existing file that is not
-            writable; the message names ``option``.
+        InputError: naming the option (:func:`reconciler.fileio.writing.prepare_output`).
     """
-    from reconciler.load.pathwords import MISSING, SYMLINK_LOOP, path_problem
+    from reconciler.fileio.writing import Mode, prepare_output
 
-    shown = _shown(path)
-    if not path or "\0" in path:
-        raise InputError(f"{option} {shown}: not a file path")
-    if os.path.isdir(path):
-        raise InputError(f"{option} {shown}: is a directory (expected a file path)")
-    if os.path.islink(path) and path_problem(path) == SYMLINK_LOOP:
-        raise InputError(f"{option} {shown}: {SYMLINK_LOOP}")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.exists(parent):
-        problem = path_problem(parent)
-        if problem not in (None, MISSING):
-            raise InputError(f"{option} {shown}: directory {_shown(parent)}: {problem}")
-        raise InputError(f"{option} {shown}: directory {_shown(parent)} does not exist")
-    if not os.path.isdir(parent):
-        raise InputError(f"{option} {shown}: {_shown(parent)} is not a directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {shown}: directory {_shown(parent)} is not writable")
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        raise InputError(f"{option} {shown}: file is not writable")
+    done: dict[str, Output] | None = getattr(args, "prepared_outputs", None)
+    if done is not None:
+        return done
+    done = {}
+    inputs = command_inputs(args)
+    try:
+        for attr, option, append in OUTPUTS:
+            path = getattr(args, attr, None)
+            if path is None:
+                continue
+            others = [i for i in inputs if not (option == "--sim-save" and i[0] == FLEET)]
+            others += [(f"the {o.option} output", o.target) for o in done.values() if o.mode is not Mode.IN_PLACE]
+            done[option] = prepare_output(option, path, inputs=others, append=append)
+    except InputError:
+        for out in done.values():
+            out.close()
+        raise
+    args.prepared_outputs = done
+    return done
+
+
+def output_of(args: argparse.Namespace, option: str) -> Output:
+    """The prepared output of ``option`` (prepared now if it was not: :func:`prepare_outputs`).
+
+    Raises:
+        KeyError: ``option`` was not given.
+    """
+    return prepare_outputs(args)[option]
 
 
 def check_apply_options(args: argparse.Namespace) -> None:
@@ -112,13 +158,10 @@ def check_apply_options(args: argparse.Namespace) -> None:
 
     Raises:
         InputError: ``--sim-save``/``--sim-crash-after``/``--sim-config`` without a simulated
-            cluster, an output path that cannot be written (:func:`output_file`).
+            cluster, an output path that cannot be written (:func:`prepare_outputs`).
     """
     simulated = bool(getattr(args, "cluster", None))
     for opt in ("sim_save", "sim_crash_after", "sim_config"):
         if getattr(args, opt, None) is not None and not simulated:
             raise InputError(f"--{opt.replace('_', '-')} needs a simulated cluster (--cluster sim:PATH)")
-    if getattr(args, "sim_save", None) is not None:
-        output_file("--sim-save", args.sim_save)
-    if getattr(args, "metrics_file", None) is not None:
-        output_file("--metrics-file", args.metrics_file)
+    prepare_outputs(args)

@@ -170,5 +170,5 @@ def write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: l
         run = simulate_plan(recipe, policy_for(recipe, inputs), fleet, cfg, only=args.selector,
                             retry_failed=getattr(args, "retry_failed", False))
         runs.append(ReportRun(run, "predicted", f"simulated: {assumed.text()} (from {assumed.source})"))
-    write_report(args.report_file, runs, title="node-reconciler: predicted rollout",
+    write_report(args, runs, title="node-reconciler: predicted rollout",
                  subtitle=f"plan against {opened.description}; nothing was changed")

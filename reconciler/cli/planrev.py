@@ -215,7 +215,7 @@ def _write_head_report(args: argparse.Namespace, cmp: Any, runs: dict[str, Any])
             run, assumed = found
             drawn.append(ReportRun(run, "predicted", f"head {cmp.head_revision[:12]}; simulated: {assumed.text()} "
                                                      f"(from {assumed.source})"))
-    write_report(args.report_file, drawn, title="node-reconciler: predicted rollout of the change",
+    write_report(args, drawn, title="node-reconciler: predicted rollout of the change",
                  subtitle=f"base {cmp.base_revision[:12]} → head {cmp.head_revision[:12]}")
 
 

@@ -3,18 +3,16 @@
 ``plan`` and ``simulate`` write the predicted rollout (each plan run by the simulator
 ``simulate`` uses, :mod:`reconciler.cli.estimate`), ``apply`` the actual one (its timeline). The
 path is checked before any work (exit 2 naming ``--report``); the file is written at the end,
-whatever the run's result, through a temporary file renamed into place.
+whatever the run's result, by the one output writer (:mod:`reconciler.fileio.writing`).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 
-from reconciler.cli.optcheck import output_file
+from reconciler.cli.optcheck import output_of, prepare_outputs
 from reconciler.report.htmlreport import ReportRun, render_html
 from reconciler.report.safetext import visible
 
@@ -27,33 +25,26 @@ def add_report_file_arg(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def check_report_file(args: argparse.Namespace) -> None:
-    """Refuse an unwritable ``--report`` path before any work.
+    """Check ``--report`` (and every other output option given) before any work
+    (:func:`reconciler.cli.optcheck.prepare_outputs`).
 
     Raises:
-        InputError: naming ``--report``.
+        InputError: naming the option.
     """
-    path = getattr(args, "report_file", None)
-    if path is not None:
-        output_file("--report", path)
+    prepare_outputs(args)
 
 
-def write_report(path: str, runs: Sequence[ReportRun], *, title: str, subtitle: str = "") -> None:
-    """Render and write the page atomically (temporary file in the same directory, renamed), then
-    say so on stderr (``wrote the predicted rollout of 2 recipe run(s) to report.html``), for every
-    verb with ``--report`` alike."""
+def write_report(args: argparse.Namespace, runs: Sequence[ReportRun], *, title: str, subtitle: str = "") -> None:
+    """Render the page and write it to the ``--report`` output (:mod:`reconciler.fileio.writing`:
+    a regular file replaced atomically, a device or FIFO written in place), then say so on stderr
+    (``wrote the predicted rollout of 2 recipe run(s) to report.html``), for every verb with
+    ``--report`` alike.
+
+    Raises:
+        OutputError: the page could not be written (exit 5; the option named).
+    """
     page = render_html(runs, title=title, subtitle=subtitle)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(page)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it 0600; a report is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    out = output_of(args, "--report")
+    out.write(page)
     what = "predicted rollout" if runs and all(r.kind == "predicted" for r in runs) else "rollout"
-    print(visible(f"wrote the {what} of {len(runs)} recipe run(s) to {path}"), file=sys.stderr)
+    print(visible(f"wrote the {what} of {len(runs)} recipe run(s) to {out.path}"), file=sys.stderr)

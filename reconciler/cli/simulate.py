@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = config if config is not None else base
         note = f"stage {cfg.stage_duration('apply'):g} s, reboot {cfg.rebootSeconds:g} s" + (
             f" (from --sim-config {cfg_path})" if cfg_path else " (simulator defaults)")
-        write_report(args.report_file, [ReportRun(r, "predicted", note) for r in results],
+        write_report(args, [ReportRun(r, "predicted", note) for r in results],
                      title="node-reconciler: simulated rollout",
                      subtitle=f"what-if on a simulated copy of the {source.description}; nothing was changed")
     if args.output == "json":

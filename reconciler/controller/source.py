@@ -209,8 +209,12 @@ class ObjectSource:
 def files_fingerprint(paths: Sequence[str]) -> str:
     """sha256 over the names and contents of every file under ``paths`` (files or directories,
     followed through symlinks, as a ConfigMap volume's ``..data`` link is; hidden ``..``
-    entries skipped so each file counts once); a missing or unreadable path counts as its error.
-    What the controller compares to notice that mounted recipes or policies changed."""
+    entries skipped so each file counts once); a missing or unreadable path, or one that is not a
+    regular file (a FIFO is never opened for reading: it would block the loop), counts as its
+    error. What the controller compares to notice that mounted recipes or policies changed."""
+    from reconciler.fileio.reading import read_input
+    from reconciler.load.yamlsafe import MAX_FILE_BYTES
+
     h = hashlib.sha256()
     for top in sorted(paths):
         if os.path.isdir(top):
@@ -229,11 +233,9 @@ def files_fingerprint(paths: Sequence[str]) -> str:
         for f in sorted(files):
             h.update(f.encode("utf-8", "surrogateescape") + b"\0")
             try:
-                with open(f, "rb") as fh:
-                    while chunk := fh.read(1 << 16):
-                        h.update(chunk)
-            except OSError as e:
-                h.update(f"error {e.errno}".encode())
+                h.update(read_input(f, MAX_FILE_BYTES))
+            except InputError as e:
+                h.update(f"error {e.message}".encode())
             h.update(b"\0")
     return h.hexdigest()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,10 @@ from reconciler.load.yamlsafe import YamlDoc, load_file
 _LISTS = {"clusters": "cluster", "contexts": "context", "users": "user"}
 #: Fields holding base64 data (the client decodes them when it loads the file).
 _BASE64 = {"cluster": ("certificate-authority-data",), "user": ("client-certificate-data", "client-key-data")}
+#: Fields naming a file the client reads (relative to the kubeconfig's directory, as client-go's
+#: ``ResolvePaths`` does): each must be a regular file when it exists, so no FIFO or device is
+#: opened by the client (a FIFO ``tokenFile`` blocked the command forever).
+_FILES = {"cluster": ("certificate-authority",), "user": ("client-certificate", "client-key", "tokenFile")}
 
 
 def check_kubeconfig_file(path: str, *, context: str | None = None, whole: bool = True) -> None:
@@ -90,7 +95,29 @@ def _shape_errors(doc: YamlDoc) -> list[InputError]:
                     continue
                 if not isinstance(value, str) or not _is_base64(value):
                     errors.append(doc.error((key, i, body_key, field), "is not base64 data"))
+            for field in _FILES.get(body_key, ()):
+                problem = _file_problem(doc.file, body.get(field))
+                if problem:
+                    errors.append(doc.error((key, i, body_key, field), problem))
     return errors
+
+
+def _file_problem(kubeconfig: str, value: Any) -> str | None:
+    """Why the file a path field names cannot be given to the client: not a string, or an existing
+    path that is not a regular file (a missing one is the client's to report when it is used)."""
+    from reconciler.fileio.reading import not_regular
+
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        return "must be a string (a file path)"
+    path = os.path.join(os.path.dirname(kubeconfig), value)
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    problem = not_regular(st.st_mode)
+    return f"names a file that {problem}" if problem else None
 
 
 def _is_base64(value: str) -> bool:

@@ -19,20 +19,9 @@ import errno
 import os
 import stat
 
-#: The words for ``ELOOP``.
-SYMLINK_LOOP = "symlink loop: too many levels of symbolic links (ELOOP)"
-#: The words for a path with nothing at it.
-MISSING = "no such file or directory"
+from reconciler.fileio.reading import MISSING, SYMLINK_LOOP, os_reason
 
-
-def os_reason(e: OSError) -> str:
-    """The reason of ``e`` in words for an error message, without the file name the exception
-    carries (:data:`SYMLINK_LOOP` for ``ELOOP``, else the system's ``strerror``)."""
-    if e.errno == errno.ELOOP:
-        return SYMLINK_LOOP
-    if e.errno in (errno.ENOENT, errno.ENOTDIR):
-        return MISSING
-    return e.strerror or type(e).__name__
+__all__ = ["MISSING", "SYMLINK_LOOP", "os_reason", "path_problem"]
 
 
 def path_problem(path: str, *, want_file: bool = False) -> str | None:

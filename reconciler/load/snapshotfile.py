@@ -18,7 +18,8 @@ their recorded package state), so parsing must not go through a pure-Python pars
   Without libyaml the loader refuses YAML with a message saying to install it or convert the
   snapshot to JSON (``kubectl ... -o json``) rather than silently taking minutes.
 
-Before parsing, the file is ``stat``-ed (at most :data:`MAX_SNAPSHOT_BYTES`), gzip and other
+Before parsing, the file is opened through the one input opener (a regular file only, at most
+:data:`MAX_SNAPSHOT_BYTES`; :mod:`reconciler.fileio.reading`), gzip and other
 binary content, UTF-16/32 and non-UTF-8 bytes are refused with their position, a UTF-8 BOM is
 dropped. No position table is kept while parsing (it would double the memory of a large fleet):
 :meth:`SnapshotText.locate` finds the ``line:column`` of a path only when an error needs it.
@@ -37,12 +38,11 @@ import json
 import math
 import os
 import re
-import stat
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -148,8 +148,9 @@ class SnapshotText:
             OSError, InputError: the file cannot be read or decoded any more.
         """
         if self.text is None:
-            with open(self.file, "rb") as fh:
-                self.text = decode_snapshot(fh.read(), self.file)
+            from reconciler.fileio.reading import read_input
+
+            self.text = decode_snapshot(read_input(self.file, MAX_SNAPSHOT_BYTES, what="fleet file"), self.file)
         return self.text
 
     def locate(self, doc: int, path: Sequence[str | int]) -> SourcePos:
@@ -199,61 +200,58 @@ def read_snapshot(path: str, *, max_bytes: int | None = None, prune: bool = Fals
         InputError: unreadable, too large, compressed or binary, not UTF-8, empty, or a JSON/YAML
             syntax or limit error, each with ``file:line:column`` where one exists.
     """
+    from reconciler.fileio.reading import open_input, read_input
+
     if max_bytes is None:
         max_bytes = MAX_SNAPSHOT_BYTES
-    try:
-        st = os.stat(path)
-        size = st.st_size
-        if size > max_bytes:
-            raise InputError(f"fleet snapshot is {size} bytes, larger than the {max_bytes} byte limit",
-                             SourcePos(path, 1, 1))
-        if prune and stat.S_ISREG(st.st_mode):
-            pruned = _read_pruned(path, max_bytes)
-            if pruned is not None:
-                return pruned
-        if stat.S_ISREG(st.st_mode) and size >= STREAM_BYTES:
-            streamed = _read_streamed(path, max_bytes)
-            if streamed is not None:
-                return streamed
-        with open(path, "rb") as fh:
-            raw = fh.read(max_bytes + 1)
-    except OSError as e:
-        raise InputError(f"cannot read fleet file: {os_reason(e)}", SourcePos(path)) from None
-    if len(raw) > max_bytes:
-        raise InputError(f"fleet snapshot is larger than the {max_bytes} byte limit", SourcePos(path, 1, 1))
+    what = "fleet file"
+    with open_input(path, max_bytes, what=what) as fh:  # a regular file: no FIFO or device is read
+        size = os.fstat(fh.fileno()).st_size
+        try:
+            if prune:
+                pruned = _read_pruned(fh, path, max_bytes)
+                if pruned is not None:
+                    return pruned
+                fh.seek(0)
+            if size >= STREAM_BYTES:
+                streamed = _read_streamed(fh, path, max_bytes)
+                if streamed is not None:
+                    return streamed
+                fh.seek(0)
+        except OSError as e:
+            raise InputError(f"cannot read {what}: {os_reason(e)}", SourcePos(path)) from None
+    raw = read_input(path, max_bytes, what=what)
     text = decode_snapshot(raw, path)
     del raw  # the text only from here: the bytes and the parsed data are never alive together
     return parse_snapshot(text, path)
 
 
-def _read_pruned(path: str, max_bytes: int) -> SnapshotText | None:
-    """A kubectl JSON snapshot read pruned (:mod:`reconciler.load.snapshotfast`), or None when
-    the strict reader must decide (it then reads the file again)."""
+def _read_pruned(fh: BinaryIO, path: str, max_bytes: int) -> SnapshotText | None:
+    """A kubectl JSON snapshot read pruned (:mod:`reconciler.load.snapshotfast`) from ``fh``, or
+    None when the strict reader must decide (it then reads the file again)."""
     from reconciler.load.snapshotfast import Fallback, read_pruned
 
-    with open(path, "rb") as fh:
-        try:
-            doc = read_pruned(fh, max_bytes)
-        except Fallback:
-            return None
+    try:
+        doc = read_pruned(fh, max_bytes)
+    except Fallback:
+        return None
     return SnapshotText(path, None, "json", [doc], [0])
 
 
-def _read_streamed(path: str, max_bytes: int) -> SnapshotText | None:
-    """A JSON snapshot read window by window (:mod:`reconciler.load.jsonstream`), or None when
-    it is not JSON or the whole-file reader must decide (it then reads the file again)."""
+def _read_streamed(fh: BinaryIO, path: str, max_bytes: int) -> SnapshotText | None:
+    """A JSON snapshot read window by window (:mod:`reconciler.load.jsonstream`) from ``fh``, or
+    None when it is not JSON or the whole-file reader must decide (it then reads the file again)."""
     from reconciler.load.jsonstream import Fallback, read_stream
 
     shared: dict[str, str] = {}
-    with open(path, "rb") as fh:
-        head = fh.read(4096).lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
-        if head[:1] not in (b"{", b"["):
-            return None
-        fh.seek(0)
-        try:
-            doc = read_stream(fh, max_bytes, lambda item: share_long_values(item, shared), max_depth=MAX_DEPTH)
-        except Fallback:
-            doc = _FALLBACK
+    head = fh.read(4096).lstrip(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if head[:1] not in (b"{", b"["):
+        return None
+    fh.seek(0)
+    try:
+        doc = read_stream(fh, max_bytes, lambda item: share_long_values(item, shared), max_depth=MAX_DEPTH)
+    except Fallback:
+        doc = _FALLBACK
     if doc is _FALLBACK:
         return None
     return SnapshotText(path, None, "json", [doc], [0])

@@ -29,7 +29,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +43,6 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
 from reconciler.errors import InputError, SourcePos
-from reconciler.load.pathwords import os_reason
 
 #: Largest input file accepted (bytes). Recipes are a few KiB; 8 MiB leaves room for big
 #: generated configMaps while keeping parse time (pure-Python composer) to seconds.
@@ -172,30 +170,20 @@ def format_path(path: Sequence[str | int], simple: re.Pattern[str] = _SIMPLE_KEY
 # Reading bytes
 
 
-def read_text(path: str, *, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """Read ``path`` as UTF-8 text with LF line breaks.
-
-    The size is checked with ``stat`` before opening, so an oversized file is rejected without
-    being read; at most ``max_bytes + 1`` bytes are ever read (guards pipes and growing files).
+def read_text(path: str, *, max_bytes: int = MAX_FILE_BYTES, option: str | None = None, what: str = "file") -> str:
+    """Read ``path`` as UTF-8 text with LF line breaks, through the one input opener
+    (:func:`reconciler.fileio.reading.read_input`: a regular file only, so a FIFO or a device
+    never blocks or floods the command; the size checked before reading, at most ``max_bytes + 1``
+    bytes ever read). ``option``: the option that named the file, ``what`` what it is, for the
+    read errors.
 
     Raises:
-        InputError: missing/unreadable file, too large, or not UTF-8 (with the line of the first
-            bad byte).
+        InputError: missing/unreadable file, not a regular file, too large, or not UTF-8 (with the
+            line of the first bad byte).
     """
-    try:
-        size = os.stat(path).st_size
-        if size > max_bytes:
-            raise InputError(
-                f"file is {size} bytes, larger than the {max_bytes} byte limit for an input file",
-                SourcePos(path, 1, 1),  # the whole file, from its start: every input error names file:line:col
-            )
-        with open(path, "rb") as fh:
-            raw = fh.read(max_bytes + 1)
-    except OSError as e:
-        raise InputError(f"cannot read file: {os_reason(e)}", SourcePos(path)) from None
-    if len(raw) > max_bytes:
-        raise InputError(f"file is larger than the {max_bytes} byte limit for an input file", SourcePos(path, 1, 1))
-    return decode_text(raw, path)
+    from reconciler.fileio.reading import read_input
+
+    return decode_text(read_input(path, max_bytes, option=option, what=what), path)
 
 
 def decode_text(raw: bytes, file: str) -> str:
@@ -228,13 +216,14 @@ def _offset_pos(text: str, offset: int, file: str) -> SourcePos:
 # Parsing
 
 
-def load_file(path: str) -> list[YamlDoc]:
-    """Read and parse every YAML document of ``path`` (empty documents are skipped).
+def load_file(path: str, *, option: str | None = None) -> list[YamlDoc]:
+    """Read and parse every YAML document of ``path`` (empty documents are skipped); ``option``:
+    the option that named the file, for the read errors (:func:`read_text`).
 
     Raises:
         InputError: see :func:`read_text` and :func:`parse_documents`.
     """
-    return parse_documents(read_text(path), path)
+    return parse_documents(read_text(path, option=option), path)
 
 
 def parse_documents(text: str, file: str) -> list[YamlDoc]:

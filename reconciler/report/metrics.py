@@ -1,7 +1,8 @@
 """Prometheus metrics of a rollout, in the text exposition format (version 0.0.4).
 
 Written as a file for the node-exporter textfile collector (:func:`write_textfile`, atomic: a
-temporary file in the same directory, fsync, rename; name it ``*.prom``) and/or pushed to a
+temporary file in the same directory, fsync, rename, :mod:`reconciler.fileio.writing`; name it
+``*.prom``) and/or pushed to a
 Pushgateway (:func:`reconciler.adapters.metrics.pushgateway.push`, HTTP PUT of one group per recipe; the
 network I/O lives in that adapter, :func:`reconciler.adapters.metrics.pushgateway.export` does both).
 Built by :func:`rollout_metrics` from a :class:`~reconciler.model.run.RunResult` (after ``apply``) and/or a
@@ -38,14 +39,12 @@ Series whose value is unknown (current batch without a run) are left out rather 
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from reconciler.errors import ReconcilerError
+from reconciler.fileio.writing import Output, prepare_output
 from reconciler.model.nodestate import (
     NodeStateError,
     PackageState,
@@ -59,7 +58,6 @@ from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import Plan
 from reconciler.model.run import RunResult
 from reconciler.model.vocab import NodeResult, NodeStatus, RunVerdict
-from reconciler.report.safetext import visible
 
 PREFIX = "node_reconciler_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -288,29 +286,22 @@ def rollout_metrics(
     return ms
 
 
-def write_textfile(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temporary file in the same directory, fsync,
-    mode 0644, rename), so the textfile collector never reads a partial file.
+def write_textfile(path: str | Output, text: str) -> None:
+    """Write ``text`` to ``path`` through the one output writer (:mod:`reconciler.fileio.writing`:
+    a regular file replaced atomically, so the textfile collector never reads a partial file; a
+    device or FIFO written in place). ``path``: the ``--metrics-file`` output checked before any
+    work, or a path checked now.
 
     Raises:
-        MetricsError: the directory is missing or not writable.
+        InputError: ``path`` cannot be written (checked now: its directory is missing, ...).
+        OutputError: the write failed (the file is left as it was).
     """
-    d = os.path.dirname(os.path.abspath(path))
+    out = path if isinstance(path, Output) else prepare_output("--metrics-file", path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    except OSError as e:
-        raise MetricsError(f"cannot write metrics file {visible(path)}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as e:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise MetricsError(f"cannot write metrics file {visible(path)}: {e.strerror or e}") from None
+        out.write(text)
+    finally:
+        if out is not path:
+            out.close()
 
 
 def run_metrics(

@@ -133,6 +133,10 @@ EXIT_MEANINGS = {
                     "change something)",
     "EXIT_CLUSTER": "cluster or API error: unreachable server, TLS or credential failure, refused request (RBAC, "
                     "admission) or an API error that persisted through its bounded retries",
+    "EXIT_OUTPUT": "the work was done (as reported), but an output file — `--report`, `--sim-save`, "
+                   "`--metrics-file`, `--events-file` — could not be written at the end (a full disk, `/dev/full`, "
+                   "a FIFO's reader gone); the option is named, the file left as it was ([files](files.md)); "
+                   "a failed rollout keeps exit 1",
     "EXIT_CRASHED": "simulated crash: `--sim-crash-after N` stopped the run after N cluster writes (as a process "
                     "killed by SIGKILL: 128 + 9)",
 }
@@ -158,10 +162,10 @@ def exit_codes_page() -> str:
              "Every verb exits with one of these. Under GitHub Actions (`GITHUB_ACTIONS=true`) every bad-input "
              "error is also printed as a workflow command (`::error file=…,line=…,col=…::…`), so the pull "
              "request's diff marks the line.", "",
-             "| code | name | meaning | errors (reconciler.errors) |", "| --- | --- | --- | --- |"]
+             "| code | name | meaning | errors (reconciler.errors, fileio.writing) |", "| --- | --- | --- | --- |"]
     raised: dict[int, list[str]] = {}
     for cls in _subclasses(errors.ReconcilerError):
-        if cls.__module__ == errors.__name__:
+        if cls.__module__ in (errors.__name__, "reconciler.fileio.writing"):
             raised.setdefault(cls.exit_code, []).append(f"`{cls.__name__}`")
     for name, code in exit_codes().items():
         lines.append(f"| {code} | `{name}` | {EXIT_MEANINGS[name]} | {', '.join(sorted(raised.get(code, [])))} |")

@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Mapping
 
 from reconciler.errors import InputError
+from reconciler.fileio.writing import Output
 from reconciler.report.metrics import CONTENT_TYPE, MetricsError, MetricSet, write_textfile
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
@@ -113,17 +114,20 @@ def _credentials(url: str) -> tuple[str, dict[str, str]]:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
 
 
-def export(sets: Mapping[str, MetricSet], *, file: str | None = None, pushgateway: str | None = None,
+def export(sets: Mapping[str, MetricSet], *, file: str | Output | None = None, pushgateway: str | None = None,
            job: str = "node-reconciler") -> list[str]:
     """Write every recipe's metrics to one textfile and/or push each recipe as its own group
-    (``job``, ``recipe``). Returns what was done, one line per target."""
+    (``job``, ``recipe``). Returns what was done, one line per target.
+
+    Raises:
+        OutputError: the file could not be written; MetricsError: a push failed."""
     done: list[str] = []
     if file:
         merged = MetricSet()
         for name in sorted(sets):
             merged.update(sets[name])
         write_textfile(file, merged.render())
-        done.append(f"metrics written to {file}")
+        done.append(f"metrics written to {getattr(file, 'path', file)}")
     if pushgateway:
         for name in sorted(sets):
             url = push(pushgateway, sets[name].render(), job=job, grouping={"recipe": name})

@@ -22,6 +22,7 @@ from reconciler.adapters.sim.saved import SIM_ANN
 from reconciler.errors import CrashInjected
 
 if TYPE_CHECKING:
+    from reconciler.fileio.writing import Output
     from reconciler.ports import LeaseInfo
 
 Obj = dict[str, Any]
@@ -33,7 +34,7 @@ class SimCore:
 
     config: SimConfig
     crash_after: int | None
-    save_on_crash: str | None
+    save_on_crash: str | Output | None
     writes: int
     mono_offset: float
     calls: list[tuple[str, str]]
@@ -57,7 +58,7 @@ class SimCore:
     _now: float
     _read_only: bool
 
-    def save(self, path: str) -> None:
+    def save(self, path: str | Output) -> None:
         """Write the fleet to ``path`` (:meth:`reconciler.adapters.sim.fleet.SimFleet.save`)."""
         raise NotImplementedError
 

@@ -54,6 +54,7 @@ from reconciler.adapters.sim.nodes import SimNodes
 from reconciler.adapters.sim.pods import RECREATED_BY, SimPods
 from reconciler.adapters.sim.saved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
 from reconciler.adapters.sim.store import SimStore
+from reconciler.fileio.writing import Output
 from reconciler.ports import LeaseInfo, StageSpec
 
 __all__ = ["KINDS", "RECREATED_BY", "SimFleet"]
@@ -89,7 +90,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         self._read_only = read_only
         self.config = config or SimConfig()
         self.crash_after = crash_after
-        self.save_on_crash: str | None = None
+        self.save_on_crash: str | Output | None = None
         self.writes = 0
         self.mono_offset = 0.0  # see now(): the origin of this "process's" monotonic clock
         self.calls: list[tuple[str, str]] = []  # (verb, target) of every write, for tests
@@ -270,10 +271,14 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
             if "scheduleAt" in timers:
                 self._at(max(self._now, float(timers["scheduleAt"]) - self.epoch), partial(self._schedule, key, uid))
 
-    def save(self, path: str) -> None:
+    def save(self, path: str | Output) -> None:
         """Write the fleet as a ``v1 List`` (simulated time written into the objects' timestamps, so
         a later run continues from it): JSON when ``path`` ends in ``.json``, else YAML; both through
-        C encoders (:func:`reconciler.adapters.sim.write.write_list`), replacing ``path`` atomically."""
+        C encoders (:func:`reconciler.adapters.sim.write.write_list`), through the one output writer
+        (a regular file replaced atomically; ``path`` an output the CLI checked before any work).
+
+        Raises:
+            InputError, OutputError: the file cannot be written (it is left as it was)."""
         from reconciler.adapters.sim.write import write_list
 
         write_list(path, self.to_objects(copy_objects=False))

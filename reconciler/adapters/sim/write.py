@@ -8,8 +8,9 @@ back to PyYAML's pure emitter without libyaml. :func:`dumps_list` returns the sa
 string (JSON indented by 4, as ``kubectl get -o json`` prints it).
 Strings that a YAML 1.1 *or* 1.2 reader would take for another type (``yes``, ``on``, ``0o17``,
 ``1e3``, timestamps) are quoted, so the file reads back identically with our loader
-(:mod:`reconciler.load.snapshotfile`), kubectl and other tools. The file is replaced atomically
-(written next to it, then renamed), so a reader never sees half a fleet.
+(:mod:`reconciler.load.snapshotfile`), kubectl and other tools. A regular file is replaced
+atomically (written next to it, then renamed: :mod:`reconciler.fileio.writing`), so a reader
+never sees half a fleet.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from typing import Any
 
 import orjson
 import yaml
+
+from reconciler.fileio.writing import Output, prepare_output
 
 _BASE: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -83,28 +85,20 @@ def _write_yaml(fh: Any, objects: list[Any]) -> None:
                   width=1 << 30, encoding="utf-8")
 
 
-def write_list(path: str | os.PathLike[str], objects: list[Any]) -> None:
-    """Write ``objects`` as a ``v1 List`` to ``path`` (format by suffix, see the module docstring),
-    one object at a time.
+def write_list(path: str | os.PathLike[str] | Output, objects: list[Any], *, option: str = "fleet file") -> None:
+    """Write ``objects`` as a ``v1 List`` to ``path`` (format by the suffix of the file's name, see
+    the module docstring), one object at a time, through the one output writer
+    (:mod:`reconciler.fileio.writing`: a regular file replaced atomically, a device or FIFO
+    written in place). ``path``: an output checked already, or a path checked now as ``option``.
 
     Raises:
-        OSError: the directory is not writable (the file is left as it was).
+        InputError: ``path`` cannot be written (checked now; the file is left as it was).
+        OutputError: the write failed (the file is left as it was).
     """
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(target)[-40:], dir=folder)
+    out = path if isinstance(path, Output) else prepare_output(option, os.fspath(path))
     try:
-        with os.fdopen(fd, "wb") as fh:
-            (_write_json if target.endswith(".json") else _write_yaml)(fh, objects)
-        try:
-            mode = os.stat(target).st_mode & 0o777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        json_file = out.target.endswith(".json") or out.path.endswith(".json")
+        out.write_with(lambda fh: (_write_json if json_file else _write_yaml)(fh, objects))
+    finally:
+        if out is not path:
+            out.close()

@@ -113,7 +113,7 @@ def test_textfile_is_written_atomically(tmp_path: Path) -> None:
     write_textfile(str(path), "new 1\n")
     assert path.read_text() == "new 1\n" and oct(path.stat().st_mode & 0o777) == "0o644"
     assert os.listdir(tmp_path) == ["node_reconciler.prom"]  # no temporary file left
-    with pytest.raises(MetricsError, match="cannot write metrics file"):
+    with pytest.raises(InputError, match=r"--metrics-file .*missing' does not exist"):
         write_textfile(str(tmp_path / "missing" / "x.prom"), "x")
 
 

@@ -59,7 +59,7 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
     def from_file(cls: type[SimFleet], path: str, config: Any = None, crash_after: int | None = None, *,
                   read_only: bool = False) -> SimFleet:
-        if path == "HOSTILE":
+        if Path(path).name == "HOSTILE":
             return SimFleet(objects, config, crash_after)
         if Path(path).is_relative_to(tmp_path):  # a fleet this test saved: the hostile names on purpose
             # (the snapshot loader refuses names Kubernetes would refuse; the output must cope anyway)
@@ -75,7 +75,9 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     failures = tuple(StageFailure.model_construct(node=n, package="base", stage="apply", exitCode=3, times=99,
                                                   reason="Error", logTail=LOG_TAIL) for n in NODES[:3])
     monkeypatch.setattr(clusters, "load_sim_config", lambda _path: SimConfig(failures=failures))
-    return {"recipe": recipe(tmp_path / "r.yaml"), "config": cfg, "save": tmp_path / "after.yaml"}
+    (tmp_path / "HOSTILE").write_text("")  # a regular file the CLI may open; its objects come from above
+    return {"recipe": recipe(tmp_path / "r.yaml"), "config": cfg, "save": tmp_path / "after.yaml",
+            "fleet": tmp_path / "HOSTILE"}
 
 
 def assert_no_raw_controls(label: str, text: str) -> None:
@@ -85,7 +87,8 @@ def assert_no_raw_controls(label: str, text: str) -> None:
 
 def test_apply_prints_hostile_names_and_log_tails_literally(hostile: dict[str, Path],
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["apply", str(hostile["recipe"]), "--cluster", "sim:HOSTILE", "--sim-config", str(hostile["config"]),
+    rc = main(["apply", str(hostile["recipe"]), "--cluster", f"sim:{hostile['fleet']}",
+               "--sim-config", str(hostile["config"]),
                "--sim-save", str(hostile["save"])])
     out = capsys.readouterr()
     assert rc == 1, out.err  # three nodes fail (injected), the rest complete
@@ -106,7 +109,8 @@ def test_apply_prints_hostile_names_and_log_tails_literally(hostile: dict[str, P
 
 def test_status_views_show_hostile_names_literally(hostile: dict[str, Path], tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["apply", str(hostile["recipe"]), "--cluster", "sim:HOSTILE", "--sim-config", str(hostile["config"]),
+    assert main(["apply", str(hostile["recipe"]), "--cluster", f"sim:{hostile['fleet']}",
+               "--sim-config", str(hostile["config"]),
                  "--sim-save", str(hostile["save"]), "-o", "json"]) == 1
     capsys.readouterr()
     saved = str(hostile["save"])
@@ -132,14 +136,14 @@ def test_status_views_show_hostile_names_literally(hostile: dict[str, Path], tmp
 
 
 def test_plan_text_shows_hostile_names_literally(hostile: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["plan", str(hostile["recipe"]), "--cluster", "sim:HOSTILE"])
+    rc = main(["plan", str(hostile["recipe"]), "--cluster", f"sim:{hostile['fleet']}"])
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert_no_raw_controls("plan text", out.out)
     for name in NODES:
         assert visible(name) in out.out
     for fmt in ("markdown", "json"):
-        assert main(["plan", str(hostile["recipe"]), "--cluster", "sim:HOSTILE", "-o", fmt]) == 0
+        assert main(["plan", str(hostile["recipe"]), "--cluster", f"sim:{hostile['fleet']}", "-o", fmt]) == 0
         assert_no_raw_controls(f"plan -o {fmt}", capsys.readouterr().out)
 
 
