@@ -59,6 +59,7 @@ class ApplySettings:
     ``poll_seconds``: fallback poll interval. ``lease_duration`` / ``wait_for_lock``: seconds.
     ``retry_failed``: start again the nodes that failed in an earlier run with the same inputs
     (planned with ``compute_plan(retry_failed=True)``; without it they are left failed).
+    ``controller``: a ``reconciler controller`` pass (its messages name no ``apply`` flag).
     """
 
     holder: str
@@ -73,6 +74,7 @@ class ApplySettings:
     wait_for_lock: float = 0.0
     #: ``-l/--selector``: only nodes matching it get work (``compute_plan(only=...)``); None: all
     only: LabelSelector | None = None
+    controller: bool = False
 
 
 class Observer(Protocol):
@@ -209,7 +211,7 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
             rollout = Rollout(recipe, policies[recipe.name], the_plan, fenced, clock, run_id=run_id,
                               poll_seconds=settings.poll_seconds, on_event=on_event,
                               retry_failed=settings.retry_failed, runtime_required=runtime_required,
-                              waiting=waiting, on_tick=leases.tick,
+                              waiting=waiting, on_tick=leases.tick, controller=settings.controller,
                               workers=settings.workers or default_workers(the_plan),
                               job_pool=cluster.job_pool if isinstance(cluster, ProvidesJobPool) else None)
             result = rollout.run()

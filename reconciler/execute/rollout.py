@@ -115,6 +115,8 @@ class Rollout:
             running (their records stay on the nodes). Used to renew the recipe's Lease.
         workers: node runs advanced at once. 1 for the simulated fleet (deterministic); more for
             a real cluster, where each step waits on API round trips.
+        controller: the run is a ``reconciler controller`` pass (messages name its ways on, not
+            ``apply``'s flags).
         job_pool: makes the pool the runs' I/O goes to when ``workers`` > 1, given ``workers``
             (default :class:`~reconciler.execute.jobs.ThreadJobPool`: a thread per job in flight;
             a real cluster's adapters give one that multiplexes the requests on the loop's thread,
@@ -141,8 +143,10 @@ class Rollout:
         on_tick: Callable[[float], float | None] | None = None,
         workers: int = 1,
         job_pool: Callable[[int], JobPool] | None = None,
+        controller: bool = False,
     ) -> None:
         self.recipe, self.policy, self.plan = recipe, policy, plan
+        self.controller = controller
         self.workers = workers
         self._job_pool: Callable[[int], JobPool] = job_pool or ThreadJobPool
         self._pool: JobPool | None = None
@@ -560,7 +564,8 @@ class Rollout:
                 any_failed = True
                 outcomes.append(NodeOutcome(
                     np.name, NodeResult.FAILED, np.compartment, failed_stage=f0.stage, reason=f0.reason,
-                    message=not_retried_message(f0, self.recipe.name, np.name), exit_code=f0.exitCode,
+                    message=not_retried_message(f0, self.recipe.name, np.name, controller=self.controller),
+                    exit_code=f0.exitCode,
                     log_tail=f0.logTail))
                 continue
             if r is None and np.name in self.waiting:

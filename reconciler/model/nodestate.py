@@ -531,17 +531,23 @@ def not_retried(node: NodeInfo, recipe: str, inputs: str, *,
     return rec
 
 
-def not_retried_message(rec: FailureRecord, recipe: str = "", node: str = "") -> str:
+def not_retried_message(rec: FailureRecord, recipe: str = "", node: str = "", *, controller: bool = False) -> str:
     """How a node held failed by :func:`not_retried` is reported (the run's result, the plan's
     node note): the failed run, the hint, the failure's own message. With ``recipe`` and ``node``
     the hint also names the other way on when the failure names a package stage the failed
     lifecycle can run again: ``package rerun`` (from the package's first stage, or its
-    post-interrupt stage); not for a failure of the node itself (drain, interrupt, readiness)."""
+    post-interrupt stage); not for a failure of the node itself (drain, interrupt, readiness).
+    ``controller``: the run is a ``reconciler controller`` pass, which has no ``--retry-failed``:
+    the hint is ``reset`` of that node (a running controller takes the reset as a request)."""
     rerun = ""
     if recipe and node and rec.package and rec.stage not in (Stage.INTERRUPT, Stage.UNINSTALL_INTERRUPT):
         stage = f" --stage {Stage.POST_INTERRUPT}" if rec.stage == Stage.POST_INTERRUPT else ""
         rerun = (f", or `reconciler package rerun {rec.package} --recipe {recipe} --node {node}{stage} --force` "
                  f"to run {rec.package} again")
+    if controller:
+        node_reset = f"`reconciler reset {recipe} -l kubernetes.io/hostname={node}`" if recipe and node else "`reset`"
+        return (f"failed in run {rec.runId} with the same inputs (not retried; {node_reset} starts it again{rerun}): "
+                f"{rec.message}")
     return f"failed in run {rec.runId} with the same inputs (not retried; use --retry-failed{rerun}): {rec.message}"
 
 

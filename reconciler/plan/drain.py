@@ -17,6 +17,13 @@ from reconciler.model.selector import LabelSelector
 #: Our own stage pods carry this label and are never evicted by a drain.
 MANAGED_BY = ("app.kubernetes.io/managed-by", "node-reconciler")
 
+#: The reconciler's own pods (the chart's controller and pipeline Job, the examples' Argo CD hook
+#: Jobs) carry this label: a drain never evicts them, it refuses the node instead — evicting the
+#: controller that drains would stop the rollout half way, on the node it is cordoning.
+RECONCILER_POD = ("app.kubernetes.io/name", "node-reconciler")
+OWN_POD_REFUSAL = ("the reconciler's own pod runs on this node and is not evicted by itself; keep it off the "
+                   "nodes it manages (chart values placement.*, docs/controller.md)")
+
 
 @dataclass(frozen=True)
 class DrainClassification:
@@ -60,7 +67,8 @@ def classify_pods(
 ) -> DrainClassification:
     """Run kubectl drain's filter chain over the pods of one node (pure).
 
-    Order (first verdict wins): protected → our own stage pods → ``podSelector`` → terminating for
+    Order (first verdict wins): protected → our own stage pods → the reconciler's own pods
+    (:data:`RECONCILER_POD`: a blocker) → ``podSelector`` → terminating for
     longer than ``skipWaitForDeleteTimeoutSeconds`` (needs ``now_wall``) → DaemonSet-managed
     (finished: removed; live DaemonSet: skipped if ``ignoreDaemonSets`` else blocker; orphaned:
     removed with ``force`` else blocker) → mirror (skipped) → finished (removed) → emptyDir (needs
@@ -78,6 +86,9 @@ def classify_pods(
             continue
         if pod.labels.get(MANAGED_BY[0]) == MANAGED_BY[1]:
             skipped.append((pod, "node-reconciler stage pod"))
+            continue
+        if pod.labels.get(RECONCILER_POD[0]) == RECONCILER_POD[1] and not pod.finished and pod.deletion_ts is None:
+            blockers.append((pod, OWN_POD_REFUSAL))
             continue
         if options.podSelector is not None and not options.podSelector.matches(pod.labels):
             skipped.append((pod, "not selected by drain.podSelector"))

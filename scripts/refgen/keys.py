@@ -64,6 +64,9 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("reconciler.nodewright.dev/Node.name", "node metadata ConfigMap annotation", "The node it describes."),
     ("app.kubernetes.io/managed-by", "label of our Pods, ConfigMaps and status objects",
      "`node-reconciler`; the drain leaves our own stage pods alone by it."),
+    ("app.kubernetes.io/name", "label of the reconciler's own Pods (read)",
+     "`node-reconciler` on the chart's controller and pipeline pods and the examples' hook Jobs: a drain "
+     "refuses a node running one of them (DrainRefused) instead of evicting the reconciler itself."),
     ("<legacy>/nodeState_<recipe>", "Node annotation (read)",
      "NodeWright's package state: read when ours is absent, and taken over by `reconciler import`."),
     ("<legacy>/status_<recipe>", "Node label and annotation (read)",

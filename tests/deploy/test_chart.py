@@ -208,6 +208,48 @@ def test_pipeline_cronjob_with_a_mounted_directory() -> None:
     assert vols["policies"]["configMap"] == {"name": "node-reconciler-policies"}
 
 
+def _pods(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for o in objs:
+        spec = o.get("spec", {})
+        tpl = spec.get("jobTemplate", {}).get("spec", spec).get("template")
+        if tpl:
+            out.append(tpl["spec"])
+    return out
+
+
+def test_the_reconcilers_pods_are_kept_off_managed_nodes_by_default() -> None:
+    """The controller and the pipeline pods: a required node affinity against the managed (GPU)
+    nodes and no toleration (the runtime-required taints keep them off joining nodes); a drain
+    refuses a node that runs one of them (reconciler.plan.drain.RECONCILER_POD), whose label
+    every pod carries."""
+    from reconciler.plan.drain import RECONCILER_POD
+
+    objs = render("--set", "pipeline.mode=cronjob", "--set", "recipeSource.type=directory")
+    pods = _pods(objs)
+    assert len(pods) == 2
+    for pod in pods:
+        assert pod["affinity"] == {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "nvidia.com/gpu.present", "operator": "NotIn", "values": ["true"]}]}]}}}
+        assert "tolerations" not in pod
+    for o in objs:
+        spec = o.get("spec", {})
+        tpl = spec.get("jobTemplate", {}).get("spec", spec).get("template")
+        if tpl:
+            assert tpl["metadata"]["labels"][RECONCILER_POD[0]] == RECONCILER_POD[1]
+    custom = _pods(render("--set", "placement.managedNodes[0].key=pool", "--set",
+                          "placement.managedNodes[0].operator=Exists", "--set", "placement.managedNodes[1].key=gpu",
+                          "--set", "placement.managedNodes[1].operator=NotIn", "--set",
+                          "placement.managedNodes[1].values={no}"))[0]
+    assert custom["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"] == [{"matchExpressions": [{"key": "pool", "operator": "DoesNotExist"},
+                                                       {"key": "gpu", "operator": "In", "values": ["no"]}]}]
+    assert "affinity" not in _pods(render("--set", "placement.avoidManagedNodes=false"))[0]
+    own = _pods(render("--set", "affinity.nodeAffinity.x=y"))[0]
+    assert own["affinity"] == {"nodeAffinity": {"x": "y"}}
+
+
 @pytest.mark.parametrize(("values", "namespace", "message"), [
     ([], "kube-system", "install node-reconciler into the namespace node-reconciler"),
     (["--set", "controller.enabled=false", "--set", "pipeline.mode=job"], NS,
@@ -221,8 +263,10 @@ def test_pipeline_cronjob_with_a_mounted_directory() -> None:
      "statusRepo.url carries a password or token in the URL"),
     (["--set", "recipeSource.type=git", "--set", "recipeSource.git.url=https://ghp_x@git.example/f.git"], NS,
      "recipeSource.git.url carries credentials in the URL"),
+    (["--set", "placement.managedNodes[0].key=a", "--set", "placement.managedNodes[0].operator=Gt"], NS,
+     'placement.managedNodes: operator must be In, NotIn, Exists or DoesNotExist, got "Gt"'),
 ], ids=["namespace", "pipeline-from-crd", "git-without-url", "bad-source", "bad-mode", "bad-digest",
-        "status-without-cluster", "status-url-password", "git-url-token"])
+        "status-without-cluster", "status-url-password", "git-url-token", "placement-operator"])
 def test_bad_values_are_refused_with_the_reason(values: list[str], namespace: str, message: str) -> None:
     err = render_error(*values, namespace=namespace)
     assert message in err and "ghp_x" not in err

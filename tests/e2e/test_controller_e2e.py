@@ -346,6 +346,49 @@ def test_a_rollout_with_reboots_is_never_preempted_by_its_own_reboots(
             client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
 
 
+def test_the_controller_never_evicts_its_own_pod_and_rolls_out_the_other_nodes(
+        controlplane: Any, controlplane_reboots: Any, api: Any, make_nodes: Any, namespace: str, test_id: str,
+        replicas: Any) -> None:
+    """A pod of the chart's controller (its labels, a Deployment, no local data: evictable by every
+    drain rule of kubectl) runs on a managed node: the drain refuses that node with an Event naming
+    the reconciler's own pod, the pod is never evicted, and the other nodes are rolled out."""
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    nodes = make_nodes(3)
+    host = nodes[0]
+    labels = {"app.kubernetes.io/name": "node-reconciler", "app.kubernetes.io/instance": test_id,
+              "app.kubernetes.io/component": "controller"}
+    apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "node-reconciler-controller"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"nodeName": host, "containers": [{"name": "controller", "image": "node-reconciler:test"}]}}}})
+    pod = _wait("the controller's pod running", lambda: [
+        p for p in core.list_namespaced_pod(namespace, label_selector="app.kubernetes.io/component=controller").items
+        if p.status.phase == "Running"], timeout=60)[0]
+    name = f"own-{test_id[-4:]}"
+    a = replicas("own")
+    _wait("the controller ready", lambda: a.get("/readyz")[0] == 200, timeout=60)
+    apply(DynamicClient(api), recipe_object(name, test_id, budget=3, runtime_required=False, reboot=True))
+    try:
+        _wait("the NodeRecipe Failed by kstatus", lambda: _kstatus(api, name) == "Failed", timeout=180)
+        assert sorted(_complete(api, nodes, name)) == sorted(nodes[1:])
+        assert core.read_namespaced_pod(pod.metadata.name, namespace).metadata.deletion_timestamp is None
+        failure = json.loads(core.read_node(host).metadata.annotations[failure_key(name)])
+        assert failure["reason"] == "DrainRefused" and "reconciler's own pod" in failure["message"], failure
+        assert not core.read_node(host).spec.unschedulable  # refused before any eviction: uncordoned
+        events = [e for e in core.list_namespaced_event(
+            "default", field_selector=f"involvedObject.kind=Node,involvedObject.name={host}").items
+            if "reconciler's own pod" in (e.message or "")]
+        assert events and events[0].type == "Warning", [e.message for e in events]
+        assert "--retry-failed" not in a.log.read_text(errors="replace")  # no flag `controller` lacks
+    except BaseException:
+        print(a.tail())
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+
+
 def _leader(api: Any) -> str:
     try:
         lease = client.CoordinationV1Api(api).read_namespaced_lease(LEADER, NS)

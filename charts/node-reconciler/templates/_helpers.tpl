@@ -75,9 +75,27 @@ nodeSelector:
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.affinity }}
+{{- if .Values.affinity }}
 affinity:
-  {{- toYaml . | nindent 2 }}
+  {{- toYaml .Values.affinity | nindent 2 }}
+{{- else if and .Values.placement.avoidManagedNodes .Values.placement.managedNodes }}
+{{- /* not on a managed node: no expression of placement.managedNodes may match (each negated, ANDed) */}}
+{{- $not := dict "In" "NotIn" "NotIn" "In" "Exists" "DoesNotExist" "DoesNotExist" "Exists" }}
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms:
+        - matchExpressions:
+            {{- range .Values.placement.managedNodes }}
+            {{- if not (hasKey $not .operator) }}
+            {{- fail (printf "placement.managedNodes: operator must be In, NotIn, Exists or DoesNotExist, got %q" .operator) }}
+            {{- end }}
+            - key: {{ .key | quote }}
+              operator: {{ get $not .operator }}
+              {{- with .values }}
+              values: {{ toJson . }}
+              {{- end }}
+            {{- end }}
 {{- end }}
 {{- with .Values.priorityClassName }}
 priorityClassName: {{ . }}

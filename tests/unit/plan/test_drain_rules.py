@@ -7,7 +7,7 @@ import pytest
 from reconciler.adapters.kube.objects import pod_from
 from reconciler.model.recipe import DrainOptions
 from reconciler.model.selector import LabelSelector
-from reconciler.plan.drain import classify_pods
+from reconciler.plan.drain import OWN_POD_REFUSAL, classify_pods
 from reconciler.testing.fleetgen import make_pod
 
 N = "n1"
@@ -84,3 +84,22 @@ def test_skip_wait_for_delete_timeout_counts_from_deletion_timestamp() -> None:
     opts = DrainOptions(skipWaitForDeleteTimeoutSeconds=60)
     assert classify_pods([pod], opts, None, now_wall=pod.deletion_ts + 59).evict
     assert not classify_pods([pod], opts, None, now_wall=pod.deletion_ts + 61).evict
+
+
+@pytest.mark.parametrize("opts", [DrainOptions(), DrainOptions(force=True, deleteEmptyDirData=True,
+                                                                podSelector=LabelSelector(matchLabels={"x": "y"}))],
+                         ids=["defaults", "force+emptydir+podSelector"])
+def test_the_reconcilers_own_pod_refuses_the_drain_whatever_the_flags(opts: DrainOptions) -> None:
+    """The chart's controller (or pipeline Job, or hook) pod on the node: the drain refuses the
+    node instead of evicting the reconciler that drains it; a finished Job pod of it does not."""
+    own = {"app.kubernetes.io/name": "node-reconciler", "app.kubernetes.io/component": "controller"}
+    ctl = pod_from(make_pod("node-reconciler", "node-reconciler-controller-7d9-x", N, labels=own,
+                            owner=("ReplicaSet", "node-reconciler-controller-7d9"), emptydir=True))
+    done = pod_from(make_pod("node-reconciler", "node-reconciler-apply-3-q", N, phase="Succeeded",
+                             labels={**own, "app.kubernetes.io/component": "apply"}, owner=("Job", "apply-3")))
+    web = pod_from(make_pod("web", "db-2", N, owner=("ReplicaSet", "db"), labels={"x": "y"}))
+    cls = classify_pods([ctl, done, web], opts, None)
+    assert [(p.ref, why) for p, why in cls.blockers] == [
+        ("node-reconciler/node-reconciler-controller-7d9-x", OWN_POD_REFUSAL)]
+    assert "placement" in OWN_POD_REFUSAL and "own pod" in OWN_POD_REFUSAL
+    assert "node-reconciler/node-reconciler-controller-7d9-x" not in {p.ref for p in cls.to_remove}

@@ -110,3 +110,14 @@ def test_views_say_failed_not_retried_not_no_changes() -> None:
     md = render_markdown(p)
     assert "**0 of 2 selected nodes change; 1 failed with the same inputs before" in md
     assert "failed, not retried" in md
+
+
+def test_under_the_controller_the_hint_names_no_apply_flag() -> None:
+    """`controller` has no --retry-failed: its messages name `reset` of the node (and `package
+    rerun` where it applies), both of which a running controller takes up."""
+    apply_msg = not_retried_message(failure(), "tuning", "n1")
+    ctl_msg = not_retried_message(failure(), "tuning", "n1", controller=True)
+    assert "--retry-failed" in apply_msg
+    assert "--retry-failed" not in ctl_msg
+    assert "`reconciler reset tuning -l kubernetes.io/hostname=n1` starts it again" in ctl_msg
+    assert "reconciler package rerun tuned --recipe tuning --node n1" in ctl_msg
