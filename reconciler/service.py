@@ -60,6 +60,8 @@ class ApplySettings:
     ``retry_failed``: start again the nodes that failed in an earlier run with the same inputs
     (planned with ``compute_plan(retry_failed=True)``; without it they are left failed).
     ``controller``: a ``reconciler controller`` pass (its messages name no ``apply`` flag).
+    ``superseded``: processes whose recipe Leases this run takes over before they expire (the
+    controller replicas whose leadership this one took over: :func:`~reconciler.execute.lock.take_lease`).
     """
 
     holder: str
@@ -75,6 +77,7 @@ class ApplySettings:
     #: ``-l/--selector``: only nodes matching it get work (``compute_plan(only=...)``); None: all
     only: LabelSelector | None = None
     controller: bool = False
+    superseded: frozenset[str] = frozenset()
 
 
 class Observer(Protocol):
@@ -168,7 +171,7 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
     policies = {r.name: policy_for(r, inputs) for r in inputs.recipes}
     ports = ClusterPorts.of(cluster, store_for(cluster))
     leases = LeaseGroup(ports.leases, clock, [r.name for r in inputs.recipes], holder_identity(run_id, settings.holder),
-                        duration=settings.lease_duration)
+                        duration=settings.lease_duration, superseded=settings.superseded)
     leases.acquire(settings.wait_for_lock)  # before anything is observed or changed
     fenced = FencedCluster(ports, leases).ports  # the write roles fenced by the leases
     current: Recipe | None = None

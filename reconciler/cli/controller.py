@@ -77,12 +77,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-locked", dest="locked", action="store_false", help="allow packages not pinned by digest")
     p.add_argument("--leader-elect", type=_bool, nargs="?", const=True, default=False, metavar="true|false",
                    help="leader election: one active replica through a Lease")
-    p.add_argument("--leader-elect-lease-duration", type=request_timeout, default=15.0, metavar="DURATION",
-                   help="how long a leader's Lease holds without renewal before another replica may take it (15s)")
-    p.add_argument("--leader-elect-renew-deadline", type=request_timeout, default=10.0, metavar="DURATION",
-                   help="the leader stops leading when it could not renew within this (10s)")
-    p.add_argument("--leader-elect-retry-period", type=request_timeout, default=2.0, metavar="DURATION",
-                   help="how often replicas try to acquire or renew the Lease (2s)")
+    p.add_argument("--leader-elect-lease-duration", type=request_timeout, default=10.0, metavar="DURATION",
+                   help="how long a leader's Lease holds without renewal before another replica may take it (10s)")
+    p.add_argument("--leader-elect-renew-deadline", type=request_timeout, default=7.0, metavar="DURATION",
+                   help="the leader stops leading when it could not renew within this (7s)")
+    p.add_argument("--leader-elect-retry-period", type=request_timeout, default=1.0, metavar="DURATION",
+                   help="how often replicas try to acquire or renew the Lease (1s)")
     p.add_argument("--metrics-bind-address", default=":8080", metavar="[HOST]:PORT", help="/metrics (0: off)")
     p.add_argument("--health-probe-bind-address", default=":8081", metavar="[HOST]:PORT",
                    help="/healthz and /readyz (0: off)")

@@ -330,7 +330,8 @@ class Controller:
         settings = ApplySettings(holder=self.settings.holder, locked=self.settings.locked,
                                  workers=self.settings.workers, poll_seconds=self.settings.poll_seconds,
                                  lease_duration=self.settings.lease_duration,
-                                 wait_for_lock=self.settings.wait_for_lock, controller=True)
+                                 wait_for_lock=self.settings.wait_for_lock, controller=True,
+                                 superseded=self.leader.superseded if self.leader is not None else frozenset())
         cluster = StoppableCluster(self.cluster, self.signal)
         clock = StoppableClock(self.clock, self.signal)
         try:

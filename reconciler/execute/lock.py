@@ -33,7 +33,7 @@ import contextlib
 import hashlib
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 from reconciler.errors import (
@@ -81,12 +81,14 @@ def lease_name(recipe: str) -> str:
 
 
 def take_lease(store: LeaseStore, name: str, holder: str, duration_seconds: int, now: float,
-               cur: LeaseInfo | None) -> LeaseInfo:
+               cur: LeaseInfo | None, superseded: Collection[str] = ()) -> LeaseInfo:
     """The take-over rule: one write that gives ``holder`` the Lease ``name`` as last read (``cur``).
 
-    Absent → created (transitions 0); held by ``holder`` → renewed (acquireTime kept); free or
-    expired at UTC epoch ``now`` → taken over (acquireTime = now, ``leaseTransitions`` + 1 when it
-    had a holder). The write carries ``cur``'s resourceVersion, so a concurrent writer makes it
+    Absent → created (transitions 0); held by ``holder`` → renewed (acquireTime kept); free,
+    expired at UTC epoch ``now``, or held by a run of a process in ``superseded`` (a controller
+    replica whose leadership this process took over: fenced by the leader Lease, it writes no
+    more, :func:`holder_process`) → taken over (acquireTime = now, ``leaseTransitions`` + 1 when
+    it had a holder). The write carries ``cur``'s resourceVersion, so a concurrent writer makes it
     fail with ConflictError (read again and retry), as client-go's leader election does.
 
     Raises:
@@ -95,7 +97,7 @@ def take_lease(store: LeaseStore, name: str, holder: str, duration_seconds: int,
     """
     if cur is None:
         return store.create_lease(name, LeaseSpec(holder, duration_seconds, now, now, 0))
-    if cur.holder and cur.holder != holder and cur.expires_in(now) > 0:
+    if cur.holder and cur.holder != holder and cur.expires_in(now) > 0 and holder_process(cur.holder) not in superseded:
         raise LeaseHeldError(f"{cur.namespace}/{name}", cur.holder, cur.expires_in(now))
     taking_over = cur.holder != holder
     spec = LeaseSpec(holder, duration_seconds, acquired=now if taking_over else (cur.acquired or now), renewed=now,
@@ -132,6 +134,12 @@ def release_lease(store: LeaseStore, name: str, holder: str) -> None:
         store.delete_lease(name, cur.resource_version)
 
 
+def holder_process(holder: str) -> str:
+    """The process part of a holder identity (``<host>/<pid>`` of ``<run id>@<host>/<pid>``; a
+    holder without a run id is all process)."""
+    return holder.rsplit("@", 1)[-1]
+
+
 def holder_identity(run_id: str, process: str) -> str:
     """``<run id>@<host>/<pid>``: who holds a lease, readable in ``kubectl get lease`` and in the
     error a second run prints. ``process`` is ``<host>/<pid>`` of the running process, read by the
@@ -151,6 +159,8 @@ class LeaseLock:
         renew_every: seconds between renewals (< duration).
         retry_every: seconds between attempts while waiting or after a failed renewal.
         margin: stop this many seconds before a lease we could not renew may expire.
+        superseded: processes whose runs' leases may be taken over before they expire
+            (:func:`take_lease`).
 
     Raises (``ValueError``): ``renew_every`` not below ``duration - margin``.
     """
@@ -166,6 +176,7 @@ class LeaseLock:
         renew_every: float = DEFAULT_RENEW_EVERY,
         retry_every: float = DEFAULT_RETRY_EVERY,
         margin: float = DEFAULT_MARGIN,
+        superseded: Collection[str] = (),
     ) -> None:
         if renew_every >= duration - margin:
             raise ValueError(f"renew_every {renew_every} s must be below duration {duration} s - margin {margin} s")
@@ -177,6 +188,7 @@ class LeaseLock:
         self.renew_every = renew_every
         self.retry_every = retry_every
         self.margin = margin
+        self.superseded = frozenset(superseded)
         self.held = False
         self.renewals = 0
         self.took_over_from = ""
@@ -201,7 +213,8 @@ class LeaseLock:
             sent = self.clock.now()  # the lease runs from when the request was sent, not answered
             try:
                 before = self.leases.get_lease(self.name)
-                rec = take_lease(self.leases, self.name, self.holder, self.duration, self.clock.utc(), before)
+                rec = take_lease(self.leases, self.name, self.holder, self.duration, self.clock.utc(), before,
+                                 self.superseded)
             except LeaseHeldError as e:
                 if self.clock.now() >= deadline:
                     raise
@@ -345,7 +358,8 @@ class LeaseGroup:
 
     def __init__(self, leases: LeaseStore, clock: Clock, recipes: list[str], holder: str, *,
                  duration: int = DEFAULT_DURATION, renew_every: float | None = None,
-                 retry_every: float = DEFAULT_RETRY_EVERY, margin: float | None = None) -> None:
+                 retry_every: float = DEFAULT_RETRY_EVERY, margin: float | None = None,
+                 superseded: Collection[str] = ()) -> None:
         margin = DEFAULT_MARGIN if margin is None else margin
         margin = min(margin, duration / 6)
         renew = renew_every if renew_every is not None else duration / 3
@@ -353,7 +367,7 @@ class LeaseGroup:
         self.holder = holder
         self.locks = [
             LeaseLock(leases, clock, name, holder, duration=duration, renew_every=renew,
-                      retry_every=min(retry_every, renew), margin=margin)
+                      retry_every=min(retry_every, renew), margin=margin, superseded=superseded)
             for name in sorted(set(recipes))
         ]
 

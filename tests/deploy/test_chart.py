@@ -93,7 +93,7 @@ def test_default_values_render_the_controller_and_its_rbac() -> None:
     (c,) = pod["containers"]
     assert c["image"] == IMAGE
     assert c["args"][:2] == ["controller", "--source=crd"]
-    assert "--leader-elect=true" in c["args"] and "--leader-elect-lease-duration=15s" in c["args"]
+    assert "--leader-elect=true" in c["args"] and "--leader-elect-lease-duration=10s" in c["args"]
     assert "--metrics-bind-address=:8080" in c["args"] and "--health-probe-bind-address=:8081" in c["args"]
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"metrics": 8080, "probes": 8081}
@@ -144,7 +144,7 @@ def test_the_controller_args_are_the_verbs_flags(values: list[str]) -> None:
     assert args.metrics_addr == ("", 8080) and args.probe_addr == ("", 8081)
     assert args.leader_elect is ("controller.leaderElection.enabled=false" not in values)
     assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline, args.leader_elect_retry_period) == (
-        15.0, 10.0, 2.0)
+        10.0, 7.0, 1.0)
 
 
 def test_controller_with_git_status_commits_gets_the_flags_and_only_the_push_token() -> None:

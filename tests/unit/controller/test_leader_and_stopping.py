@@ -13,7 +13,8 @@ import pytest
 from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.controller.leader import LEADER_LEASE, Leadership
 from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StopSignal
-from reconciler.execute.lock import lease_name
+from reconciler.errors import LeaseHeldError
+from reconciler.execute.lock import holder_identity, lease_name, take_lease
 from reconciler.load.recipes import OBJECT_NAME
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -127,3 +128,37 @@ def test_the_controls_are_reached_on_an_adapter_that_provides_a_store() -> None:
     with pytest.raises(PassStopped):
         fenced.patch_config_map("node-reconciler", "node-reconciler-controls", {"r": None})
     assert fenced.get_config_map("node-reconciler", "node-reconciler-controls") == {"r": '{"paused": true}'}
+
+
+def test_a_new_leader_takes_over_the_recipe_leases_of_the_leader_it_superseded_at_once() -> None:
+    """a leads and holds a recipe Lease for its pass, then dies (no release): b leads once the
+    leader Lease expired and takes a's recipe Lease at once (a is fenced: it stopped writing by its
+    renew deadline); a pipeline run's Lease is still waited for."""
+    sim = SimFleet.from_file(FLEET)
+    a = Leadership(sim, sim, "a/1", lease_duration=15, renew_deadline=10, retry_period=2)
+    a.lock.acquire()
+    take_lease(sim, lease_name("tuning"), holder_identity("run-a", "a/1"), 60, sim.utc(), None)
+    take_lease(sim, lease_name("drivers"), holder_identity("run-p", "ci-runner/7"), 60, sim.utc(), None)
+    sim.advance(16)  # a was killed: its leader Lease expired, its 60 s recipe Leases have not
+    b = Leadership(sim, sim, "b/1", lease_duration=15, renew_deadline=10, retry_period=2)
+    b.lock.acquire()
+    if b.lock.took_over_from:  # what the election thread does on taking the Lease
+        b.superseded = b.superseded | {b.lock.took_over_from}
+    assert b.superseded == {"a/1"}
+    took = take_lease(sim, lease_name("tuning"), holder_identity("run-b", "b/1"), 60, sim.utc(),
+                      sim.get_lease(lease_name("tuning")), b.superseded)
+    assert took.holder == "run-b@b/1" and took.transitions == 1
+    with pytest.raises(LeaseHeldError):
+        take_lease(sim, lease_name("drivers"), holder_identity("run-b", "b/1"), 60, sim.utc(),
+                   sim.get_lease(lease_name("drivers")), b.superseded)
+
+
+def test_the_election_thread_records_whom_it_superseded() -> None:
+    sim = SimFleet.from_file(FLEET)
+    take_lease(sim, lease_name(LEADER_LEASE), "a/1", 15, sim.utc() - 20, None)  # expired: a was killed
+    b = Leadership(sim, sim, "b/1", lease_duration=15, renew_deadline=10, retry_period=0.05).start()
+    try:
+        assert _until(b.is_leader)
+        assert b.superseded == {"a/1"}
+    finally:
+        b.release()
