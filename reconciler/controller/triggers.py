@@ -38,11 +38,11 @@ from reconciler.model.nodestate import (
     IGNORE_LABEL,
     PREFIX,
     RECONCILE_REQUEST_KEY,
-    RUNTIME_REQUIRED_TAINT_KEY,
     inflight_key,
     is_ignored,
 )
 from reconciler.model.observed import NodeInfo
+from reconciler.model.recipe import DEFAULT_RUNTIME_REQUIRED_TAINTS
 from reconciler.model.selector import LabelSelector
 
 INFLIGHT_PREFIX = inflight_key("")
@@ -57,7 +57,8 @@ def _selecting(labels: Mapping[str, str], selectors: Sequence[LabelSelector]) ->
 
 
 def _tainted(node: NodeInfo) -> bool:
-    return any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints)
+    """A runtime-required taint of the defaults (ours, NodeWright's) is on the node."""
+    return any(m.tolerates(t) for t in node.taints for m in DEFAULT_RUNTIME_REQUIRED_TAINTS)
 
 
 def node_trigger(event: str, old: NodeInfo | None, new: NodeInfo | None,

@@ -15,12 +15,13 @@ external validator's condition is True and/or its labels match (:func:`judge_gat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_claims, holds_claim, recorded_status
+from reconciler.model.nodestate import cordon_claims, holds_claim, recorded_status
 from reconciler.model.observed import NodeInfo
-from reconciler.model.recipe import ReadinessGate
+from reconciler.model.recipe import DEFAULT_RUNTIME_REQUIRED_TAINTS, ReadinessGate
 from reconciler.model.selector import Taint
 from reconciler.model.vocab import IMAGE_PULL_REASONS, FailureReason
 
@@ -74,17 +75,26 @@ class ReleaseDecision:
     taints: tuple[Taint, ...] | None
 
 
+def _default_required(taint: Taint) -> bool:
+    return any(m.tolerates(taint) for m in DEFAULT_RUNTIME_REQUIRED_TAINTS)
+
+
 def decide_release(node: NodeInfo, recipe: str, *, owns_cordon: bool, runtime_required: bool,
-                   runtime_required_recipes: tuple[str, ...]) -> ReleaseDecision:
+                   runtime_required_recipes: tuple[str, ...],
+                   required_taint: Callable[[Taint], bool] | None = None) -> ReleaseDecision:
     """What the end of ``recipe``'s lifecycle on ``node`` (as just read) releases. ``owns_cordon``:
     we hold a claim; ``runtime_required``: the recipe is runtime-required;
-    ``runtime_required_recipes``: every runtime-required recipe selecting the node."""
+    ``runtime_required_recipes``: every runtime-required recipe selecting the node;
+    ``required_taint``: which taints are runtime-required (:meth:`Recipe.is_required_taint`;
+    default :data:`~reconciler.model.recipe.DEFAULT_RUNTIME_REQUIRED_TAINTS`), all removed together."""
+    if required_taint is None:
+        required_taint = _default_required
     others = cordon_claims(node.annotations, recipe, node.uid)
     uncordon = owns_cordon and node.unschedulable and not others
     waiting = [r for r in runtime_required_recipes if r != recipe and _status(node, r) != "complete"]
     taints = None
-    if runtime_required and not waiting and any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints):
-        taints = tuple(t for t in node.taints if t.key != RUNTIME_REQUIRED_TAINT_KEY)
+    if runtime_required and not waiting and any(required_taint(t) for t in node.taints):
+        taints = tuple(t for t in node.taints if not required_taint(t))
     return ReleaseDecision(uncordon, others, taints)
 
 

@@ -60,7 +60,8 @@ class EndPhases(StepCore):
             state_key(name): dump_state(m.state),
         }
         release = decide_release(node, name, owns_cordon=m.owns_cordon, runtime_required=self.recipe.runtimeRequired,
-                                 runtime_required_recipes=self.ctx.runtime_required)
+                                 runtime_required_recipes=self.ctx.runtime_required,
+                                 required_taint=self.recipe.is_required_taint)
         others, uncordon, taints = release.others, release.uncordon, release.taints
         self._patch(annotations=ann, labels={status_key(name): NodeStatus.COMPLETE},
                     unschedulable=False if uncordon else None, taints=taints)

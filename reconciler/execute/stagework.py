@@ -117,9 +117,11 @@ _BASE_TOLERATIONS = (
 
 
 def tolerations(recipe: Recipe) -> tuple[Toleration, ...]:
-    """Tolerations of every stage pod: the cordon's and the runtime-required taints, then the
-    recipe's ``additionalTolerations``."""
-    return _BASE_TOLERATIONS + tuple(recipe.additionalTolerations)
+    """Tolerations of every stage pod: the cordon's and the runtime-required taints (ours, and the
+    recipe's :meth:`~reconciler.model.recipe.Recipe.required_taints`), then the recipe's
+    ``additionalTolerations``."""
+    required = tuple(t for t in recipe.required_taints() if t not in _BASE_TOLERATIONS)
+    return _BASE_TOLERATIONS + required + tuple(recipe.additionalTolerations)
 
 
 #: Memo of :func:`stage_spec`: key (recipe identity, node, package, version, stage, image,

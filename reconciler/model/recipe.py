@@ -15,8 +15,16 @@ from pydantic import AfterValidator, BeforeValidator, Field, field_validator, mo
 
 from reconciler.errors import shown
 from reconciler.model.base import Frozen, StrictBool, StrictFloat, StrictInt
+from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.policy import Budget
-from reconciler.model.selector import LabelSelector, Toleration, check_label_key, check_selector, check_toleration
+from reconciler.model.selector import (
+    LabelSelector,
+    Taint,
+    Toleration,
+    check_label_key,
+    check_selector,
+    check_toleration,
+)
 from reconciler.model.versions import parse_version
 from reconciler.model.vocab import InterruptType
 
@@ -578,6 +586,16 @@ class ReadinessGate(Frozen):
         return f"{', '.join(parts)} (timeout {self.timeout})"
 
 
+#: The runtime-required taints a recipe honours when it names none (``runtimeRequiredTaints``):
+#: ours (any value; ``apply`` puts ``=true`` on joining nodes with ``autoTaintNewNodes``) and
+#: NodeWright's operator default ``skyhook.nvidia.com=runtime-required`` (semantics §3.6), so nodes
+#: provisioned for NodeWright are honoured and untainted too.
+DEFAULT_RUNTIME_REQUIRED_TAINTS: tuple[Toleration, ...] = (
+    Toleration(key=RUNTIME_REQUIRED_TAINT_KEY, operator="Exists"),
+    Toleration(key="skyhook.nvidia.com", operator="Equal", value="runtime-required"),
+)
+
+
 class Recipe(Frozen):
     """A version-locked set of host packages for the nodes a selector picks.
 
@@ -624,7 +642,7 @@ class Recipe(Frozen):
     )
     runtimeRequired: StrictBool = Field(
         default=False,
-        description="Selected nodes keep the NoSchedule taint reconciler.nodewright.dev/runtime-required until every "
+        description="Selected nodes keep their runtime-required taints (runtimeRequiredTaints) until every "
                     "runtime-required recipe is complete on them."
     )
     autoTaintNewNodes: StrictBool = Field(
@@ -654,6 +672,13 @@ class Recipe(Frozen):
     readinessGate: ReadinessGate | None = Field(
         default=None,
         description="Hold each node after its packages, cordoned, until an external validator says it is ready."
+    )
+    runtimeRequiredTaints: tuple[Annotated[Toleration, AfterValidator(check_toleration)], ...] | None = Field(
+        default=None,
+        description="With runtimeRequired: the taints that hold a node until its runtime-required recipes are "
+                    "complete, as tolerations match them (removed then; stage pods tolerate them). Unset: "
+                    "reconciler.nodewright.dev/runtime-required (any value) and NodeWright's "
+                    "skyhook.nvidia.com=runtime-required."
     )
     packages: dict[str, Package] = Field(
         default_factory=dict,
@@ -694,8 +719,17 @@ class Recipe(Frozen):
         """The recipe as hashed into the plan hash and the failure records' inputs digest: its JSON
         form without ``source`` and, when unset, without ``readinessGate`` (so recipes without a
         gate hash as they did before the field existed)."""
-        exclude = {"source"} | ({"readinessGate"} if self.readinessGate is None else set())
+        exclude = {"source"} | {k for k in ("readinessGate", "runtimeRequiredTaints") if getattr(self, k) is None}
         return self.model_dump(mode="json", exclude=exclude)
+
+    def required_taints(self) -> tuple[Toleration, ...]:
+        """The runtime-required taint matchers of this recipe (``runtimeRequiredTaints`` or
+        :data:`DEFAULT_RUNTIME_REQUIRED_TAINTS`)."""
+        return DEFAULT_RUNTIME_REQUIRED_TAINTS if self.runtimeRequiredTaints is None else self.runtimeRequiredTaints
+
+    def is_required_taint(self, taint: Taint) -> bool:
+        """Whether ``taint`` is one of this recipe's runtime-required taints."""
+        return any(m.tolerates(taint) for m in self.required_taints())
 
     @model_validator(mode="after")
     def _policy_xor_budget(self) -> Recipe:

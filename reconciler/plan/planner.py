@@ -28,7 +28,8 @@ Per selected node (nodes not matching ``recipe.nodeSelector`` are untouched and 
   ``force``. **pdbs**: PodDisruptionBudgets covering evicted Running pods, with their
   ``disruptionsAllowed``.
 * **untaint**: the recipe is ``runtimeRequired``, the node carries
-  :data:`~reconciler.model.nodestate.RUNTIME_REQUIRED_TAINT_KEY` and has no steps and no interrupt.
+  runtime-required taint (:meth:`~reconciler.model.recipe.Recipe.is_required_taint`: ours or
+  NodeWright's by default) and has no steps and no interrupt.
 
 A node *has work* when it has steps, an interrupt, an ``InFlight`` record or our cordon (the last
 two: an unfinished lifecycle to finish or a cordon to release) — unless it failed in an earlier run
@@ -293,7 +294,7 @@ def _plan_node(
             )
         for p, why in view.lossy:
             warnings.append(f"node {info.name}: {p.ref}: {why}")
-    tainted = any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in info.taints)
+    tainted = any(recipe.is_required_taint(t) for t in info.taints)
     untaint = recipe.runtimeRequired and tainted and not steps and intr is None and not d.state_error
     has_work = not d.state_error and (bool(steps) or intr is not None or d.inflight is not None or d.cordoned_by_us)
     notes: list[str] = []

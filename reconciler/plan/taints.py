@@ -9,10 +9,13 @@ from reconciler.model.observed import NodeInfo, ObservedFleet
 from reconciler.model.recipe import Recipe
 
 
-def is_new_node(node: NodeInfo) -> bool:
-    """A node that carries none of our annotations (never worked on) and no runtime-required taint."""
+def is_new_node(node: NodeInfo, recipe: Recipe | None = None) -> bool:
+    """A node that carries none of our annotations (never worked on) and no runtime-required taint
+    (``recipe``'s, :meth:`~reconciler.model.recipe.Recipe.is_required_taint`; ours without one)."""
     if any(k.startswith(f"{PREFIX}/") for k in node.annotations):
         return False
+    if recipe is not None:
+        return not any(recipe.is_required_taint(t) for t in node.taints)
     return not any(t.key == RUNTIME_REQUIRED_TAINT_KEY for t in node.taints)
 
 
@@ -23,6 +26,6 @@ def new_nodes_to_taint(recipes: Sequence[Recipe], fleet: ObservedFleet) -> list[
     return [
         name
         for name, node in fleet.nodes.items()
-        if is_new_node(node)
-        and any(r.runtimeRequired and r.autoTaintNewNodes and r.nodeSelector.matches(node.labels) for r in recipes)
+        if any(r.runtimeRequired and r.autoTaintNewNodes and r.nodeSelector.matches(node.labels)
+               and is_new_node(node, r) for r in recipes)
     ]

@@ -300,6 +300,39 @@ def test_a_noderecipe_rolls_out_goes_ready_and_a_joining_tainted_node_is_untaint
             client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
 
 
+def test_a_node_joining_with_nodewrights_runtime_required_taint_is_untainted_when_done(
+        controlplane: Any, api: Any, test_id: str, replicas: Any) -> None:
+    """A node provisioned for NodeWright (``skyhook.nvidia.com=runtime-required:NoSchedule``, its
+    operator's default taint) gets its packages and loses that taint, as with ours."""
+    core = client.CoreV1Api(api)
+    name = f"nw-{test_id[-4:]}"
+    joined = f"{test_id}-nw"
+    a = replicas("nodewright")
+    _wait("the controller ready", lambda: a.get("/readyz")[0] == 200, timeout=60)
+    apply(DynamicClient(api), recipe_object(name, test_id, budget=1))
+    core.create_node({"apiVersion": "v1", "kind": "Node",
+                      "metadata": {"name": joined, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                                   "labels": {"kubernetes.io/hostname": joined, "e2e.test/group": test_id}},
+                      "spec": {"providerID": f"kwok://{joined}",
+                               "taints": [{"key": "skyhook.nvidia.com", "value": "runtime-required",
+                                           "effect": "NoSchedule"}]}})
+    try:
+        def nodewright_tainted() -> bool:
+            return any(t.key == "skyhook.nvidia.com" for t in core.read_node(joined).spec.taints or [])
+
+        _wait("the joined node complete", lambda: _complete(api, [joined], name), timeout=120)
+        _wait("NodeWright's taint removed", lambda: not nodewright_tainted(), timeout=30)
+        _wait("the NodeRecipe Current by kstatus", lambda: _kstatus(api, name) == "Current", timeout=60)
+    except BaseException:
+        print(a.tail())
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            core.delete_node(joined)
+        with contextlib.suppress(Exception):
+            client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+
+
 def _metric(body: str, name: str) -> float:
     """The sum of every sample of metric ``name`` (with any labels) in a /metrics text."""
     total = 0.0

@@ -37,6 +37,8 @@ def n(labels: dict[str, str] | None = None, *, taints: tuple[Taint, ...] = (), r
     ("MODIFIED", n({IGNORE_LABEL: "true"}), n(), "node n1: no longer ignored"),
     ("MODIFIED", n(), n(taints=(TAINT,)), "node n1: runtime-required taint appeared"),
     ("MODIFIED", n(taints=(TAINT,)), n(), ""),  # our own untaint
+    ("MODIFIED", n(), n(taints=(Taint(key="skyhook.nvidia.com", value="runtime-required", effect="NoSchedule"),)),
+     "node n1: runtime-required taint appeared"),  # NodeWright's
     ("MODIFIED", n(ready=False), n(), "node n1 became Ready"),
     ("MODIFIED", n(ready=None), n(), "node n1 became Ready"),
     ("MODIFIED", n(), n(ready=False), ""),

@@ -7,13 +7,15 @@ import pytest
 from reconciler.execute.decide import CordonAction, decide_cordon, decide_release, reboot_confirmed
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, cordon_key, status_key
 from reconciler.model.observed import NodeInfo
-from reconciler.model.selector import Taint
+from reconciler.model.selector import Taint, Toleration
 from reconciler.testing import builders as b
 
 R = "tune"
 CLAIM = '{"runId":"run-1"}'
 RT = Taint(key=RUNTIME_REQUIRED_TAINT_KEY, value="true", effect="NoSchedule")
 GPU = Taint(key="nvidia.com/gpu", value="present", effect="NoSchedule")
+NW = Taint(key="skyhook.nvidia.com", value="runtime-required", effect="NoSchedule")  # NodeWright's default
+NW_OTHER = Taint(key="skyhook.nvidia.com", value="something-else", effect="NoSchedule")
 
 
 def node(*, unschedulable: bool = False, claims: tuple[str, ...] = (), taints: tuple[Taint, ...] = (),
@@ -52,11 +54,38 @@ def test_decide_cordon(n: NodeInfo, action: CordonAction, claim: bool, cordon: b
     (node(taints=(RT,), statuses={"b": "complete"}), False, True, (R, "b"), False, (), ()),
     (node(taints=(RT,)), False, False, (R,), False, (), None),  # not runtime-required: taint not ours to lift
     (node(taints=(GPU,)), False, True, (R,), False, (), None),  # no taint to remove: no taint write
+    # NodeWright's runtime-required taint is honoured too: removed with ours when the node is done
+    (node(taints=(NW, GPU)), False, True, (R,), False, (), (GPU,)),
+    (node(taints=(RT, NW)), False, True, (R,), False, (), ()),
+    (node(taints=(NW_OTHER,)), False, True, (R,), False, (), None),  # another skyhook taint: not ours
+    (node(taints=(NW,), statuses={"b": "in_progress"}), False, True, (R, "b"), False, (), None),
 ])
 def test_decide_release(n: NodeInfo, owns: bool, rt: bool, rt_recipes: tuple[str, ...], uncordon: bool,
                         others: tuple[str, ...], taints: tuple[Taint, ...] | None) -> None:
     d = decide_release(n, R, owns_cordon=owns, runtime_required=rt, runtime_required_recipes=rt_recipes)
     assert (d.uncordon, d.others, d.taints) == (uncordon, others, taints)
+
+
+def test_a_recipe_names_its_own_runtime_required_taints() -> None:
+    """``runtimeRequiredTaints`` replaces the defaults: only the named taints hold and are lifted,
+    stage pods tolerate them, and a recipe without it hashes as before the field existed."""
+    from reconciler.execute.stagework import tolerations
+    from reconciler.model.recipe import DEFAULT_RUNTIME_REQUIRED_TAINTS
+    from reconciler.testing import recipe
+
+    mine = Taint(key="example.com/provisioning", value="pending", effect="NoSchedule")
+    plain = recipe("tune", runtimeRequired=True)
+    own = plain.model_copy(update={"runtimeRequiredTaints": (
+        Toleration(key="example.com/provisioning", operator="Exists"),)})
+    assert plain.required_taints() == DEFAULT_RUNTIME_REQUIRED_TAINTS
+    assert plain.is_required_taint(NW) and plain.is_required_taint(RT) and not plain.is_required_taint(NW_OTHER)
+    assert own.is_required_taint(mine) and not own.is_required_taint(NW)
+    d = decide_release(node(taints=(mine, NW)), R, owns_cordon=False, runtime_required=True,
+                       runtime_required_recipes=(R,), required_taint=own.is_required_taint)
+    assert d.taints == (NW,)
+    assert Toleration(key="example.com/provisioning", operator="Exists") in tolerations(own)
+    assert all(t in tolerations(plain) for t in DEFAULT_RUNTIME_REQUIRED_TAINTS)
+    assert "runtimeRequiredTaints" not in plain.digest_dump()
 
 
 @pytest.mark.parametrize(("n", "before", "done"), [
