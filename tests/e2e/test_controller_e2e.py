@@ -333,6 +333,42 @@ def test_a_node_joining_with_nodewrights_runtime_required_taint_is_untainted_whe
             client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
 
 
+def test_a_recipe_naming_a_policy_not_given_is_stalled_alone_and_the_others_complete(
+        controlplane: Any, api: Any, make_nodes: Any, test_id: str, replicas: Any) -> None:
+    """The chart's default (no policy volume): a NodeRecipe naming a deploymentPolicy the
+    controller was not given is Stalled on its own object, with a Warning Event naming the field
+    and the missing policy; the good recipe beside it completes."""
+    core = client.CoreV1Api(api)
+    nodes = make_nodes(2)
+    good, bad = f"good-{test_id[-4:]}", f"bad-{test_id[-4:]}"
+    broken = recipe_object(bad, test_id, budget=1, runtime_required=False)
+    del broken["spec"]["interruptionBudget"]
+    broken["spec"]["deploymentPolicy"] = "gpu-rollout"
+    a = replicas("isolation")
+    _wait("the controller ready", lambda: a.get("/readyz")[0] == 200, timeout=60)
+    dyn = DynamicClient(api)
+    apply(dyn, broken)
+    apply(dyn, recipe_object(good, test_id, budget=2, runtime_required=False))
+    try:
+        _wait("the good NodeRecipe Current", lambda: _kstatus(api, good) == "Current", timeout=180)
+        assert sorted(_complete(api, nodes, good)) == sorted(nodes)
+        _wait("the bad NodeRecipe Failed by kstatus", lambda: _kstatus(api, bad) == "Failed", timeout=30)
+        st = _obj(api, bad)["status"]
+        assert st["phase"] == "Invalid" and "spec.deploymentPolicy" in st["summary"] and "gpu-rollout" in st["summary"]
+        assert _complete(api, nodes, bad) == []
+        events = [e for e in core.list_namespaced_event(
+            "default", field_selector=f"involvedObject.kind=NodeRecipe,involvedObject.name={bad}").items
+            if e.reason == "InvalidSpec"]
+        assert events and events[0].type == "Warning" and "spec.deploymentPolicy" in events[0].message, events
+    except BaseException:
+        print(a.tail())
+        raise
+    finally:
+        for n in (good, bad):
+            with contextlib.suppress(Exception):
+                client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, n)
+
+
 def _metric(body: str, name: str) -> float:
     """The sum of every sample of metric ``name`` (with any labels) in a /metrics text."""
     total = 0.0
