@@ -385,10 +385,11 @@ def load_inputs(
         allow_empty = paths.allow_empty if isinstance(paths, InputPaths) else True
     run = _Run(locked)
     recipe_files = _expand(paths, run.errors, optional=allow_empty)  # an empty directory is an empty set too
-    discovered = not policy_paths
     pol_paths = list(policy_paths) or _sibling_policies(paths)
     before = len(run.errors)
-    policy_files = _expand(pol_paths, run.errors, optional=discovered)
+    # an empty policy directory is no policy (an optional ConfigMap volume that is absent mounts
+    # one): a recipe naming a policy is still refused, naming it, and the others load
+    policy_files = _expand(pol_paths, run.errors, optional=True)
     run.unreadable = len(run.errors) > before  # a --policy path that cannot be read: its error first
 
     parsed: list[tuple[YamlDoc, bool]] = []
@@ -458,7 +459,7 @@ def load_objects(
     if isinstance(policy_paths, str):
         policy_paths = [policy_paths]
     run = _Run(locked)
-    policy_files = _expand(policy_paths, run.errors)
+    policy_files = _expand(policy_paths, run.errors, optional=True)  # an empty directory is no policy
     for i, obj in enumerate(objects):
         doc = document_of(obj, i)
         run.add_file(doc.file)

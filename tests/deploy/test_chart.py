@@ -412,13 +412,25 @@ def test_nothing_dangerous_is_granted() -> None:
 
 
 def test_examples_rbac_is_the_chart_rendered(tmp_path: Path) -> None:
-    """examples/rbac/reconciler-rbac.yaml is generated from the chart (scripts/render-rbac), not a copy."""
-    out = tmp_path / "rbac.yaml"
+    """examples/rbac/reconciler-rbac.yaml and examples/argocd/rbac-presync.yaml are generated from
+    the chart (scripts/render-rbac), not copies; the hook variant is the same objects less the
+    namespace, each a PreSync hook of wave -1."""
+    out, hooks = tmp_path / "rbac.yaml", tmp_path / "rbac-presync.yaml"
     cp = subprocess.run(["bash", str(ROOT / "scripts" / "render-rbac")], capture_output=True, text=True,
-                        env={**os.environ, "RBAC_OUT": str(out), "HELM": str(helm_binary())}, timeout=120)
+                        env={**os.environ, "RBAC_OUT": str(out), "RBAC_HOOKS_OUT": str(hooks),
+                             "HELM": str(helm_binary())}, timeout=120)
     assert cp.returncode == 0, cp.stderr
     assert (ROOT / "examples" / "rbac" / "reconciler-rbac.yaml").read_text() == out.read_text(), \
         "examples/rbac/reconciler-rbac.yaml is stale: run scripts/render-rbac"
+    assert (ROOT / "examples" / "argocd" / "rbac-presync.yaml").read_text() == hooks.read_text(), \
+        "examples/argocd/rbac-presync.yaml is stale: run scripts/render-rbac"
+    hooked = [d for d in yaml.safe_load_all(hooks.read_text()) if d]
+    plain = [d for d in yaml.safe_load_all(out.read_text()) if d and d["kind"] != "Namespace"]
+    assert [(d["kind"], d["metadata"]["name"]) for d in hooked] == [(d["kind"], d["metadata"]["name"]) for d in plain]
+    for h, p in zip(hooked, plain, strict=True):
+        ann = h["metadata"].pop("annotations")
+        assert ann == {"argocd.argoproj.io/hook": "PreSync", "argocd.argoproj.io/sync-wave": "-1"}
+        assert h == p
     assert not (ROOT / "examples" / "argocd" / "rbac.yaml").exists()
     docs = [d for d in yaml.safe_load_all(out.read_text()) if d]
     roles = [d for d in docs if d["kind"] in ("Role", "ClusterRole")]
