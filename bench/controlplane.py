@@ -4,11 +4,8 @@ config-only change: requests per node changed, wall time against the ideal, CPU 
     python bench/controlplane.py [--nodes 500] [--pods-per-node 10] [--stage-seconds 1] [--reboot-seconds 2]
 
 Environment: ``BENCH_WORKERS=N`` passes ``--workers N`` to apply (default: apply's own choice);
-``BENCH_IO=threads`` runs the node runs' I/O on a thread pool (``ThreadJobPool``) and the watch
-streams in two threads instead of multiplexed on the loop's thread (``greenio.GreenPool`` and a
-multiplexed ``WatchClock``, the default on a real cluster);
 ``BENCH_CPROFILE=PATH`` saves a CPU-time profile (``cProfile`` with ``time.thread_time``) of the
-apply's own thread (the rollout loop and, multiplexed, its I/O) to ``PATH-<time>``;
+apply's own thread (the rollout loop) to ``PATH-<time>``;
 ``BENCH_PPROF=PATH`` saves a 20 s CPU profile of kube-apiserver during each run to ``PATH-<n>``
 (read it with ``go tool pprof``). Each run's JSON document is kept in ``$TMPDIR/reconciler-bench``.
 
@@ -16,8 +13,7 @@ Needs the binaries of tests/controlplane/build.sh. Counts the reconciler's own r
 client side (every HTTP request the ``kubernetes`` client sends, by verb and resource; the watch
 streams count as one request each), and reads kube-apiserver's ``apiserver_request_total`` for
 the whole cluster (kwok, the controllers and the scheduler included) for comparison, and the
-reconciler's CPU by thread (rollout loop, node workers, each watch stream; multiplexed, the
-loop's thread does the node I/O and reads the watch streams too; sampled from
+reconciler's CPU by thread (rollout loop, node workers, each watch stream; sampled from
 ``/proc/self/task``). Prints a table.
 """
 
@@ -42,54 +38,20 @@ sys.path.insert(1 + len([p for p in os.environ.get("PYTHONPATH", "").split(os.pa
 
 SHA = "sha256:" + "f" * 64
 COUNTS: collections.Counter[tuple[str, str]] = collections.Counter()
-KEPT = collections.Counter()  # of COUNTS, the requests sent over the keep-alive transport ("requests")
 
 
 def _count_requests() -> None:
-    """Count every request the reconciler sends: through the ``kubernetes`` client's REST layer
-    and through the keep-alive transport (reconciler/adapters/kube/transport.py), which bypasses it,
-    one request at a time (``request``) or several together (``request_all``: evictions)."""
+    """Count every request the reconciler sends: all go through the ``kubernetes`` client's REST
+    layer (reconciler/adapters/kube/send.py; a watch stream counts as one request)."""
     from kubernetes.client import rest
 
     orig = rest.RESTClientObject.request
-    try:
-        from reconciler.adapters.kube import transport as kubehttp
-    except ImportError:  # a tree from before the transport (``PYTHONPATH=OLD_TREE``)
-        kubehttp = None  # type: ignore[assignment]
 
     def counting(self: Any, method: str, url: str, *a: Any, **kw: Any) -> Any:
         _tally(method, url)
         return orig(self, method, url, *a, **kw)
 
     rest.RESTClientObject.request = counting  # type: ignore[method-assign]
-    if kubehttp is not None:
-        orig_kept = kubehttp.Transport.request
-
-        def counting_kept(self: Any, method: str, url: str, *a: Any, **kw: Any) -> Any:
-            _tally(method, url)
-            KEPT["requests"] += 1
-            return orig_kept(self, method, url, *a, **kw)
-
-        kubehttp.Transport.request = counting_kept  # type: ignore[method-assign]
-        orig_all = getattr(kubehttp.Transport, "request_all", None)
-        if orig_all is not None:  # a node's evictions, sent together (a860d19 on)
-
-            def counting_all(self: Any, requests: Any, *a: Any, **kw: Any) -> Any:
-                for r in requests:
-                    _tally(r.method, r.url)
-                    KEPT["requests"] += 1
-                return orig_all(self, requests, *a, **kw)
-
-            kubehttp.Transport.request_all = counting_all  # type: ignore[method-assign]
-        orig_stream = getattr(kubehttp.Transport, "stream", None)
-        if orig_stream is not None:  # the watch streams, multiplexed on the loop's thread
-
-            def counting_stream(self: Any, method: str, url: str, *a: Any, **kw: Any) -> Any:
-                _tally(method, url)
-                KEPT["requests"] += 1
-                return orig_stream(self, method, url, *a, **kw)
-
-            kubehttp.Transport.stream = counting_stream  # type: ignore[method-assign]
 
 
 def _tally(method: str, url: str) -> None:
@@ -332,14 +294,6 @@ def main() -> None:
 
     from tests.controlplane.cluster import ControlPlane, RebootEmulator
 
-    if os.environ.get("BENCH_IO") == "threads":  # the node runs' I/O on a thread pool, for comparison
-        from reconciler.adapters.kube.cluster import KubeCluster
-        from reconciler.execute.jobs import ThreadJobPool
-
-        KubeCluster.job_pool = lambda self, size: ThreadJobPool(size)  # type: ignore[method-assign]
-        from reconciler.adapters.kube import watch as kubewatch
-
-        kubewatch.multiplexable = lambda api_client: False  # type: ignore[assignment]  # the watches in threads too
     _count_requests()
     _keep_clocks()
     _count_advances()
@@ -367,7 +321,6 @@ def main() -> None:
                                  ("config-only change", "vm.swappiness=1")):
                 _recipe(recipe, value, a.stage_seconds)
                 COUNTS.clear()
-                KEPT.clear()
                 ADVANCES.clear()
                 srv0 = _server_counts(cp)
                 cpu0 = cp.cpu_seconds()
@@ -379,8 +332,7 @@ def main() -> None:
                     doc, cpu, wall = _apply(["apply", str(recipe), "--policy", str(work / "policy.yaml"),
                                              "--kubeconfig", str(cp.kubeconfig), "--no-status-object", "-o", "json",
                                              *workers], emu._thread.native_id)
-                watch = {"decoded": sum(c.events_seen for c in CLOCKS),
-                         "skipped": sum(getattr(c, "events_skipped", 0) for c in CLOCKS), **ADVANCES,
+                watch = {"decoded": sum(c.events_seen for c in CLOCKS), **ADVANCES,
                          "threads": threads.by_kind(), "split": threads.split_by_kind()}
                 for c in CLOCKS:
                     c.close()
@@ -393,7 +345,7 @@ def main() -> None:
                 evicted = sum(1 for e in doc["timeline"] if e["event"] == "evict")
                 batches = sum(len(c["batches"]) for c in doc["compartments"])
                 rows.append((label, changed, evicted, batches, dict(COUNTS), dict(srv), cpu, wall,
-                             ideal_from_timeline(doc), comp_cpu, {**watch, "kept": KEPT["requests"]}))
+                             ideal_from_timeline(doc), comp_cpu, watch))
         finally:
             emu.stop()
     print(f"control plane: {a.nodes} kwok nodes, {a.nodes * a.pods_per_node} pods, stages of {a.stage_seconds:g} s, "
@@ -417,10 +369,10 @@ def main() -> None:
               f"({(writes - per_run - evicted) / max(changed, 1):.1f} + evictions) + {per_run} per run "
               "(Lease renewals, namespace, run owner, package ConfigMaps)")
         print("  our requests by verb/resource: " + ", ".join(
-            f"{v} {verb} {r}" for (verb, r), v in sorted(ours.items(), key=lambda kv: -kv[1]))
-              + f"; {watch['kept']} of all over the keep-alive transport (reconciler/adapters/kube/transport.py)")
+            f"{v} {verb} {r}" for (verb, r), v in sorted(ours.items(), key=lambda kv: -kv[1])))
+        print(f"  our requests: {sum(ours.values())} ({sum(ours.values()) / max(changed, 1):.1f} per node changed)")
         print(f"  our reads: {sum(reads.values())} ({sum(reads.values()) / max(changed, 1):.1f} per node); "
-              f"watch events decoded {watch['decoded']}, skipped undecoded {watch['skipped']}; "
+              f"watch events {watch['decoded']}; "
               f"{watch.get('advances', 0)} node advances in {watch.get('passes', 0)} loop passes "
               f"({watch.get('advances', 0) / max(changed, 1):.1f} per node)")
         total = sum(srv.values())

@@ -4,8 +4,9 @@ The cluster is reached through role ports (issue 13): :class:`NodePort`, :class:
 :class:`StageRunner`, :class:`LeaseStore` (policy-free; the take-over rules live in
 ``execute.lock``), :class:`EventSink` and :class:`ConfigMapStore` (the control store), handed
 around as one :class:`ClusterPorts` bundle. ``adapters.sim.SimFleet`` (in-process simulated fleet:
-embedded default, unit tests, what-if) and ``adapters.kube.KubeCluster`` (official ``kubernetes``
-client) each play every role with one object (:class:`Cluster`).
+embedded default, unit tests, what-if) plays every role with one object (:class:`Cluster`);
+``adapters.kube.cluster.KubeCluster`` (official ``kubernetes`` client) gives one role adapter
+each (``KubeCluster.ports``).
 ``Clock`` is injected so waits, timeouts and backoff are testable without sleeping.
 
 Every method that changes the cluster is a *write*; each write is one API request
@@ -354,7 +355,8 @@ class Cluster(NodePort, PodPort, StageRunner, LeaseStore, EventSink, Protocol):
 class ClusterPorts:
     """The cluster roles one piece of work is given, explicitly (issue 13). One adapter may fill
     several roles (:meth:`of`); a decorator may wrap some (the write fence wraps the writers).
-    ``controls`` is None when the adapter keeps no control store."""
+    ``controls`` is None when the adapter keeps no control store; ``namespace`` is the
+    reconciler's namespace on the cluster ("": the default one)."""
 
     nodes: NodePort
     pods: PodPort
@@ -362,13 +364,12 @@ class ClusterPorts:
     leases: LeaseStore
     events: EventSink
     controls: ConfigMapStore | None = None
+    namespace: str = ""
 
     @classmethod
     def of(cls, adapter: Cluster | ClusterPorts, controls: ConfigMapStore | None = None) -> ClusterPorts:
         """Every role played by ``adapter`` (a bundle is returned as it is). ``controls`` defaults
-        to ``adapter`` itself when it is a ``ConfigMapStore`` (the simulated fleet); an adapter that
-        only *provides* one (``KubeCluster.config_map_store()``) is given it explicitly, or reached
-        through :func:`reconciler.ops.controls.store_for`."""
+        to ``adapter`` itself when it is a ``ConfigMapStore`` (the simulated fleet)."""
         if isinstance(adapter, ClusterPorts):
             return adapter
         if controls is None and isinstance(adapter, ConfigMapStore):
@@ -396,41 +397,4 @@ class Clock(Protocol):
     def wait(self, seconds: float) -> Collection[str] | None:
         """Wait at most ``seconds``. May return the names of the nodes that changed meanwhile
         (a watch saw them); ``None`` means "unknown": the caller looks at every node."""
-        ...
-
-
-class JobPool(Protocol):
-    """Where the node runs' I/O goes on a real cluster (issue 17): jobs run concurrently, their
-    results come back one at a time on the caller's thread. Made with the number of jobs to run
-    at once; used by one thread. :class:`reconciler.execute.jobs.ThreadJobPool` (a thread per
-    job in flight) is the default; :class:`reconciler.adapters.kube.greenio.GreenPool` runs them in
-    greenlets on the caller's own thread."""
-
-    def submit(self, key: object, job: Callable[[], object]) -> None:
-        """Start ``job`` (no arguments) as soon as a slot is free; ``key`` comes back with it."""
-        ...
-
-    def pending(self) -> int:
-        """Jobs submitted whose result :meth:`next_done` has not returned yet."""
-        ...
-
-    def next_done(self) -> tuple[object, object, BaseException | None]:
-        """Wait for the next job to end: (key, its result, None) or (key, None, the exception it
-        raised). Raises RuntimeError when no job is pending."""
-        ...
-
-    def close(self) -> None:
-        """Drop the jobs not started yet, wait for the running ones (results dropped) and release
-        the pool (after an error: nothing new starts, nothing started is left running)."""
-        ...
-
-
-@runtime_checkable
-class ProvidesJobPool(Protocol):
-    """An adapter that chooses where a rollout's node I/O runs (``KubeCluster``: multiplexed on
-    the loop's thread when its requests go over its own keep-alive transport); any other adapter
-    gets the default pool (:class:`reconciler.execute.jobs.ThreadJobPool`)."""
-
-    def job_pool(self, size: int) -> JobPool:
-        """A new pool running up to ``size`` jobs at once, for the calling thread."""
         ...

@@ -44,7 +44,7 @@ from reconciler.model.versions import is_exact
 from reconciler.observe.snapshot import observe
 from reconciler.ops.controls import held_reason, store_for
 from reconciler.plan.planner import compute_plan, locked_refusals
-from reconciler.ports import Clock, Cluster, ClusterPorts, ProvidesJobPool
+from reconciler.ports import Clock, Cluster, ClusterPorts
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def _narrowed(fleet: ObservedFleet, only: LabelSelector | None) -> ObservedFleet
     return ObservedFleet(nodes, {k: v for k, v in fleet.pods_by_node.items() if k in nodes}, fleet.pdbs)
 
 
-def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "",
+def plan_recipes(inputs: Inputs, cluster: Cluster | ClusterPorts, *, revision: str = "",
                  only: LabelSelector | None = None, retry_failed: bool = False) -> list[Plan]:
     """Plan every recipe of ``inputs`` against one observation of ``cluster`` (reads only);
     ``revision`` labels where the inputs came from (recorded, not hashed); ``only`` and
@@ -154,7 +154,7 @@ def plan_recipes(inputs: Inputs, cluster: Cluster, *, revision: str = "",
                 for r in inputs.recipes]
 
 
-def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: ApplySettings,
+def apply_recipes(inputs: Inputs, cluster: Cluster | ClusterPorts, clock: Clock, settings: ApplySettings,
           observers: Sequence[Observer] = ()) -> ApplyResult:
     """Apply every recipe of ``inputs`` to ``cluster`` (read through ``clock``) with every safety
     check (module docstring); ``observers`` are told what happens.
@@ -215,8 +215,7 @@ def apply_recipes(inputs: Inputs, cluster: Cluster, clock: Clock, settings: Appl
                               poll_seconds=settings.poll_seconds, on_event=on_event,
                               retry_failed=settings.retry_failed, runtime_required=runtime_required,
                               waiting=waiting, on_tick=leases.tick, controller=settings.controller,
-                              workers=settings.workers or default_workers(the_plan),
-                              job_pool=cluster.job_pool if isinstance(cluster, ProvidesJobPool) else None)
+                              workers=settings.workers or default_workers(the_plan))
             result = rollout.run()
             out.results.append(result)
             for o in observers:

@@ -29,18 +29,3 @@ def http_server() -> Iterator[Callable[[type[BaseHTTPRequestHandler]], str]]:
     (:func:`tests.httpfake.serving`), stopped at its end."""
     with contextlib.ExitStack() as stack:
         yield lambda handler: stack.enter_context(serving(handler))
-
-
-@pytest.fixture(autouse=True)
-def _no_hub_left_behind() -> Iterator[None]:
-    """Fail a test that leaves the thread's greenio hub in use (a watch clock not closed, a green
-    pool not closed): its suspended streams would go on running inside the next tests' waits."""
-    yield
-    from reconciler.adapters.kube import greenio
-
-    hub = greenio.active_hub()
-    if hub is not None:
-        greenio.release_hub(hub)  # the next test starts clean whatever happens here
-        while greenio.active_hub() is hub:
-            greenio.release_hub(hub)
-        pytest.fail("the test left a greenio hub in use (close its WatchClock / GreenPool)")

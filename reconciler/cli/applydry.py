@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_CLUSTER, EXIT_OK, InputError, ReconcilerError
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
     opened = open_cluster(args)
     server = args.dry_run == "server"
-    if server and not hasattr(opened.cluster, "server_dry_run"):
+    if server and opened.kube is None:
         raise InputError("--dry-run=server needs a real API server; this cluster adapter has no server-side dry "
                          "run (the simulated fleet), use --dry-run (client)")
     from reconciler.cli.plan import check_selector
@@ -72,8 +71,8 @@ def run(args: argparse.Namespace) -> int:
         write_predicted(args, inputs, opened, [p for p in plans if not held[p.recipe.name]])
     refused = 0
     if server:
-        cluster: Any = opened.cluster  # the kube adapter (checked above)
-        cluster.server_dry_run = True
+        assert opened.kube is not None  # a real cluster (checked above)
+        opened.kube.server_dry_run = True
         for plan in (p for p in plans if not held[p.recipe.name]):
             by_name = {n.name: n for n in plan.nodes}
             for comp in plan.compartments:
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                     if node is None or not node.cordon:
                         continue
                     try:
-                        cluster.patch_node(name, unschedulable=True)
+                        opened.cluster.nodes.patch_node(name, unschedulable=True)
                         print(visible(f"server dry run: cordon node/{name} ({plan.recipe.name}, {comp.name} batch 1) "
                                       "accepted"), file=sys.stderr)
                     except ReconcilerError as e:

@@ -79,7 +79,7 @@ class Reporter:
         if want_object is None:
             want_object = getattr(opened, "sim", None) is None
         if want_object:
-            api_client = getattr(opened.cluster, "api_client", None)
+            api_client = opened.kube.api_client if opened.kube is not None else None
             if api_client is None:
                 raise InputError("--status-object needs a real cluster (--kubeconfig), not a simulated one")
             from reconciler.adapters.kube.statusobject import StatusObjects

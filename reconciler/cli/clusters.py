@@ -17,24 +17,26 @@ from reconciler.errors import PATH_LIMIT, InputError, SourcePos, clip, shown
 from reconciler.model.nodestate import is_ignored
 from reconciler.model.recipe import Recipe
 from reconciler.ops.controls import DEFAULT_NAMESPACE
-from reconciler.ports import Clock, Cluster
+from reconciler.ports import Clock, ClusterPorts
 
 if TYPE_CHECKING:
+    from reconciler.adapters.kube.cluster import KubeCluster
     from reconciler.adapters.kube.watch import WatchClock
 
 
 @dataclass
 class Opened:
-    """A cluster with its clock and wall-clock function; ``sim`` is set for the simulated fleet,
-    ``sim_config`` to its ``--sim-config`` when one was given."""
+    """A cluster's roles with its clock and wall-clock function; ``sim`` is set for the simulated
+    fleet, ``sim_config`` to its ``--sim-config`` when one was given, ``kube`` for a real cluster."""
 
-    cluster: Cluster
+    cluster: ClusterPorts
     clock: Clock
     wall: Callable[[], float]
     poll_seconds: float
     sim: object | None = None
     description: str = ""
     sim_config: SimConfig | None = None
+    kube: KubeCluster | None = None
 
 
 def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened:
@@ -83,28 +85,25 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
             if _freeze_if_large(spec[4:]):
                 LARGE_FLEETS.append(fleet)
         fleet.save_on_crash = outputs.get("--sim-save") if fleet.crash_after is not None else None
-        return Opened(fleet, fleet, fleet.wall, poll_seconds=5.0, sim=fleet, description=f"simulated fleet {spec[4:]}",
-                      sim_config=config if cfg_path else None)
-    from reconciler.adapters.kube.cache import NODES, WatchCache
+        return Opened(ClusterPorts.of(fleet), fleet, fleet.wall, poll_seconds=5.0, sim=fleet,
+                      description=f"simulated fleet {spec[4:]}", sim_config=config if cfg_path else None)
+    from reconciler.adapters.kube.cache import WatchStore
     from reconciler.adapters.kube.cluster import DEFAULT_POOL_SIZE, KubeCluster
-    from reconciler.adapters.kube.objects import node_from
-    from reconciler.adapters.kube.watch import WatchClock
 
     # one connection per worker thread, plus the two watch streams, the lease renewer and the main thread
     from reconciler.execute.rollout import MAX_AUTO_WORKERS
 
     workers = getattr(args, "workers", None) or MAX_AUTO_WORKERS
-    # watches wake the rollout on change (the poll interval is only the fallback) and keep the
-    # nodes and stage pods being worked on current in a cache, so reading them costs no request
-    cache = WatchCache({NODES: node_from})
     check_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
+    ns = namespace or DEFAULT_NAMESPACE
+    # the watch streams wake the rollout on change (the poll interval is only the fallback) and
+    # hold every node and pod, so reading them costs no request
     cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
-                                          pool_size=max(DEFAULT_POOL_SIZE, workers + 8), cache=cache,
-                                          namespace=namespace or DEFAULT_NAMESPACE,
-                                          request_timeout=getattr(args, "request_timeout", None) or 30.0)
-    clock = WatchClock(cluster.api_client, cache=cache)
+                                          pool_size=max(DEFAULT_POOL_SIZE, workers + 8), store=WatchStore(ns),
+                                          namespace=ns, request_timeout=getattr(args, "request_timeout", None) or 30.0)
+    clock = cluster.watch()
     OPEN_CLOCKS.append(clock)
-    return Opened(cluster, clock, time.time, poll_seconds=15.0, description="kubernetes cluster")
+    return Opened(cluster.ports, clock, time.time, poll_seconds=15.0, description="kubernetes cluster", kube=cluster)
 
 
 #: The watch clocks this process's verbs opened (:func:`close_clocks` ends them).
@@ -112,10 +111,9 @@ OPEN_CLOCKS: list[WatchClock] = []
 
 
 def close_clocks() -> None:
-    """Stop the watch streams of every clock a verb opened (called on the verb's thread when it
-    ends, :func:`reconciler.cli.main.main`): multiplexed streams live on that thread's hub and
-    would otherwise stay suspended there with their connections open while the process goes on
-    (an in-process caller running several verbs)."""
+    """Stop the watch streams of every clock a verb opened (called when the verb ends,
+    :func:`reconciler.cli.main.main`), so an in-process caller running several verbs is not left
+    with their threads and connections."""
     while OPEN_CLOCKS:
         OPEN_CLOCKS.pop().close()
 
@@ -203,7 +201,7 @@ def check_sim_config_names(args: argparse.Namespace, opened: Opened, recipes: It
     path = getattr(args, "sim_config", None)
     if path:
         config = opened.sim_config or load_sim_config(path)
-        check_sim_names(path, config, lambda: {n.name: n.labels for n in opened.cluster.list_nodes()}, recipes)
+        check_sim_names(path, config, lambda: {n.name: n.labels for n in opened.cluster.nodes.list_nodes()}, recipes)
 
 
 def check_sim_names(path: str | None, config: SimConfig | None, nodes: Callable[[], Mapping[str, Mapping[str, str]]],

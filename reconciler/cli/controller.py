@@ -158,9 +158,8 @@ def run(args: argparse.Namespace) -> int:
     _log_level(args)
     reporters = git_status(args)  # every option, and the status repository, checked before any work
     opened = open_cluster(args)
-    probe = getattr(opened.cluster, "server_version", None)
-    if probe is not None:
-        probe()  # a cluster that does not answer: exit 4 now, not a pass that finds nothing
+    if opened.kube is not None:
+        opened.kube.server_version()  # a cluster that does not answer: exit 4 now, not a pass that finds nothing
     wired = build(args, opened, _identity(), reporters)
     ctl = wired.controller
     if args.once:

@@ -108,7 +108,7 @@ def export_after_apply(args: argparse.Namespace, opened: Any, results: Sequence[
     file = output_of(args, "--metrics-file") if args.metrics_file is not None else None
     try:
         controls = {k: (c.paused, c.disabled) for k, c in read_controls(opened.cluster).items()}
-        sets = run_metrics(results, opened.cluster.list_nodes(), policies=policies, now=opened.wall(),
+        sets = run_metrics(results, opened.cluster.nodes.list_nodes(), policies=policies, now=opened.wall(),
                            controls={r.recipe: controls.get(r.recipe, (False, False)) for r in results})
         for line in export(sets, file=file, pushgateway=args.pushgateway, job=args.metrics_job):
             print(error_line("note", line)[len("note: "):], file=sys.stderr)

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     opened = open_cluster(args)
     recipe = args.recipe or args.name
     now = opened.wall()
-    imports = plan_import(opened.cluster.list_nodes(), args.name, args.source, recipe=recipe, at=now,
+    imports = plan_import(opened.cluster.nodes.list_nodes(), args.name, args.source, recipe=recipe, at=now,
                           overwrite=args.overwrite, remove_legacy=args.remove_legacy)
     patches: list[NodePatch] = [i.patch for i in imports if i.patch is not None]
     errors = [i for i in imports if i.error]
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                           remove_legacy=args.remove_legacy)
         return imp.patch if imp is not None else None
 
-    res = write_node_patches(opened.cluster, patches, op)
+    res = write_node_patches(opened.cluster.nodes, patches, op)
     save_sim(args, opened)
     doc["written"] = len(res.written)
     if as_json:

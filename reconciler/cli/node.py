@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    nodes = opened.cluster.list_nodes()
+    nodes = opened.cluster.nodes.list_nodes()
     if getattr(args, "recipe", None):
         require_recipe(args.recipe, opened.cluster, nodes)
     nodes = selected(args, nodes)
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     notes = [f"nothing to change on {', '.join(untouched)}"] if untouched else []
 
     def write() -> int:
-        res = write_node_patches(opened.cluster, patches, op)
+        res = write_node_patches(opened.cluster.nodes, patches, op)
         return len(res.written)
 
     return finish(args, opened, patches, notes, write, header=f"node {args.node_cmd}", question=question)

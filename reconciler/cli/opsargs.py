@@ -128,7 +128,7 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
     fmt = args.output
     as_json = fmt in ("json", "yaml", "name")  # a document (or names) on stdout, not the lines
     server = args.dry_run == "server"
-    if server and not hasattr(opened.cluster, "server_dry_run"):
+    if server and opened.kube is None:
         raise InputError("--dry-run=server needs a real API server; this cluster adapter has no server-side dry "
                          "run (the simulated fleet), use --dry-run (client)")
     doc: dict[str, Any] = {"dryRun": args.dry_run or False, "changes": [c.to_dict() for c in changes],
@@ -149,7 +149,7 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
             print("dry run: nothing was written")
         return EXIT_OK
     if server:  # the API server checks every write and persists nothing: no question to ask
-        opened.cluster.server_dry_run = True
+        opened.kube.server_dry_run = True
         doc["accepted"] = int(write())
         if as_json:
             emit()

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    nodes = opened.cluster.list_nodes()
+    nodes = opened.cluster.nodes.list_nodes()
     if args.recipe:
         require_recipe(args.recipe, opened.cluster, nodes)
     require_package(args.package, nodes, args.recipe)
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     notes = [f"no entry of {args.package} for recipe {args.recipe} on {', '.join(missing)}"] if missing else []
 
     def write() -> int:
-        return len(write_node_patches(opened.cluster, patches, op).written)
+        return len(write_node_patches(opened.cluster.nodes, patches, op).written)
 
     what = f"stage {args.stage}" if args.stage else "from apply"
     return finish(args, opened, patches, notes, write, header=f"rerun {args.package} ({what})",
@@ -212,7 +212,7 @@ def _render(args: argparse.Namespace) -> int:
     if args.node:
         from reconciler.cli.clusters import open_cluster
 
-        node = open_cluster(args).cluster.get_node(args.node)
+        node = open_cluster(args).cluster.nodes.get_node(args.node)
         objs.append(node_metadata_config_map(node, recipe, agent, namespace))
     problems: list[str] = []
     if args.check:
@@ -253,7 +253,7 @@ def _logs(args: argparse.Namespace, opened: Any, nodes: list[Any]) -> int:
 
     from reconciler.ops.logs import find_logs
 
-    cluster = opened.cluster
+    cluster = opened.cluster.stages
     chosen = select_nodes(nodes, args.node) if args.node else nodes
 
     def look(on: list[Any]) -> list[Any]:
@@ -315,7 +315,7 @@ def _follow(args: argparse.Namespace, opened: Any, chosen: list[Any], found: lis
     try:
         while active:
             opened.clock.wait(args.interval)
-            fresh = [opened.cluster.get_node(n.name) for n in chosen]
+            fresh = [opened.cluster.nodes.get_node(n.name) for n in chosen]
             active = emit(look(fresh))
     except KeyboardInterrupt:
         return EXIT_OK

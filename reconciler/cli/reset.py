@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    nodes = opened.cluster.list_nodes()
+    nodes = opened.cluster.nodes.list_nodes()
     if not args.ignore_not_found:
         require_recipe(args.recipe, opened.cluster, nodes)
     op: NodeOp
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     notes = [f"{uncordon} node(s) to uncordon (cordon held by {args.recipe})"] if uncordon else []
 
     def write() -> int:
-        return len(write_node_patches(opened.cluster, patches, op).written)
+        return len(write_node_patches(opened.cluster.nodes, patches, op).written)
 
     what = f"package {args.package} of recipe {args.recipe}" if args.package else f"recipe {args.recipe}"
     return finish(args, opened, patches, notes, write, header=f"reset {what}",

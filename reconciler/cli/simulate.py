@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     cfg_path = getattr(args, "sim_config", None)
     source = open_cluster(argparse.Namespace(**{**vars(args), "sim_config": None}))
     config = load_sim_config(cfg_path) if cfg_path else None
-    check_sim_names(cfg_path, config, lambda: {n.name: n.labels for n in source.cluster.list_nodes()}, inputs.recipes)
+    check_sim_names(cfg_path, config, lambda: {n.name: n.labels for n in source.cluster.nodes.list_nodes()},
+                    inputs.recipes)
     with paused_gc():  # millions of acyclic objects allocated, none freed: no collector passes over them
         sim = SimFleet(objects_from_observed(observe(source.cluster)), config)
     results: list[RunResult] = []

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    nodes = opened.cluster.list_nodes()
+    nodes = opened.cluster.nodes.list_nodes()
     if args.recipe:
         from reconciler.cli.names import require_recipe
 

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         hint = (f" (to {args.action} a recipe before its first apply, pass --new)" if setting
                 else " (so nothing is paused or disabled under that name: a recipe switched with --new before "
                      "its first apply leaves no trace once its switches are cleared)")
-        require_recipe(args.recipe, opened.cluster, opened.cluster.list_nodes(), hint=hint)
+        require_recipe(args.recipe, opened.cluster, opened.cluster.nodes.list_nodes(), hint=hint)
     action: Action = args.action
     at = datetime.fromtimestamp(opened.wall(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     patch, before, after = control_patch(opened.cluster, args.recipe, action,

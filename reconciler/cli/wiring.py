@@ -157,7 +157,7 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
     )
     leader = None
     if args.leader_elect:
-        leader = Leadership(opened.cluster, opened.clock, identity,
+        leader = Leadership(opened.cluster.leases, opened.clock, identity,
                             lease_duration=args.leader_elect_lease_duration,
                             renew_deadline=args.leader_elect_renew_deadline,
                             retry_period=args.leader_elect_retry_period)
@@ -173,7 +173,7 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
                            args.git_policy_path, locked=args.locked)
     else:
         source = DirectorySource(args.recipe_paths, args.policy, locked=args.locked)
-    api_client = getattr(opened.cluster, "api_client", None)
+    api_client = opened.kube.api_client if opened.kube is not None else None
     if args.source == "crd" and api_client is not None:
         from reconciler.adapters.host import process_identity
         from reconciler.adapters.kube.noderecipes import NodeRecipeEvents, NodeRecipeStatus

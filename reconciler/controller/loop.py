@@ -65,7 +65,7 @@ from reconciler.model.utctime import to_rfc3339
 from reconciler.model.vocab import NodeResult
 from reconciler.ops.controls import held_reason
 from reconciler.plan.planner import locked_refusals
-from reconciler.ports import Clock, Cluster
+from reconciler.ports import Clock, Cluster, ClusterPorts
 from reconciler.service import ApplyResult, ApplySettings, Observer, apply_recipes, plan_recipes, unpinned
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,8 @@ class Controller:
             :attr:`revision` for the source revision of the pass.
     """
 
-    def __init__(self, source: DesiredState, cluster: Cluster, clock: Clock, settings: ControllerSettings, *,
+    def __init__(self, source: DesiredState, cluster: Cluster | ClusterPorts, clock: Clock,
+                 settings: ControllerSettings, *,
                  status: tuple[StatusWriter, ObjectView] | None = None, leader: Leadership | None = None,
                  metrics: ControllerMetrics | None = None,
                  events: tuple[EventSink, ObjectUids] | None = None,

@@ -27,7 +27,7 @@ from typing import Any
 
 from reconciler.execute.fence import FencedCluster
 from reconciler.execute.lock import LeaseLostError
-from reconciler.ports import Clock, Cluster
+from reconciler.ports import Clock, Cluster, ClusterPorts
 
 
 class PassStopped(LeaseLostError):
@@ -91,9 +91,9 @@ class StopFence:
 
 class StoppableCluster(FencedCluster):
     """``inner`` with writes fenced by ``signal`` (module docstring). Attributes the service reads
-    from the adapter (``namespace``, ``config_map_store``, ...) are the inner adapter's."""
+    from the adapter (``namespace``, ...) are the inner one's."""
 
-    def __init__(self, inner: Cluster, signal: StopSignal) -> None:
+    def __init__(self, inner: Cluster | ClusterPorts, signal: StopSignal) -> None:
         super().__init__(inner, StopFence(signal))
 
     def __getattr__(self, name: str) -> Any:

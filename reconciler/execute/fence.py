@@ -44,8 +44,7 @@ class WriteFence(Protocol):
 class FencedCluster:
     """``inner`` (a role bundle, or one adapter playing every role) with every write checked by
     ``fence`` first (module docstring). Plays every role of :class:`~reconciler.ports.Cluster`
-    (and ``ConfigMapStore``: the bundle's control store, or the one ``inner`` provides through
-    ``config_map_store()`` as ``KubeCluster`` does; TypeError when it has none); :attr:`ports` is the
+    (and ``ConfigMapStore``: the bundle's control store; TypeError when it has none); :attr:`ports` is the
     bundle with the write roles fenced and the Lease store as it was. ``writes`` mirrors the inner
     adapter's count, for reports."""
 
@@ -53,7 +52,6 @@ class FencedCluster:
         self.inner = inner
         self.roles = ClusterPorts.of(inner)
         self.fence = fence
-        self._provided: ConfigMapStore | None = None
 
     @property
     def ports(self) -> ClusterPorts:
@@ -187,15 +185,7 @@ class FencedCluster:
         self.roles.leases.delete_lease(name, resource_version)
 
     def _store(self) -> ConfigMapStore:
-        """The control store: the bundle's, else the one the inner adapter provides through
-        ``config_map_store()`` (``KubeCluster``: a ``KubeConfigMaps`` sharing its API client; made
-        once). Raises TypeError when it has none."""
-        if self.roles.controls is not None:
-            return self.roles.controls
-        if self._provided is None:
-            provider = getattr(self.inner, "config_map_store", None)
-            store = provider() if callable(provider) else None
-            if not isinstance(store, ConfigMapStore):
-                raise TypeError(f"{type(self.inner).__name__} keeps no ConfigMaps")
-            self._provided = store
-        return self._provided
+        """The bundle's control store. Raises TypeError when it has none."""
+        if self.roles.controls is None:
+            raise TypeError(f"{type(self.inner).__name__} keeps no ConfigMaps")
+        return self.roles.controls

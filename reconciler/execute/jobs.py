@@ -1,4 +1,5 @@
-"""The default :class:`~reconciler.ports.JobPool`: one thread per job in flight (issue 17)."""
+"""Where a rollout's node I/O runs on a real cluster: one thread per job in flight (issue 17); every
+decision stays on the rollout loop's thread."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ from reconciler.model.recipe import Recipe
 from reconciler.model.run import run_verdict
 from reconciler.model.vocab import NodeResult, Phase
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
-from reconciler.ports import Clock, Cluster, ClusterPorts, JobPool, NodeInterest
+from reconciler.ports import Clock, Cluster, ClusterPorts, NodeInterest
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +117,6 @@ class Rollout:
             a real cluster, where each step waits on API round trips.
         controller: the run is a ``reconciler controller`` pass (messages name its ways on, not
             ``apply``'s flags).
-        job_pool: makes the pool the runs' I/O goes to when ``workers`` > 1, given ``workers``
-            (default :class:`~reconciler.execute.jobs.ThreadJobPool`: a thread per job in flight;
-            a real cluster's adapters give one that multiplexes the requests on the loop's thread,
-            :class:`reconciler.adapters.kube.greenio.GreenPool`). Every decision stays on the loop's
-            thread whichever it is.
     """
 
     def __init__(
@@ -142,14 +137,12 @@ class Rollout:
         waiting: dict[str, str] | None = None,
         on_tick: Callable[[float], float | None] | None = None,
         workers: int = 1,
-        job_pool: Callable[[int], JobPool] | None = None,
         controller: bool = False,
     ) -> None:
         self.recipe, self.policy, self.plan = recipe, policy, plan
         self.controller = controller
         self.workers = workers
-        self._job_pool: Callable[[int], JobPool] = job_pool or ThreadJobPool
-        self._pool: JobPool | None = None
+        self._pool: ThreadJobPool | None = None
         self.ports, self.clock = ClusterPorts.of(cluster), clock
         self.run_id = run_id or new_run_id()
         self.timeline = Timeline(start=clock.now())
@@ -420,13 +413,14 @@ class Rollout:
         """One cycle of each node run. Every decision (each :func:`~reconciler.execute.machine.step`)
         and every observer call happens on this, the loop's, thread; with ``workers`` > 1 (a real
         cluster: each read or write waits on an API round trip) only the runs' I/O goes to the job
-        pool, up to ``workers`` nodes' I/O at once. An error ends the pool: the I/O not started is
+        pool (:class:`~reconciler.execute.jobs.ThreadJobPool`), up to ``workers`` nodes' I/O at
+        once. An error ends the pool: the I/O not started is
         dropped and the I/O already handed out is waited for before the error goes up (no write
         after it)."""
         if self.workers <= 1 or len(runs) <= 1:
             return [r.advance() for r in runs]
         if self._pool is None:
-            self._pool = self._job_pool(self.workers)
+            self._pool = ThreadJobPool(self.workers)
         pool = self._pool
         try:
             for r in runs:

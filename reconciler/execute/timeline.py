@@ -18,13 +18,12 @@ from reconciler.model.vocab import NodeResult
 
 __all__ = ["EVENTS", "BatchRecord", "Event", "NodeOutcome", "NodeResult", "RunResult", "Timeline", "in_job"]
 
-#: True inside a job of a rollout's job pool (a worker thread, or a greenlet on the loop's own
-#: thread: :mod:`reconciler.adapters.kube.greenio`); each thread and each greenlet has its own value.
+#: True inside a job of a rollout's job pool (a worker thread); each thread has its own value.
 _IN_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar("reconciler_in_job", default=False)
 
 
 def in_job() -> None:
-    """Mark the calling context (thread or greenlet) as running a job of the rollout's job pool:
+    """Mark the calling thread as running a job of the rollout's job pool:
     events it adds wait for :meth:`Timeline.flush`, even on the loop's own thread."""
     _IN_JOB.set(True)
 

@@ -19,7 +19,7 @@ An unreadable record counts as paused (fail safe), with the reason saying so.
 from __future__ import annotations
 
 import json
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 from pydantic import ValidationError, field_validator
 
@@ -27,7 +27,7 @@ from reconciler.errors import ReconcilerError
 from reconciler.model.base import Frozen
 from reconciler.model.redact import redact
 from reconciler.ops.patches import ConfigMapPatch
-from reconciler.ports import ConfigMapStore
+from reconciler.ports import ClusterPorts, ConfigMapStore
 
 CONTROLS_CONFIGMAP = "node-reconciler-controls"
 DEFAULT_NAMESPACE = "node-reconciler"
@@ -72,26 +72,13 @@ class Control(Frozen):
         return ", ".join(flags) + (f" ({'; '.join(extra)})" if extra else "")
 
 
-@runtime_checkable
-class ProvidesConfigMaps(Protocol):
-    """A cluster adapter that is not itself a ``ConfigMapStore`` but can give one sharing its
-    connection (the kube adapter: :meth:`reconciler.adapters.kube.cluster.KubeCluster.config_map_store`).
-    Declared here, where it is needed, so ``ops`` never imports an adapter."""
-
-    def config_map_store(self) -> ConfigMapStore | None:
-        """The store, or None when the adapter cannot give one."""
-        ...
-
-
 def store_for(cluster: object) -> ConfigMapStore | None:
     """The ConfigMap store of ``cluster``: the adapter itself when it implements
-    ``ConfigMapStore`` (simulated fleet), the store it provides when it is a
-    :class:`ProvidesConfigMaps` (``KubeCluster``: a ``KubeConfigMaps`` sharing its API client),
-    else None."""
+    ``ConfigMapStore`` (simulated fleet), a role bundle's ``controls``, else None."""
     if isinstance(cluster, ConfigMapStore):
         return cluster
-    if isinstance(cluster, ProvidesConfigMaps):
-        return cluster.config_map_store()
+    if isinstance(cluster, ClusterPorts):
+        return cluster.controls
     return None
 
 

@@ -151,10 +151,11 @@ def kube(controlplane: ControlPlane, api: Any, test_id: str) -> Iterator[Any]:
     """KubeCluster (admin kubeconfig) with its own stage namespace ``<test_id>-stages``."""
     from kubernetes import client
 
+    from reconciler.adapters.kube.cache import WatchStore
     from reconciler.adapters.kube.cluster import KubeCluster
 
     ns = f"{test_id}-stages"
-    kc = KubeCluster.from_kubeconfig(str(controlplane.kubeconfig), namespace=ns)
+    kc = KubeCluster.from_kubeconfig(str(controlplane.kubeconfig), namespace=ns, store=WatchStore(ns))
     try:
         yield kc
     finally:

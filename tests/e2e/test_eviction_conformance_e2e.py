@@ -33,20 +33,20 @@ def _real_answer(case: Case, kube: KubeCluster, api: Any, namespace: str, group:
             {"type": "Ready", "status": "False", "reason": "ConformanceTest"},
             {"type": "ContainersReady", "status": "False", "reason": "ConformanceTest"}]}})
     for p in pods[: case.not_ready]:
-        wait_for(lambda p=p: (q := kube.get_pod(namespace, p.name)) is not None and not q.ready,
+        wait_for(lambda p=p: (q := kube.pods.get_pod(namespace, p.name)) is not None and not q.ready,
                  f"{p.name} not Ready")
     for budget in pdb_objects(case, namespace, app):
         pol.create_namespaced_pod_disruption_budget(namespace, budget)
-    mine = lambda: [b for b in kube.list_pdbs() if b.namespace == namespace]  # noqa: E731
+    mine = lambda: [b for b in kube.pods.list_pdbs() if b.namespace == namespace]  # noqa: E731
     if len(case.pdbs) == 1:
         wait_for(lambda: any(b.expected_pods == case.replicas and b.current_healthy == case.healthy
                              for b in mine()), f"PDB status currentHealthy={case.healthy}")
     else:
         wait_for(lambda: len(mine()) == len(case.pdbs), f"{len(case.pdbs)} PDBs listed")
-    victim = kube.get_pod(namespace, pods[victim_index(case)].name)
+    victim = kube.pods.get_pod(namespace, pods[victim_index(case)].name)
     assert victim is not None and victim.ready == case.evict_ready
-    answer = outcome(lambda: kube.evict_pod(namespace, victim.name, victim.uid, grace_seconds=1))
-    after = kube.get_pod(namespace, victim.name)
+    answer = outcome(lambda: kube.pods.evict_pod(namespace, victim.name, victim.uid, grace_seconds=1))
+    after = kube.pods.get_pod(namespace, victim.name)
     assert (after is None or after.deletion_ts is not None) == (answer == EVICTED)
     return answer
 

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.cluster import KubeCluster
-from reconciler.adapters.kube.watch import WatchClock
 from reconciler.execute.fence import FencedCluster
 from reconciler.execute.lock import LeaseGroup, lease_name
 from reconciler.execute.rollout import Rollout
@@ -53,23 +53,23 @@ def test_a_run_that_lost_its_lease_writes_nothing_more_by_the_servers_audit_log(
     (recipe,) = inputs.recipes
     policy = policy_for(recipe, inputs)
 
-    kube_a = KubeCluster.from_kubeconfig(str(kc_path))
-    admin = KubeCluster.from_kubeconfig(str(controlplane.kubeconfig))
-    clock_a = WatchClock(kube_a.api_client)
-    clock_b = WatchClock(admin.api_client)
+    kube_a = KubeCluster.from_kubeconfig(str(kc_path), store=WatchStore("node-reconciler"))
+    admin = KubeCluster.from_kubeconfig(str(controlplane.kubeconfig), store=WatchStore("node-reconciler"))
+    clock_a = kube_a.watch()
+    clock_b = admin.watch()
     try:
         # A: renewals after the first one never reach the server
-        lease_path = FaultyCluster(kube_a, clock=clock_a, faults=[Fault("reset", verb="replace_lease", nth=2,
+        lease_path = FaultyCluster(kube_a.ports, clock=clock_a, faults=[Fault("reset", verb="replace_lease", nth=2,
                                                                         times=None)])
         group_a = LeaseGroup(lease_path, clock_a, [recipe.name], "run-a@e2e/1", duration=15)
         group_a.acquire()
-        group_b = LeaseGroup(admin, clock_b, [recipe.name], "run-b@e2e/2", duration=15)
+        group_b = LeaseGroup(admin.leases, clock_b, [recipe.name], "run-b@e2e/2", duration=15)
         taken: list[float] = []
 
         def thief() -> None:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                lease = admin.get_lease(lease_name(recipe.name))
+                lease = admin.leases.get_lease(lease_name(recipe.name))
                 if lease is not None and lease.holder != "run-b@e2e/2" and lease.expires_in(time.time()) < 0:
                     group_b.acquire()
                     taken.append(time.time())
@@ -78,8 +78,8 @@ def test_a_run_that_lost_its_lease_writes_nothing_more_by_the_servers_audit_log(
 
         t = threading.Thread(target=thief, daemon=True)
         t.start()
-        plan = compute_plan(recipe, policy, observe(kube_a))
-        ra = Rollout(recipe, policy, plan, FencedCluster(kube_a, group_a), clock_a, run_id="run-a",
+        plan = compute_plan(recipe, policy, observe(kube_a.ports))
+        ra = Rollout(recipe, policy, plan, FencedCluster(kube_a.ports, group_a), clock_a, run_id="run-a",
                      poll_seconds=1.0, on_tick=group_a.tick, workers=4)
         t_start = time.time() - 1.0
         res_a = ra.run()
@@ -98,8 +98,8 @@ def test_a_run_that_lost_its_lease_writes_nothing_more_by_the_servers_audit_log(
 
         # B finishes, with 4 workers, and every observer call happens on the loop thread
         seen: list[int] = []
-        plan_b = compute_plan(recipe, policy, observe(admin))
-        rb = Rollout(recipe, policy, plan_b, FencedCluster(admin, group_b), clock_b, run_id="run-b",
+        plan_b = compute_plan(recipe, policy, observe(admin.ports))
+        rb = Rollout(recipe, policy, plan_b, FencedCluster(admin.ports, group_b), clock_b, run_id="run-b",
                      poll_seconds=1.0, on_tick=group_b.tick, workers=4,
                      on_event=lambda ev: seen.append(threading.get_ident()))
         res_b = rb.run()

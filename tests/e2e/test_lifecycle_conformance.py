@@ -20,8 +20,7 @@ import pytest
 from kubernetes import client
 
 from reconciler.adapters.kube.cluster import KubeCluster
-from reconciler.adapters.kube.watch import WatchClock
-from reconciler.ports import Clock, Cluster
+from reconciler.ports import Clock, Cluster, ClusterPorts
 from reconciler.testing.fleetgen import make_pdb, pdb_keywords
 from tests.e2e.test_kube_adapter import deployment, running_pods, wait_for
 from tests.lifecycle_cases import SCENARIOS, SELECT_KEY, Outcome, Scenario, SimWorld, Workload, run_scenario
@@ -39,8 +38,8 @@ class RealWorld:
             self.names += make_nodes(1, labels={SELECT_KEY: "yes"} if sc.is_selected(i) else {})
         for w in sc.workloads:
             self._start(w, api, namespace, kube, test_id)
-        self.cluster: Cluster = kube
-        self.watch_clock = WatchClock(kube.api_client, max_sleep=2.0)
+        self.cluster: Cluster | ClusterPorts = kube.ports
+        self.watch_clock = kube.watch(max_sleep=2.0)
         self.clock: Clock = self.watch_clock
 
     def _start(self, w: Workload, api: Any, namespace: str, kube: KubeCluster, group: str) -> None:
@@ -61,7 +60,7 @@ class RealWorld:
         for p in pods[: w.not_ready]:
             self.core.patch_namespaced_pod(p.name, namespace, frozen)
             self.core.patch_namespaced_pod_status(p.name, namespace, not_ready)
-            wait_for(lambda p=p: (q := kube.get_pod(namespace, p.name)) is not None and not q.ready,
+            wait_for(lambda p=p: (q := kube.pods.get_pod(namespace, p.name)) is not None and not q.ready,
                      f"{p.name} not Ready")
         if w.pdb is None:
             return
@@ -69,7 +68,7 @@ class RealWorld:
             namespace, make_pdb(namespace, f"{w.app}-pdb", labels, **pdb_keywords(w.pdb)))
         healthy = w.replicas - w.not_ready
         wait_for(lambda: any(b.namespace == namespace and b.expected_pods == w.replicas
-                             and b.current_healthy == healthy for b in kube.list_pdbs()),
+                             and b.current_healthy == healthy for b in kube.pods.list_pdbs()),
                  f"PDB status currentHealthy={healthy}")
 
     def set_label(self, node: str, key: str, value: str | None) -> None:

@@ -26,8 +26,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.cluster import KubeCluster
-from reconciler.adapters.kube.watch import WatchClock
 from reconciler.errors import CrashInjected
 from reconciler.execute.lock import lease_name
 from reconciler.execute.rollout import Rollout
@@ -350,7 +350,7 @@ def test_second_process_is_refused_then_takes_over_after_kill_and_resumes(
 @pytest.fixture
 def kube_default_ns(controlplane: Any) -> Iterator[KubeCluster]:
     """A KubeCluster on the admin kubeconfig with the default stage namespace."""
-    kc = KubeCluster.from_kubeconfig(str(controlplane.kubeconfig))
+    kc = KubeCluster.from_kubeconfig(str(controlplane.kubeconfig), store=WatchStore("node-reconciler"))
     try:
         yield kc
     finally:
@@ -372,7 +372,7 @@ def test_sample_of_crashes_and_api_errors_on_the_real_control_plane(
     complete with no stage started again after it had completed; and a run where every 4th write
     fails once (503 / 409 / timeout after the write) still completes."""
     core = client.CoreV1Api(api)
-    clock = WatchClock(kube_default_ns.api_client)
+    clock = kube_default_ns.watch()
     try:
         for i, crash_after in enumerate((2, 7, 13, 21)):
             nodes = make_nodes(2, labels={"e2e.test/scenario": f"c{i}"})
@@ -381,14 +381,14 @@ def test_sample_of_crashes_and_api_errors_on_the_real_control_plane(
             recipe = tmp_path / f"{name}.yaml"
             recipe.write_text(recipe_text(name, group, budget=2).replace(
                 f"e2e.test/group: {group}", f"e2e.test/scenario: c{i}, e2e.test/group: {group}"))
-            first = FaultyCluster(kube_default_ns, clock=clock, crash_after_writes=crash_after)
+            first = FaultyCluster(kube_default_ns.ports, clock=clock, crash_after_writes=crash_after)
             with pytest.raises(CrashInjected):
                 _run(first, clock, recipe, f"run-{name}-a")
             done_at_crash = set()
             for n in nodes:
                 st = parse_state((core.read_node(n).metadata.annotations or {}).get(state_key(name)))
                 done_at_crash |= {(n, e.name, e.version, e.stage) for e in st.values() if e.state == "complete"}
-            second = FaultyCluster(kube_default_ns, clock=clock)
+            second = FaultyCluster(kube_default_ns.ports, clock=clock)
             res = _run(second, clock, recipe, f"run-{name}-b")
             assert res.result == "succeeded", (crash_after, [(n.name, n.state, n.message) for n in res.nodes])
             assert_all_complete(core, nodes, name)
@@ -404,7 +404,7 @@ def test_sample_of_crashes_and_api_errors_on_the_real_control_plane(
         kinds = ("unavailable", "conflict", "timeout")
         faults = [Fault(kinds[k % 3], verb="write", nth=n, after=kinds[k % 3] == "timeout")  # type: ignore[arg-type]
                   for k, n in enumerate(range(4, 60, 4))]
-        faulty = FaultyCluster(kube_default_ns, clock=clock, faults=faults)
+        faulty = FaultyCluster(kube_default_ns.ports, clock=clock, faults=faults)
         res = _run(faulty, clock, recipe, f"run-{name}")
         assert res.result == "succeeded", [(n.name, n.state, n.message) for n in res.nodes]
         assert len(faulty.injected) >= 5

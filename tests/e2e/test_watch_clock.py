@@ -1,26 +1,32 @@
-"""The watch-based clock wakes on node and pod changes (no polling needed); on the real control
-plane its streams are multiplexed on the waiting thread (no watch thread, issue 17)."""
+"""The watch streams on the real control plane: a wait wakes on a change of a node the run works
+on (no polling), and reads the streams already hold (a node, the pods on it, a stage pod) are not
+requests (issue 37)."""
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
-from reconciler.adapters.kube.watch import WatchClock
+from reconciler.adapters.kube.send import KubeApi
+from reconciler.ports import StageSpec
 
 
-def test_wait_returns_early_with_the_changed_node(kube: Any, make_nodes: Any) -> None:
+def _started(clock: Any) -> None:
+    deadline = time.monotonic() + 20
+    while clock.wait(1.0) is None and time.monotonic() < deadline:
+        pass  # the streams are listing
+
+
+def test_wait_returns_early_with_the_changed_node(kube: Any, make_nodes: Any, api: Any) -> None:
+    from kubernetes import client
+
     node = make_nodes(1, {"pool": "watch"})[0]
-    clock = WatchClock(kube.api_client, max_sleep=20)
-    assert clock.multiplex  # the API client's requests go over the keep-alive transport
+    clock = kube.watch(max_sleep=20)
     try:
-        deadline = time.monotonic() + 20
-        while clock.wait(1.0) is None and time.monotonic() < deadline:
-            pass  # watches starting
+        _started(clock)
+        kube.nodes.get_node(node)  # the run works on it from now on
         clock.wait(0.5)
-        assert not [t for t in threading.enumerate() if t.name.startswith("watch-")]
-        kube.patch_node(node, annotations={"example.com/touch": "1"})
+        client.CoreV1Api(api).patch_node(node, {"metadata": {"annotations": {"example.com/touch": "1"}}})  # someone else
         t0 = time.monotonic()
         changed: set[str] = set()
         while node not in changed and time.monotonic() - t0 < 15:
@@ -32,64 +38,47 @@ def test_wait_returns_early_with_the_changed_node(kube: Any, make_nodes: Any) ->
         clock.close()
 
 
-def test_cache_answers_tracked_node_and_stage_pod_reads_from_watch_events(kube: Any, make_nodes: Any) -> None:
-    from kubernetes.client import CoreV1Api
-
-    from reconciler.adapters.kube.cache import NODES, WatchCache
-    from reconciler.adapters.kube.cluster import KubeCluster
-    from reconciler.adapters.kube.objects import node_from
-    from reconciler.ports import StageSpec
+def test_reads_the_streams_hold_are_not_requests(kube: Any, make_nodes: Any, api: Any,
+                                                 monkeypatch: Any) -> None:
+    from kubernetes import client
 
     node = make_nodes(1, {"pool": "cache"})[0]
-    cache = WatchCache({NODES: node_from})
-    cached = KubeCluster(kube.api_client, namespace=kube.namespace, cache=cache)
-    clock = WatchClock(kube.api_client, max_sleep=20, cache=cache)
-    core = CoreV1Api(kube.api_client)
+    clock = kube.watch(max_sleep=20)
     reads: list[str] = []
-    orig_read_node, orig_read_pod = core.read_node, core.read_namespaced_pod
-    orig_send = cached._send
+    real = KubeApi.send
 
-    def send(method: str, path: str, what: str, **kw: Any) -> bytes:  # the thin request path (issue 17)
-        if method == "GET" and path.startswith("/api/v1/nodes/"):
-            reads.append("node")
-        elif method == "GET" and "/pods/" in path and not path.endswith("/log"):
-            reads.append("pod")
-        return orig_send(method, path, what, **kw)
+    def counting(self: KubeApi, method: str, path: str, what: str, **kw: Any) -> bytes:
+        if method == "GET" and "/log" not in path:
+            reads.append(path)
+        return real(self, method, path, what, **kw)
 
     try:
-        deadline = time.monotonic() + 20
-        while clock.wait(1.0) is None and time.monotonic() < deadline:
-            pass  # watches starting
-        cached._send = send  # type: ignore[method-assign]
-        cached._core.read_node = lambda *a, **k: (reads.append("node"), orig_read_node(*a, **k))[1]  # type: ignore[method-assign]
-        cached._core.read_namespaced_pod = (  # type: ignore[method-assign]
-            lambda *a, **k: (reads.append("pod"), orig_read_pod(*a, **k))[1])
-        assert cached.get_node(node).name == node
-        assert reads == ["node"]  # first read: one GET, and the node is tracked from then on
-        kube.patch_node(node, annotations={"example.com/touch": "2"})  # someone else changes it
+        _started(clock)
+        monkeypatch.setattr(KubeApi, "send", counting)
+        assert kube.nodes.get_node(node).name == node
+        assert kube.pods.list_pods(node_name=node) == []
+        client.CoreV1Api(api).patch_node(node, {"metadata": {"annotations": {"example.com/touch": "2"}}})
         t0 = time.monotonic()
-        while cached.get_node(node).annotations.get("example.com/touch") != "2" and time.monotonic() - t0 < 10:
+        while kube.nodes.get_node(node).annotations.get("example.com/touch") != "2" and time.monotonic() - t0 < 10:
             clock.wait(0.5)
-        assert cached.get_node(node).annotations.get("example.com/touch") == "2"
-        assert reads == ["node"]  # the change came by the watch, not by GETs
-        # our own write's answer is what later reads see, without a read
-        cached.patch_node(node, annotations={"example.com/touch": "3"})
-        assert cached.get_node(node).annotations["example.com/touch"] == "3"
-
+        assert kube.nodes.get_node(node).annotations.get("example.com/touch") == "2"  # by the watch
+        kube.nodes.patch_node(node, unschedulable=True)  # our cordon: its answer is what reads see
+        assert kube.nodes.get_node(node).unschedulable
         spec = StageSpec(recipe="cache", node=node, package="p", version="1.0.0", stage="apply",
                          pull_ref="registry.example/p@sha256:" + "a" * 64, run_id="run-cache", attempt=1,
                          env=(), timeout_seconds=60)
-        cached.start_stage(spec)
+        kube.stages.start_stage(spec)
         t0 = time.monotonic()
-        while cached.stage_status(spec).phase != "succeeded" and time.monotonic() - t0 < 30:
+        while kube.stages.stage_status(spec).phase != "succeeded" and time.monotonic() - t0 < 30:
             clock.wait(1.0)
-        assert cached.stage_status(spec).phase == "succeeded"  # kwok ran it; the watch told us
-        assert "pod" not in reads
-        cached.delete_stages("cache", node)
+        assert kube.stages.stage_status(spec).phase == "succeeded"  # kwok ran it; the watch told us
+        assert [p.name for p in kube.pods.list_pods(node_name=node)] == [spec.pod_name]
+        kube.stages.delete_stages("cache", node)
         t0 = time.monotonic()
-        while cached.stage_status(spec).phase != "missing" and time.monotonic() - t0 < 30:
+        while kube.stages.stage_status(spec).phase != "missing" and time.monotonic() - t0 < 30:
             clock.wait(1.0)
-        assert cached.stage_status(spec).phase == "missing"
-        assert cache.hits > 0
+        assert kube.stages.stage_status(spec).phase == "missing"
+        assert [r for r in reads if "/namespaces/" not in r or "/pods" in r] == [], reads  # no node or pod GET/LIST
+        assert kube.store.hits > 0
     finally:
         clock.close()

@@ -11,8 +11,10 @@ There is no polling: between events nothing is requested.
 
 The handler gets ``(event_type, old, new)`` with objects as ``convert`` made them (``old`` None
 when the object was not known; ``new`` None for ``DELETED``) and is called on the informer's
-thread. Watches are raw (``_preload_content=False``, JSON lines) like
-:mod:`reconciler.adapters.kube.watch`.
+thread. Watches are the client's ``kubernetes.watch.Watch`` with events as decoded JSON, as in
+:mod:`reconciler.adapters.kube.watch`. The client's ``SharedInformer`` is not used: it
+deserialises every object into client models and hands its handlers only the new object, where
+the controller wants ``(event, old, new)`` records.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from typing import Any
 import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-
-from reconciler.adapters.kube.watch import _lines
+from kubernetes.watch import Watch as _Watch
 
 log = logging.getLogger(__name__)
+
+#: The client's watch (untyped).
+Watch: Callable[[], Any] = _Watch
 
 Obj = dict[str, Any]
 Handler = Callable[[str, Any, Any], None]
@@ -64,6 +68,7 @@ class Informer:
         self.synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._watch: Any = None
         self.lists = 0
         self.events = 0
         self.last_error = ""
@@ -77,6 +82,8 @@ class Informer:
     def stop(self) -> None:
         """Ask the thread to end (it ends at the next event or when the WATCH times out)."""
         self._stop.set()
+        if self._watch is not None:
+            self._watch.stop()
 
     def alive(self) -> bool:
         """The thread is running."""
@@ -142,26 +149,20 @@ class Informer:
                 if not rv:
                     rv = self._list()
                     self.synced.set()
-                resp = self.lister(watch=True, resource_version=rv, allow_watch_bookmarks=True,
-                                   timeout_seconds=self.timeout_seconds, _preload_content=False,
-                                   _request_timeout=(10, self.timeout_seconds + 30))
-                try:
-                    for line in _lines(resp):
-                        if self._stop.is_set():
-                            return
-                        ev = json.loads(line)
-                        obj = ev.get("object") or {}
-                        kind = str(ev.get("type"))
-                        if kind == "ERROR":
-                            if obj.get("code") == 410:
-                                rv = ""  # too old: list again (the diff reports what changed meanwhile)
-                            break
-                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                        if kind == "BOOKMARK":
-                            continue
-                        self._emit(kind, obj)
-                finally:
-                    resp.release_conn()
+                w = self._watch = Watch()
+                # the lister wrapped so that the watch finds no model type: events come as decoded
+                # JSON, ERROR events included (its deserialize=False fails on those, client 37.0)
+                for ev in w.stream(lambda **kw: self.lister(**kw), resource_version=rv, allow_watch_bookmarks=True,
+                                   timeout_seconds=self.timeout_seconds,
+                                   _request_timeout=(10, self.timeout_seconds + 30)):
+                    if self._stop.is_set():
+                        return
+                    obj = ev.get("object") or {}
+                    kind = str(ev.get("type"))
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                    if kind == "BOOKMARK":
+                        continue
+                    self._emit(kind, obj)
                 backoff = 1.0
             except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as e:
                 self.last_error = f"{type(e).__name__}: {getattr(e, 'status', '') or e}"

@@ -13,8 +13,7 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
-from reconciler.adapters.kube import cluster as kube_mod
-from reconciler.adapters.kube import transport as kubehttp
+from reconciler.adapters.kube import nodes as kube_mod
 from reconciler.adapters.kube.cluster import KubeCluster
 from reconciler.errors import ReconcilerError, TransientError
 from reconciler.testing.fleetgen import make_node
@@ -81,7 +80,7 @@ def api(http_server: Callable[[type[_Api]], str]) -> Iterator[client.ApiClient]:
 
 
 def test_pages_followed_and_converted(api: client.ApiClient) -> None:
-    nodes = KubeCluster(api, page_size=3).list_nodes(label_selector="pool=gpu")
+    nodes = KubeCluster(api, page_size=3).nodes.list_nodes(label_selector="pool=gpu")
     assert [n.name for n in nodes] == [f"n{i:02d}" for i in range(7)]
     assert nodes[4].boot_id == "b4" and nodes[4].ready is True and dict(nodes[4].labels) == {"pool": "gpu"}
     assert [q.get("continue", "") for q in _Api.queries] == ["", "3", "6"]
@@ -90,7 +89,7 @@ def test_pages_followed_and_converted(api: client.ApiClient) -> None:
 
 def test_expired_continue_token_restarts_without_duplicates(api: client.ApiClient) -> None:
     _Api.expire_once = "6"
-    nodes = KubeCluster(api, page_size=3).list_nodes()
+    nodes = KubeCluster(api, page_size=3).nodes.list_nodes()
     assert [n.name for n in nodes] == [f"n{i:02d}" for i in range(7)]  # the first two pages' records dropped
     assert [q.get("continue", "") for q in _Api.queries] == ["", "3", "6", "", "3", "6"]
 
@@ -107,7 +106,7 @@ def test_pages_converted_as_they_arrive_with_the_collector_paused(
 
     monkeypatch.setattr(kube_mod, "node_from", spy)
     assert gc.isenabled()
-    KubeCluster(api, page_size=3).list_nodes()
+    KubeCluster(api, page_size=3).nodes.list_nodes()
     # each item converted before the next page was asked for, with the collector off
     assert [(name, q) for name, q, _ in seen] == [(f"n{i:02d}", i // 3 + 1) for i in range(7)]
     assert not any(on for _, _, on in seen)
@@ -117,42 +116,21 @@ def test_pages_converted_as_they_arrive_with_the_collector_paused(
 def test_collector_restored_after_errors_and_left_off_if_it_was(api: client.ApiClient) -> None:
     _Api.broken = True
     with pytest.raises(TransientError, match="list nodes: answer is not JSON"):
-        KubeCluster(api).list_nodes()
+        KubeCluster(api).nodes.list_nodes()
     assert gc.isenabled()
     _Api.broken = False
     gc.disable()
     try:
-        assert len(KubeCluster(api).list_nodes()) == 7
+        assert len(KubeCluster(api).nodes.list_nodes()) == 7
         assert not gc.isenabled()  # someone else's choice is kept
     finally:
         gc.enable()
 
 
-def test_lists_go_over_the_keep_alive_transport_and_fail_as_the_api_clients_would(
-    api: client.ApiClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every page of a LIST is one request of the keep-alive transport (the rollout's multiplexed
-    I/O never waits on urllib3's pool: reconciler/adapters/kube/greenio.py); an answer outside 2xx
-    reads as the same error as over the ApiClient (urllib3) path."""
-    sent: list[str] = []
-    real = kubehttp.Transport.request
-
-    def spy(self: kubehttp.Transport, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        sent.append(f"{method} {urllib.parse.urlparse(url).path}")
-        return real(self, method, url, *args, **kwargs)
-
-    monkeypatch.setattr(kubehttp.Transport, "request", spy)
-    assert len(KubeCluster(api, page_size=3).list_nodes()) == 7
-    assert sent == ["GET /api/v1/nodes"] * 3
-    errors: list[tuple[type, str]] = []
-    for path in ("transport", "api client"):
-        if path == "api client":
-            monkeypatch.setattr(kubehttp, "transport_for", lambda api_client: None)
-        for code in (403, 500):
-            _Api.refuse = code
-            with pytest.raises(ReconcilerError) as e:
-                KubeCluster(api).list_nodes()
-            errors.append((type(e.value), str(e.value)))
-    assert len(sent) == 5  # the two refusals over the transport; none after it was turned off
-    assert errors[:2] == errors[2:]
-    assert "forbidden" in errors[0][1]
+def test_a_refused_list_reads_as_the_api_servers_error(api: client.ApiClient) -> None:
+    """An answer outside 2xx becomes our error vocabulary with the server's message."""
+    for code, kind in ((403, "ForbiddenError"), (500, "ServerError")):
+        _Api.refuse = code
+        with pytest.raises(ReconcilerError) as e:
+            KubeCluster(api).nodes.list_nodes()
+        assert type(e.value).__name__ == kind and "forbidden: User cannot list" in str(e.value)

@@ -76,7 +76,8 @@ def test_request_timeout_and_namespace_reach_the_adapter(api: tuple[Path, list[A
                  ["status", "--kubeconfig", str(kc), "--request-timeout", "2m", "--namespace", "ns1"]):
         args = build_parser().parse_args(argv)
         opened = open_cluster(args)
-        assert opened.cluster.request_timeout == 120.0 and opened.cluster.namespace == "ns1"  # type: ignore[attr-defined]
+        assert opened.kube is not None
+        assert opened.kube.api.request_timeout == 120.0 and opened.cluster.namespace == "ns1"
         # a value after the verb wins over one before it
     args = build_parser().parse_args(["-n", "before", "status", "-n", "after"])
     assert args.namespace == "after"

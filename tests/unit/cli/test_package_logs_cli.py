@@ -67,7 +67,7 @@ def test_follow_prints_changes_and_new_lines_until_no_pod_runs(capsys: pytest.Ca
               [StageLog("n1", "fix", "2.1.0", "apply", "pod", "fix-pod", 1, "running", log="a\nb")],
               [StageLog("n1", "fix", "2.1.0", "apply", "pod", "fix-pod", 1, "failed", 3, log="a\nb\nc")]]
     clock = _Clock()
-    opened = argparse.Namespace(clock=clock, cluster=_Cluster())
+    opened = argparse.Namespace(clock=clock, cluster=argparse.Namespace(nodes=_Cluster()))
     args = argparse.Namespace(output="table", interval=2.0, package="fix", recipe=R)
     rest = iter(script[1:])
     assert _follow(args, opened, [argparse.Namespace(name="n1")], script[0], lambda nodes: next(rest)) == 0

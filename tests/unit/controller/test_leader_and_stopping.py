@@ -16,6 +16,7 @@ from reconciler.controller.stopping import PassStopped, StoppableClock, Stoppabl
 from reconciler.errors import LeaseHeldError
 from reconciler.execute.lock import holder_identity, lease_name, take_lease
 from reconciler.load.recipes import OBJECT_NAME
+from reconciler.ports import ClusterPorts
 
 ROOT = Path(__file__).resolve().parents[3]
 FLEET = str(ROOT / "examples" / "fleets" / "gpu-24.yaml")
@@ -111,17 +112,12 @@ def test_a_stop_wakes_a_long_wait_within_a_slice() -> None:
     assert StoppableClock(SlowClock(), StopSignal(), slice_seconds=0.05).wait(0.12) == set()
 
 
-def test_the_controls_are_reached_on_an_adapter_that_provides_a_store() -> None:
-    """KubeCluster is not a ConfigMapStore; it *provides* one (config_map_store()). The stop
+def test_the_controls_are_reached_through_a_role_bundle() -> None:
+    """A role bundle (``KubeCluster.ports``) carries its control store as one role. The stop
     wrapper reads the pause/disable controls through it and fences writes to it."""
     sim = SimFleet.from_file(FLEET)
-
-    class Provides:  # no get_config_map of its own, as KubeCluster
-        def config_map_store(self) -> SimFleet:
-            return sim
-
     signal = StopSignal()
-    fenced = StoppableCluster(Provides(), signal)  # type: ignore[arg-type]
+    fenced = StoppableCluster(ClusterPorts.of(sim), signal)
     fenced.patch_config_map("node-reconciler", "node-reconciler-controls", {"r": '{"paused": true}'})
     assert fenced.get_config_map("node-reconciler", "node-reconciler-controls") == {"r": '{"paused": true}'}
     signal.request_shutdown()

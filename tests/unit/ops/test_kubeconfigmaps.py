@@ -12,6 +12,7 @@ from kubernetes import client
 
 from reconciler.adapters.kube.cluster import KubeCluster
 from reconciler.adapters.kube.configmaps import MERGE_PATCH, KubeConfigMaps
+from reconciler.adapters.kube.send import KubeApi
 from reconciler.errors import ForbiddenError
 from reconciler.ops.controls import CONTROLS_CONFIGMAP, control_patch, held_reason, store_for
 from tests.httpfake import QuietHandler
@@ -87,7 +88,7 @@ def api(http_server: Callable[[type[_Api]], str]) -> Iterator[client.ApiClient]:
 
 
 def test_store_reads_creates_and_merges(api: client.ApiClient) -> None:
-    store = KubeConfigMaps(api)
+    store = KubeConfigMaps(KubeApi(api))
     assert store.get_config_map("node-reconciler", CONTROLS_CONFIGMAP) is None
     store.patch_config_map("node-reconciler", CONTROLS_CONFIGMAP, {"a": "1", "b": None})
     assert [c[0] for c in _Api.calls] == ["GET", "PATCH", "POST"]  # patch 404 → create
@@ -103,7 +104,7 @@ def test_store_reads_creates_and_merges(api: client.ApiClient) -> None:
 
 
 def test_controls_on_a_kube_like_cluster(api: client.ApiClient) -> None:
-    cluster = KubeCluster(api, namespace="node-reconciler")  # store_for asks it for its store
+    cluster = KubeCluster(api, namespace="node-reconciler").ports  # the control store is one of its roles
     store = store_for(cluster)
     assert isinstance(store, KubeConfigMaps)
     patch, before, after = control_patch(cluster, "r1", "pause", reason="freeze", by="me", at="t")

@@ -20,6 +20,7 @@ from reconciler.execute.lock import LeaseGroup, LeaseLostError, lease_name
 from reconciler.execute.rollout import Rollout
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.ports import ClusterPorts
 from reconciler.testing.faults import WRITE_METHODS, Fault, FaultyCluster
 
 from .sweep import CONFIG, POLICY, RECIPE, fleet, recorded_state, run_scenario
@@ -153,29 +154,25 @@ class _Refuse:
         raise LeaseLostError("lost")
 
 
-def test_the_fenced_cluster_exposes_the_store_an_adapter_provides() -> None:
-    """``KubeCluster`` is no ConfigMapStore; it *provides* one (``config_map_store()``). The fenced
+def test_the_fenced_cluster_exposes_the_bundles_control_store() -> None:
+    """A role bundle (``KubeCluster.ports``) carries its control store as one role; the fenced
     cluster reads through it and fences its writes (the controller's pause/disable controls)."""
-    sim = SimFleet(fleet())
+    from dataclasses import replace
 
-    class Provides:  # no get_config_map of its own, as KubeCluster
-        def config_map_store(self) -> SimFleet:
-            return sim
+    sim = SimFleet(fleet())
+    bundle = ClusterPorts.of(sim)
 
     class Open:
         def check(self) -> None:
             pass
 
-    fenced = FencedCluster(Provides(), Open())  # type: ignore[arg-type]
+    fenced = FencedCluster(bundle, Open())
     fenced.patch_config_map("node-reconciler", "controls", {"r": "1"})
     assert fenced.get_config_map("node-reconciler", "controls") == {"r": "1"}
-    refused = FencedCluster(Provides(), _Refuse())  # type: ignore[arg-type]
+    refused = FencedCluster(bundle, _Refuse())
     with pytest.raises(LeaseLostError):
         refused.patch_config_map("node-reconciler", "controls", {"r": None})
     assert refused.get_config_map("node-reconciler", "controls") == {"r": "1"}
 
-    class Nothing:
-        pass
-
     with pytest.raises(TypeError, match="keeps no ConfigMaps"):
-        FencedCluster(Nothing(), Open()).get_config_map("a", "b")  # type: ignore[arg-type]
+        FencedCluster(replace(bundle, controls=None), Open()).get_config_map("a", "b")

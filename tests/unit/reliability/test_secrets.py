@@ -210,7 +210,7 @@ def test_stage_pods_carry_only_what_the_recipe_declares() -> None:
     token, no secret references, nothing from the reconciler's own environment."""
     import os
 
-    from reconciler.adapters.kube.cluster import build_stage_pod
+    from reconciler.adapters.kube.stagepod import build_stage_pod
     from reconciler.load.recipes import load_node_recipe
     from reconciler.load.yamlsafe import parse_documents
 
