@@ -92,18 +92,18 @@ def _count_advances() -> None:
 
 
 def _keep_clocks() -> None:
-    """Remember every WatchClock the CLI makes, so the bench can read its event counts and stop its
+    """Remember every KubeWatch the CLI makes, so the bench can read its event counts and stop its
     watch threads after the run (``apply`` exits the process in real use; here the next run would
     otherwise pay for the previous run's streams)."""
-    from reconciler.adapters.kube.watch import WatchClock
+    from reconciler.adapters.kube.watch import KubeWatch
 
-    orig = WatchClock.__init__
+    orig = KubeWatch.__init__
 
     def init(self: Any, *a: Any, **kw: Any) -> None:
         orig(self, *a, **kw)
         CLOCKS.append(self)
 
-    WatchClock.__init__ = init  # type: ignore[method-assign]
+    KubeWatch.__init__ = init  # type: ignore[method-assign]
 
 
 def _recipe(path: Path, config_value: str, stage_seconds: float) -> None:

@@ -381,8 +381,8 @@ class Clock(Protocol):
     """Time source with two readings (issue 12): :meth:`now` is monotonic, for deadlines and
     cadences inside one process, and is never persisted; :meth:`utc` is the UTC wall clock, for
     anything written to the cluster and compared by another process (RFC 3339 in node records,
-    :mod:`reconciler.model.utctime`). ``wait`` may return early when the world may have changed
-    (a watch event in the real adapter, the next simulated event in the simulated fleet)."""
+    :mod:`reconciler.model.utctime`). What changed meanwhile is not the clock's to say: that is
+    the :class:`ChangeFeed`."""
 
     def now(self) -> float:
         """Monotonic seconds with an arbitrary origin (``time.monotonic()`` for a real cluster,
@@ -394,7 +394,19 @@ class Clock(Protocol):
         instant for the simulated fleet)."""
         ...
 
-    def wait(self, seconds: float) -> Collection[str] | None:
-        """Wait at most ``seconds``. May return the names of the nodes that changed meanwhile
-        (a watch saw them); ``None`` means "unknown": the caller looks at every node."""
+    def wait(self, seconds: float) -> None:
+        """Let ``seconds`` pass (sleep; the simulated fleet runs its world forward)."""
+        ...
+
+
+class ChangeFeed(Protocol):
+    """Which nodes changed: a real cluster's watch streams
+    (:class:`reconciler.adapters.kube.watch.KubeWatch`). The rollout waits on it instead of the
+    clock when it has one, and then looks only at the nodes it names (and at those whose own timer
+    is due) rather than at every node in progress."""
+
+    def changed(self, within: float) -> Collection[str] | None:
+        """Wait at most ``within`` seconds for a change of a node the run works on; the names of
+        the nodes that changed since the last call (empty: none), or None when it cannot tell
+        (a stream not in sync): the caller looks at every node."""
         ...

@@ -44,7 +44,7 @@ from reconciler.model.versions import is_exact
 from reconciler.observe.snapshot import observe
 from reconciler.ops.controls import held_reason, store_for
 from reconciler.plan.planner import compute_plan, locked_refusals
-from reconciler.ports import Clock, Cluster, ClusterPorts
+from reconciler.ports import ChangeFeed, Clock, Cluster, ClusterPorts
 
 
 @dataclass(frozen=True)
@@ -155,9 +155,10 @@ def plan_recipes(inputs: Inputs, cluster: Cluster | ClusterPorts, *, revision: s
 
 
 def apply_recipes(inputs: Inputs, cluster: Cluster | ClusterPorts, clock: Clock, settings: ApplySettings,
-          observers: Sequence[Observer] = ()) -> ApplyResult:
-    """Apply every recipe of ``inputs`` to ``cluster`` (read through ``clock``) with every safety
-    check (module docstring); ``observers`` are told what happens.
+                  observers: Sequence[Observer] = (), *, changes: ChangeFeed | None = None) -> ApplyResult:
+    """Apply every recipe of ``inputs`` to ``cluster`` (timed by ``clock``; ``changes``: which
+    nodes changed, a real cluster's watch streams) with every safety check (module docstring);
+    ``observers`` are told what happens.
 
     Raises:
         InputError, PlanMismatchError: refused before anything was changed.
@@ -215,7 +216,7 @@ def apply_recipes(inputs: Inputs, cluster: Cluster | ClusterPorts, clock: Clock,
                               poll_seconds=settings.poll_seconds, on_event=on_event,
                               retry_failed=settings.retry_failed, runtime_required=runtime_required,
                               waiting=waiting, on_tick=leases.tick, controller=settings.controller,
-                              workers=settings.workers or default_workers(the_plan))
+                              workers=settings.workers or default_workers(the_plan), changes=changes)
             result = rollout.run()
             out.results.append(result)
             for o in observers:

@@ -35,7 +35,7 @@ from reconciler.model.observed import NodeInfo
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import DrainOptions, Package, Recipe, Timeouts
 from reconciler.model.run import RunResult
-from reconciler.ports import Clock, Cluster, StageSpec
+from reconciler.ports import ChangeFeed, Clock, ClusterPorts, StageSpec
 from reconciler.service import ApplySettings, apply_recipes
 from reconciler.testing import builders as b
 from reconciler.testing.faults import FaultyCluster
@@ -212,11 +212,13 @@ SCENARIOS: tuple[Scenario, ...] = (
 
 
 class World(Protocol):
-    """One side of the suite: the cluster adapter and clock, the scenario's node names (index
-    order) and how the world changes a node's label on its own."""
+    """One side of the suite: the cluster adapter, its clock and change feed (None when the
+    clock's waits cannot tell what changed), the scenario's node names (index order) and how the
+    world changes a node's label on its own."""
 
-    cluster: Cluster
+    cluster: ClusterPorts
     clock: Clock
+    changes: ChangeFeed | None
     names: list[str]
     group: str
 
@@ -294,7 +296,7 @@ def run_scenario(sc: Scenario, world: World, *, poll_seconds: float = 5.0) -> Ou
     left: list[str] = []
 
     def before_evict(namespace: str, name: str, uid: str, grace: int | None) -> None:
-        pod = world.cluster.get_pod(namespace, name)
+        pod = world.cluster.pods.get_pod(namespace, name)
         apps.append(pod.labels.get("app", "?") if pod is not None else "?")
         if sc.relax is not None and len(apps) == 2:
             world.set_pdb(*sc.relax)
@@ -314,7 +316,8 @@ def run_scenario(sc: Scenario, world: World, *, poll_seconds: float = 5.0) -> Ou
     r = sc.recipe(world.group)
     inputs = Inputs(recipes=(r,), policies={sc.policy.name: sc.policy}, files=())
     done = apply_recipes(inputs, port, world.clock,
-                         ApplySettings(holder="conformance", workers=1, poll_seconds=poll_seconds))
+                         ApplySettings(holder="conformance", workers=1, poll_seconds=poll_seconds),
+                         changes=world.changes)
     (result,) = done.results
     evictions = [c.outcome for c in port.calls if c.verb == "evict_pod"]
     assert len(evictions) == len(apps), (evictions, apps)
@@ -333,7 +336,7 @@ def outcome_of(world: World, result: RunResult, tainted: Sequence[str], events: 
         timeline={i: tuple(sorted({str(e.event) for e in result.timeline if e.node == n})) for n, i in idx.items()},
         events=tuple(sorted({(idx[n], reason, t) for n, reason, t in events if n in idx})),
         evictions=tuple(sorted(set(evictions))),
-        final={i: final_state(world.cluster.get_node(n)) for n, i in idx.items()},
+        final={i: final_state(world.cluster.nodes.get_node(n)) for n, i in idx.items()},
     )
 
 
@@ -358,8 +361,9 @@ class SimWorld:
             if w.pdb is not None:
                 objs.append(make_pdb("conf", f"{w.app}-pdb", {"app": w.app}, **pdb_keywords(w.pdb)))
         self.sim = SimFleet(objs, sc.sim_config())
-        self.cluster: Cluster = self.sim
+        self.cluster = ClusterPorts.of(self.sim)
         self.clock: Clock = self.sim
+        self.changes: ChangeFeed | None = None
 
     def set_label(self, node: str, key: str, value: str | None) -> None:
         """Through the simulated fleet's test helper (not a write of ours)."""

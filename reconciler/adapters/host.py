@@ -1,12 +1,14 @@
-"""Who and where this process is: the host and process identities written into Leases and
-control records. Kept here because reading the host name (``socket``), the process id and the
-login name is I/O on the machine, which only ``adapters`` do (docs/architecture-layers.md)."""
+"""Who and where this process is, and its clock: the host and process identities written into
+Leases and control records, and :class:`SystemClock`. Kept here because reading the host name
+(``socket``), the process id, the login name and the time is I/O on the machine, which only
+``adapters`` do (docs/architecture-layers.md)."""
 
 from __future__ import annotations
 
 import getpass
 import os
 import socket
+import time
 
 
 def process_identity() -> str:
@@ -23,3 +25,21 @@ def operator_identity() -> str:
     except (OSError, KeyError):
         user = "unknown"
     return f"{user}@{socket.gethostname()}"
+
+
+class SystemClock:
+    """The ``Clock`` of a real cluster: ``time.monotonic`` for in-process deadlines, ``time.time``
+    for what is persisted (UTC epoch seconds), and ``wait`` sleeps."""
+
+    def now(self) -> float:
+        """Monotonic seconds (never persisted)."""
+        return time.monotonic()
+
+    def utc(self) -> float:
+        """UTC wall-clock epoch seconds."""
+        return time.time()
+
+    def wait(self, seconds: float) -> None:
+        """Sleep ``seconds`` (nothing for 0 or less)."""
+        if seconds > 0:
+            time.sleep(seconds)

@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                             events=EventsFile(output_of(args, "--events-file")) if args.events_file else None,
                             jsonl=sys.stdout if args.output == "jsonl" else None, verbose=args.verbose > 0)
     try:
-        done = apply_recipes(inputs, opened.cluster, opened.clock, settings, [observer])
+        done = apply_recipes(inputs, opened.cluster, opened.clock, settings, [observer], changes=opened.changes)
     except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
         print(error_line("crashed", e), file=sys.stderr)
         return EXIT_CRASHED

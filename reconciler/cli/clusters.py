@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -17,11 +16,11 @@ from reconciler.errors import PATH_LIMIT, InputError, SourcePos, clip, shown
 from reconciler.model.nodestate import is_ignored
 from reconciler.model.recipe import Recipe
 from reconciler.ops.controls import DEFAULT_NAMESPACE
-from reconciler.ports import Clock, ClusterPorts
+from reconciler.ports import ChangeFeed, Clock, ClusterPorts
 
 if TYPE_CHECKING:
     from reconciler.adapters.kube.cluster import KubeCluster
-    from reconciler.adapters.kube.watch import WatchClock
+    from reconciler.adapters.kube.watch import KubeWatch
 
 
 @dataclass
@@ -37,6 +36,7 @@ class Opened:
     description: str = ""
     sim_config: SimConfig | None = None
     kube: KubeCluster | None = None
+    changes: ChangeFeed | None = None
 
 
 def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened:
@@ -101,21 +101,25 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
     cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
                                           pool_size=max(DEFAULT_POOL_SIZE, workers + 8), store=WatchStore(ns),
                                           namespace=ns, request_timeout=getattr(args, "request_timeout", None) or 30.0)
-    clock = cluster.watch()
-    OPEN_CLOCKS.append(clock)
-    return Opened(cluster.ports, clock, time.time, poll_seconds=15.0, description="kubernetes cluster", kube=cluster)
+    from reconciler.adapters.host import SystemClock
+
+    watch = cluster.watch()
+    OPEN_WATCHES.append(watch)
+    clock = SystemClock()
+    return Opened(cluster.ports, clock, clock.utc, poll_seconds=15.0, description="kubernetes cluster", kube=cluster,
+                  changes=watch)
 
 
-#: The watch clocks this process's verbs opened (:func:`close_clocks` ends them).
-OPEN_CLOCKS: list[WatchClock] = []
+#: The watch streams this process's verbs opened (:func:`close_watches` ends them).
+OPEN_WATCHES: list[KubeWatch] = []
 
 
-def close_clocks() -> None:
+def close_watches() -> None:
     """Stop the watch streams of every clock a verb opened (called when the verb ends,
     :func:`reconciler.cli.main.main`), so an in-process caller running several verbs is not left
     with their threads and connections."""
-    while OPEN_CLOCKS:
-        OPEN_CLOCKS.pop().close()
+    while OPEN_WATCHES:
+        OPEN_WATCHES.pop().close()
 
 
 #: Snapshots at least this large (bytes) are moved out of the garbage collector's sight once loaded.

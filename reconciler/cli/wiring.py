@@ -36,7 +36,7 @@ class Wired:
     informers: list[Any] = field(default_factory=list)
     leader: Leadership | None = None
     endpoints: Any = None
-    clock: Any = None
+    changes: Any = None
     ports: list[int] = field(default_factory=list)
     git: tuple[GitSource, float] | None = None
     files: tuple[list[str], float] | None = None
@@ -136,7 +136,7 @@ class Wired:
             self.leader.release()
         if self.endpoints is not None:
             self.endpoints.close()
-        close = getattr(self.clock, "close", None)
+        close = getattr(self.changes, "close", None)
         if close is not None:
             close()
 
@@ -184,8 +184,8 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
     if reporters is not None:
         observers.append(reporters(lambda: ctl.revision))  # type: ignore[has-type]  # ctl: bound below, before any pass
     ctl = Controller(source, opened.cluster, opened.clock, settings, status=status, leader=leader, metrics=metrics,
-                     events=events, reporters=observers)
-    wired = Wired(ctl, args, leader=leader, clock=opened.clock)
+                     events=events, reporters=observers, changes=opened.changes)
+    wired = Wired(ctl, args, leader=leader, changes=opened.changes)
     if isinstance(source, GitSource):
         wired.git = (source, args.git_interval)
     mounted = [*args.recipe_paths, *args.policy] if args.source == "directory" else list(args.policy)

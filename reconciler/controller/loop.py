@@ -46,7 +46,7 @@ from reconciler.controller.recipestatus import (
     invalid_status,
 )
 from reconciler.controller.source import DesiredState
-from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StopSignal
+from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StoppableFeed, StopSignal
 from reconciler.controller.triggers import (
     controls_trigger,
     node_trigger,
@@ -65,7 +65,7 @@ from reconciler.model.utctime import to_rfc3339
 from reconciler.model.vocab import NodeResult
 from reconciler.ops.controls import held_reason
 from reconciler.plan.planner import locked_refusals
-from reconciler.ports import Clock, Cluster, ClusterPorts
+from reconciler.ports import ChangeFeed, Clock, Cluster, ClusterPorts
 from reconciler.service import ApplyResult, ApplySettings, Observer, apply_recipes, plan_recipes, unpinned
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,8 @@ class Controller:
     :meth:`on_controls`) are called by watch threads; everything else runs on :meth:`serve`'s thread.
 
     Args:
-        source: the desired state. cluster, clock: the adapter and its clock.
+        source: the desired state. cluster, clock: the adapter and its clock. changes: which
+            nodes changed (a real cluster's watch streams), None for the simulated fleet.
         settings: :class:`ControllerSettings`.
         status: NodeRecipe status writer and the objects' view (None: no status, e.g. a directory source).
         leader: leader election (None: always active, a single replica).
@@ -152,8 +153,9 @@ class Controller:
                  status: tuple[StatusWriter, ObjectView] | None = None, leader: Leadership | None = None,
                  metrics: ControllerMetrics | None = None,
                  events: tuple[EventSink, ObjectUids] | None = None,
-                 reporters: Sequence[Observer] = ()) -> None:
+                 reporters: Sequence[Observer] = (), changes: ChangeFeed | None = None) -> None:
         self.source, self.cluster, self.clock, self.settings = source, cluster, clock, settings
+        self.changes = changes
         self.reporters = tuple(reporters)
         #: the source revision of the pass running (or last run): what reporters record
         self.revision = ""
@@ -335,8 +337,9 @@ class Controller:
                                  superseded=self.leader.superseded if self.leader is not None else frozenset())
         cluster = StoppableCluster(self.cluster, self.signal)
         clock = StoppableClock(self.clock, self.signal)
+        changes = StoppableFeed(self.changes, self.clock, self.signal) if self.changes is not None else None
         try:
-            result = apply_recipes(inputs, cluster, clock, settings, self._observers())
+            result = apply_recipes(inputs, cluster, clock, settings, self._observers(), changes=changes)
         except (PassStopped, LeaseLostError, LeaseHeldError) as e:
             return self._failed(e)
         except InputError as e:
@@ -353,7 +356,8 @@ class Controller:
             if not rest:
                 return "invalid"
             try:
-                result = apply_recipes(replace(inputs, recipes=rest), cluster, clock, settings, self._observers())
+                result = apply_recipes(replace(inputs, recipes=rest), cluster, clock, settings, self._observers(),
+                                       changes=changes)
             except ReconcilerError as again:
                 return self._failed(again)
         except ReconcilerError as e:

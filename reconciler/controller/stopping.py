@@ -27,7 +27,7 @@ from typing import Any
 
 from reconciler.execute.fence import FencedCluster
 from reconciler.execute.lock import LeaseLostError
-from reconciler.ports import Clock, Cluster, ClusterPorts
+from reconciler.ports import ChangeFeed, Clock, Cluster, ClusterPorts
 
 
 class PassStopped(LeaseLostError):
@@ -103,11 +103,8 @@ class StoppableCluster(FencedCluster):
 
 
 class StoppableClock:
-    """``inner`` whose :meth:`wait` raises :class:`PassStopped` once ``signal`` says stop.
-
-    Waits are cut into slices of ``slice_seconds``; a slice that returns changes (or ``None``:
-    unknown) ends the wait with that answer, as the inner clock would.
-    """
+    """``inner`` whose :meth:`wait` raises :class:`PassStopped` once ``signal`` says stop (waits
+    are cut into slices of ``slice_seconds``)."""
 
     def __init__(self, inner: Clock, signal: StopSignal, *, slice_seconds: float = 1.0) -> None:
         self.inner, self.signal, self.slice_seconds = inner, signal, slice_seconds
@@ -120,17 +117,41 @@ class StoppableClock:
         """The inner clock's UTC epoch seconds."""
         return self.inner.utc()
 
-    def wait(self, seconds: float) -> Collection[str] | None:
-        """Wait up to ``seconds`` (see the class docstring). Raises PassStopped."""
-        end = self.inner.now() + max(0.0, seconds)
-        while True:
-            why = self.signal.reason()
+    def wait(self, seconds: float) -> None:
+        """Wait ``seconds`` (see the class docstring). Raises PassStopped."""
+
+        def slice_of(s: float) -> Collection[str]:
+            self.inner.wait(s)
+            return ()  # a clock cannot tell what changed: the whole time is waited
+
+        _sliced(self.signal, self.inner, seconds, self.slice_seconds, slice_of)
+
+
+class StoppableFeed:
+    """``inner`` (a ``ChangeFeed``) whose :meth:`changed` raises :class:`PassStopped` once
+    ``signal`` says stop; waits are cut into slices of ``slice_seconds`` timed by ``clock``, and a
+    slice that says something changed (or ``None``: cannot tell) ends the wait with that answer."""
+
+    def __init__(self, inner: ChangeFeed, clock: Clock, signal: StopSignal, *, slice_seconds: float = 1.0) -> None:
+        self.inner, self.clock, self.signal, self.slice_seconds = inner, clock, signal, slice_seconds
+
+    def changed(self, within: float) -> Collection[str] | None:
+        """Wait up to ``within`` seconds (see the class docstring). Raises PassStopped."""
+        return _sliced(self.signal, self.clock, within, self.slice_seconds, self.inner.changed)
+
+
+def _sliced(signal: StopSignal, clock: Clock, seconds: float, slice_seconds: float,
+            wait: Callable[[float], Collection[str] | None]) -> Collection[str] | None:
+    """``wait`` in slices until ``seconds`` of ``clock`` passed or a slice tells a change (or
+    cannot tell); PassStopped as soon as ``signal`` says stop."""
+    end = clock.now() + max(0.0, seconds)
+    while True:
+        why = signal.reason()
+        if why:
+            raise PassStopped(why)
+        got = wait(max(0.0, min(end - clock.now(), slice_seconds)))
+        if got is None or got or clock.now() >= end:
+            why = signal.reason()
             if why:
                 raise PassStopped(why)
-            left = end - self.inner.now()
-            got = self.inner.wait(max(0.0, min(left, self.slice_seconds)))
-            if got is None or got or self.inner.now() >= end:
-                why = self.signal.reason()
-                if why:
-                    raise PassStopped(why)
-                return got
+            return got

@@ -50,7 +50,7 @@ from reconciler.model.recipe import Recipe
 from reconciler.model.run import run_verdict
 from reconciler.model.vocab import NodeResult, Phase
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
-from reconciler.ports import Clock, Cluster, ClusterPorts, NodeInterest
+from reconciler.ports import ChangeFeed, Clock, Cluster, ClusterPorts, NodeInterest
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +113,8 @@ class Rollout:
             past it) or None. A ``ReconcilerError`` it raises stops the run: nothing more is started
             or advanced, ``stopped`` holds the message and running nodes are reported as still
             running (their records stay on the nodes). Used to renew the recipe's Lease.
+        changes: which nodes changed (a real cluster's watch streams); without it the loop waits
+            on the clock and looks at every node in progress.
         workers: node runs advanced at once. 1 for the simulated fleet (deterministic); more for
             a real cluster, where each step waits on API round trips.
         controller: the run is a ``reconciler controller`` pass (messages name its ways on, not
@@ -138,12 +140,13 @@ class Rollout:
         on_tick: Callable[[float], float | None] | None = None,
         workers: int = 1,
         controller: bool = False,
+        changes: ChangeFeed | None = None,
     ) -> None:
         self.recipe, self.policy, self.plan = recipe, policy, plan
         self.controller = controller
         self.workers = workers
         self._pool: ThreadJobPool | None = None
-        self.ports, self.clock = ClusterPorts.of(cluster), clock
+        self.ports, self.clock, self.changes = ClusterPorts.of(cluster), clock, changes
         self.run_id = run_id or new_run_id()
         self.timeline = Timeline(start=clock.now())
         if on_event:
@@ -250,7 +253,7 @@ class Rollout:
         start = self.clock.now()
         tick_at: float | None = None
         changed: Collection[str] | None = None
-        tells = False  # whether the clock's last wait said what changed (a simulated clock never does)
+        tells = False  # whether the last wait said what changed (never without a change feed)
         requested = False  # the stop was asked for by the process (LeaseLostError.requested)
         while True:
             if self.on_tick is not None:
@@ -288,8 +291,8 @@ class Rollout:
             if all(c.done for c in comps) and not extra:
                 break
             now = self.clock.now()
-            # look at a node when its own timer is due or the clock saw it change
-            # (changed None: the clock cannot tell, so look at every node)
+            # look at a node when its own timer is due or the change feed saw it change
+            # (changed None: nobody can tell, so look at every node)
             due = [r for r in [*extra, *(r for c in comps for r in c.active)]
                    if changed is None or r.name in changed or self._wake.get(r.name, 0.0) <= now]
             try:
@@ -324,17 +327,25 @@ class Rollout:
             if tick_at is not None:
                 target = min(target, tick_at)
             if target > now:
-                changed = self.clock.wait(target - now)
+                changed = self._wait(target - now)
                 tells = changed is not None
             elif tells:
-                # no time to wait: the clock still says which nodes changed (a watch clock answers at
+                # no time to wait: the change feed still says which nodes changed (it answers at
                 # once), so only those and the nodes whose timer is due are looked at, not every node
-                changed = self.clock.wait(0.0)
+                changed = self._wait(0.0)
             else:
                 changed = None
         self._close_pool()
         self._end_lifecycles()
         return self._result(comps, self.clock.now() - start)
+
+    def _wait(self, seconds: float) -> Collection[str] | None:
+        """Wait ``seconds`` on the change feed (the nodes that changed) or, without one, on the
+        clock (None: cannot tell)."""
+        if self.changes is not None:
+            return self.changes.changed(seconds)
+        self.clock.wait(seconds)
+        return None
 
     def _stop(self, message: str, *, requested: bool = False) -> None:
         """Stop the run: nothing more is started or advanced (node records stay on the nodes).

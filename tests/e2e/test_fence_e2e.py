@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from reconciler.adapters.host import SystemClock
 from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.cluster import KubeCluster
 from reconciler.execute.fence import FencedCluster
@@ -55,8 +56,8 @@ def test_a_run_that_lost_its_lease_writes_nothing_more_by_the_servers_audit_log(
 
     kube_a = KubeCluster.from_kubeconfig(str(kc_path), store=WatchStore("node-reconciler"))
     admin = KubeCluster.from_kubeconfig(str(controlplane.kubeconfig), store=WatchStore("node-reconciler"))
-    clock_a = kube_a.watch()
-    clock_b = admin.watch()
+    watch_a, watch_b = kube_a.watch(), admin.watch()
+    clock_a = clock_b = SystemClock()
     try:
         # A: renewals after the first one never reach the server
         lease_path = FaultyCluster(kube_a.ports, clock=clock_a, faults=[Fault("reset", verb="replace_lease", nth=2,
@@ -79,8 +80,8 @@ def test_a_run_that_lost_its_lease_writes_nothing_more_by_the_servers_audit_log(
         t = threading.Thread(target=thief, daemon=True)
         t.start()
         plan = compute_plan(recipe, policy, observe(kube_a.ports))
-        ra = Rollout(recipe, policy, plan, FencedCluster(kube_a.ports, group_a), clock_a, run_id="run-a",
-                     poll_seconds=1.0, on_tick=group_a.tick, workers=4)
+        ra = Rollout(recipe, policy, plan, FencedCluster(kube_a.ports, group_a), clock_a, changes=watch_a,
+                     run_id="run-a", poll_seconds=1.0, on_tick=group_a.tick, workers=4)
         t_start = time.time() - 1.0
         res_a = ra.run()
         t.join(timeout=130)
@@ -99,8 +100,8 @@ def test_a_run_that_lost_its_lease_writes_nothing_more_by_the_servers_audit_log(
         # B finishes, with 4 workers, and every observer call happens on the loop thread
         seen: list[int] = []
         plan_b = compute_plan(recipe, policy, observe(admin.ports))
-        rb = Rollout(recipe, policy, plan_b, FencedCluster(admin.ports, group_b), clock_b, run_id="run-b",
-                     poll_seconds=1.0, on_tick=group_b.tick, workers=4,
+        rb = Rollout(recipe, policy, plan_b, FencedCluster(admin.ports, group_b), clock_b, changes=watch_b,
+                     run_id="run-b", poll_seconds=1.0, on_tick=group_b.tick, workers=4,
                      on_event=lambda ev: seen.append(threading.get_ident()))
         res_b = rb.run()
         group_b.release()
@@ -108,7 +109,7 @@ def test_a_run_that_lost_its_lease_writes_nothing_more_by_the_servers_audit_log(
         assert seen and set(seen) == {threading.get_ident()}
         assert_all_complete(core, nodes, recipe.name)
     finally:
-        clock_a.close()
-        clock_b.close()
+        watch_a.close()
+        watch_b.close()
         kube_a.close()
         admin.close()

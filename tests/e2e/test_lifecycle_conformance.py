@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from reconciler.adapters.host import SystemClock
 from reconciler.adapters.kube.cluster import KubeCluster
-from reconciler.ports import Clock, Cluster, ClusterPorts
+from reconciler.ports import ChangeFeed, Clock
 from reconciler.testing.fleetgen import make_pdb, pdb_keywords
 from tests.e2e.test_kube_adapter import deployment, running_pods, wait_for
 from tests.lifecycle_cases import SCENARIOS, SELECT_KEY, Outcome, Scenario, SimWorld, Workload, run_scenario
@@ -38,9 +39,10 @@ class RealWorld:
             self.names += make_nodes(1, labels={SELECT_KEY: "yes"} if sc.is_selected(i) else {})
         for w in sc.workloads:
             self._start(w, api, namespace, kube, test_id)
-        self.cluster: Cluster | ClusterPorts = kube.ports
-        self.watch_clock = kube.watch(max_sleep=2.0)
-        self.clock: Clock = self.watch_clock
+        self.cluster = kube.ports
+        self.watch = kube.watch(max_sleep=2.0)
+        self.changes: ChangeFeed | None = self.watch
+        self.clock: Clock = SystemClock()
 
     def _start(self, w: Workload, api: Any, namespace: str, kube: KubeCluster, group: str) -> None:
         """The app's Deployment, every pod on node ``w.node``; the not-Ready ones; the PDB."""
@@ -105,7 +107,7 @@ def real_world(request: pytest.FixtureRequest) -> Iterator[Any]:
     finally:
         for w in made:
             with contextlib.suppress(Exception):
-                w.watch_clock.close()
+                w.watch.close()
 
 
 SIDES = [pytest.param("sim", marks=pytest.mark.simulated), "real"]

@@ -104,7 +104,7 @@ def test_requests_and_watches_go_through_the_proxy(controlplane: Any, proxy: Con
         assert proxy.targets and set(proxy.targets) == {server}
         kc.nodes.get_node(node)  # the run works on it
         deadline = time.monotonic() + 20
-        while clock.wait(1.0) is None and time.monotonic() < deadline:
+        while clock.changed(1.0) is None and time.monotonic() < deadline:
             pass  # both streams listed and watching, through the proxy
         assert len(proxy.targets) >= 2  # the two streams at once: a connection each (one the LIST's, reused)
         kc.nodes.patch_node(node, annotations={"example.com/proxied": "1"})

@@ -26,6 +26,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from reconciler.adapters.host import SystemClock
 from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.cluster import KubeCluster
 from reconciler.errors import CrashInjected
@@ -357,12 +358,12 @@ def kube_default_ns(controlplane: Any) -> Iterator[KubeCluster]:
         kc.close()
 
 
-def _run(cluster: Any, clock: Any, recipe_file: Path, run_id: str) -> Any:
+def _run(cluster: Any, clock: Any, recipe_file: Path, run_id: str, changes: Any = None) -> Any:
     inputs = load_inputs([str(recipe_file)])
     (recipe,) = inputs.recipes
     policy = policy_for(recipe, inputs)
     plan = compute_plan(recipe, policy, observe(cluster))
-    return Rollout(recipe, policy, plan, cluster, clock, run_id=run_id, poll_seconds=2.0).run()
+    return Rollout(recipe, policy, plan, cluster, clock, run_id=run_id, poll_seconds=2.0, changes=changes).run()
 
 
 def test_sample_of_crashes_and_api_errors_on_the_real_control_plane(
@@ -372,7 +373,7 @@ def test_sample_of_crashes_and_api_errors_on_the_real_control_plane(
     complete with no stage started again after it had completed; and a run where every 4th write
     fails once (503 / 409 / timeout after the write) still completes."""
     core = client.CoreV1Api(api)
-    clock = kube_default_ns.watch()
+    clock, watch = SystemClock(), kube_default_ns.watch()
     try:
         for i, crash_after in enumerate((2, 7, 13, 21)):
             nodes = make_nodes(2, labels={"e2e.test/scenario": f"c{i}"})
@@ -383,13 +384,13 @@ def test_sample_of_crashes_and_api_errors_on_the_real_control_plane(
                 f"e2e.test/group: {group}", f"e2e.test/scenario: c{i}, e2e.test/group: {group}"))
             first = FaultyCluster(kube_default_ns.ports, clock=clock, crash_after_writes=crash_after)
             with pytest.raises(CrashInjected):
-                _run(first, clock, recipe, f"run-{name}-a")
+                _run(first, clock, recipe, f"run-{name}-a", watch)
             done_at_crash = set()
             for n in nodes:
                 st = parse_state((core.read_node(n).metadata.annotations or {}).get(state_key(name)))
                 done_at_crash |= {(n, e.name, e.version, e.stage) for e in st.values() if e.state == "complete"}
             second = FaultyCluster(kube_default_ns.ports, clock=clock)
-            res = _run(second, clock, recipe, f"run-{name}-b")
+            res = _run(second, clock, recipe, f"run-{name}-b", watch)
             assert res.result == "succeeded", (crash_after, [(n.name, n.state, n.message) for n in res.nodes])
             assert_all_complete(core, nodes, name)
             restarted = [c.target for c in second.calls if c.verb == "start_stage"]
@@ -405,12 +406,12 @@ def test_sample_of_crashes_and_api_errors_on_the_real_control_plane(
         faults = [Fault(kinds[k % 3], verb="write", nth=n, after=kinds[k % 3] == "timeout")  # type: ignore[arg-type]
                   for k, n in enumerate(range(4, 60, 4))]
         faulty = FaultyCluster(kube_default_ns.ports, clock=clock, faults=faults)
-        res = _run(faulty, clock, recipe, f"run-{name}")
+        res = _run(faulty, clock, recipe, f"run-{name}", watch)
         assert res.result == "succeeded", [(n.name, n.state, n.message) for n in res.nodes]
         assert len(faulty.injected) >= 5
         assert_all_complete(core, nodes, name)
     finally:
-        clock.close()
+        watch.close()
 
 
 def test_planted_token_in_kubeconfig_of_an_unreachable_or_refusing_server_is_never_printed(

@@ -13,7 +13,7 @@ from reconciler.ports import StageSpec
 
 def _started(clock: Any) -> None:
     deadline = time.monotonic() + 20
-    while clock.wait(1.0) is None and time.monotonic() < deadline:
+    while clock.changed(1.0) is None and time.monotonic() < deadline:
         pass  # the streams are listing
 
 
@@ -25,12 +25,13 @@ def test_wait_returns_early_with_the_changed_node(kube: Any, make_nodes: Any, ap
     try:
         _started(clock)
         kube.nodes.get_node(node)  # the run works on it from now on
-        clock.wait(0.5)
-        client.CoreV1Api(api).patch_node(node, {"metadata": {"annotations": {"example.com/touch": "1"}}})  # someone else
+        clock.changed(0.5)
+        touch = {"metadata": {"annotations": {"example.com/touch": "1"}}}
+        client.CoreV1Api(api).patch_node(node, touch)  # someone else
         t0 = time.monotonic()
         changed: set[str] = set()
         while node not in changed and time.monotonic() - t0 < 15:
-            got = clock.wait(15)
+            got = clock.changed(15)
             changed |= got or set()
         assert node in changed
         assert time.monotonic() - t0 < 10  # woke on the event, not at the timeout
@@ -60,7 +61,7 @@ def test_reads_the_streams_hold_are_not_requests(kube: Any, make_nodes: Any, api
         client.CoreV1Api(api).patch_node(node, {"metadata": {"annotations": {"example.com/touch": "2"}}})
         t0 = time.monotonic()
         while kube.nodes.get_node(node).annotations.get("example.com/touch") != "2" and time.monotonic() - t0 < 10:
-            clock.wait(0.5)
+            clock.changed(0.5)
         assert kube.nodes.get_node(node).annotations.get("example.com/touch") == "2"  # by the watch
         kube.nodes.patch_node(node, unschedulable=True)  # our cordon: its answer is what reads see
         assert kube.nodes.get_node(node).unschedulable
@@ -70,13 +71,13 @@ def test_reads_the_streams_hold_are_not_requests(kube: Any, make_nodes: Any, api
         kube.stages.start_stage(spec)
         t0 = time.monotonic()
         while kube.stages.stage_status(spec).phase != "succeeded" and time.monotonic() - t0 < 30:
-            clock.wait(1.0)
+            clock.changed(1.0)
         assert kube.stages.stage_status(spec).phase == "succeeded"  # kwok ran it; the watch told us
         assert [p.name for p in kube.pods.list_pods(node_name=node)] == [spec.pod_name]
         kube.stages.delete_stages("cache", node)
         t0 = time.monotonic()
         while kube.stages.stage_status(spec).phase != "missing" and time.monotonic() - t0 < 30:
-            clock.wait(1.0)
+            clock.changed(1.0)
         assert kube.stages.stage_status(spec).phase == "missing"
         assert [r for r in reads if "/namespaces/" not in r or "/pods" in r] == [], reads  # no node or pod GET/LIST
         assert kube.store.hits > 0

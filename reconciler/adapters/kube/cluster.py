@@ -36,7 +36,7 @@ from reconciler.adapters.kube.stagepod import (
     DEFAULT_PAUSE_IMAGE,
 )
 from reconciler.adapters.kube.stages import KubeStages, Namespace
-from reconciler.adapters.kube.watch import WatchClock
+from reconciler.adapters.kube.watch import KubeWatch
 from reconciler.errors import ClusterError
 from reconciler.ports import ClusterPorts
 
@@ -98,13 +98,13 @@ class KubeCluster:
         return ClusterPorts(nodes=self.nodes, pods=self.pods, stages=self.stages, leases=self.leases,
                             events=self.events, controls=self.controls, namespace=self.namespace)
 
-    def watch(self, *, max_sleep: float = 30.0) -> WatchClock:
-        """The watch streams feeding :attr:`store`, as the run's clock (``max_sleep``: its longest
-        single wait); they start with its first wait (or ``start()``). Close it when done.
+    def watch(self, *, max_sleep: float = 30.0) -> KubeWatch:
+        """The watch streams feeding :attr:`store`, as the run's change feed (``max_sleep``: its
+        longest single wait); they start with its first wait (or ``start()``). Close it when done.
         Raises ClusterError when this cluster keeps no store."""
         if self.store is None:
             raise ClusterError("this cluster keeps no watch store (make it with store=WatchStore(namespace))")
-        return WatchClock(self.api, self.store, max_sleep=max_sleep)
+        return KubeWatch(self.api, self.store, max_sleep=max_sleep)
 
     def server_version(self) -> dict[str, str]:
         """The API server's build (``GET /version``, as ``kubectl version`` shows it): its string

@@ -1,5 +1,6 @@
-"""A ``Clock`` for the real cluster that wakes the rollout on change instead of polling, and the
-watch streams that keep the :class:`~reconciler.adapters.kube.cache.WatchStore` current.
+"""The real cluster's ``ChangeFeed``: the watch streams that keep the
+:class:`~reconciler.adapters.kube.cache.WatchStore` current and wake the rollout on change instead
+of polling.
 
 Two streams (nodes, and pods of every namespace) run in two daemon threads, each with the official
 client's ``kubernetes.watch.Watch`` over the one request path
@@ -8,10 +9,10 @@ LIST's resourceVersion with bookmarks, re-opened from the last version seen when
 (``timeoutSeconds``) or the connection breaks, re-listed after ``410 Gone`` (as client-go's
 reflector does). The client's own ``SharedInformer`` is not used: see the store's docstring.
 
-:meth:`WatchClock.wait` returns as soon as a node the run takes an interest in changed (or after
-``seconds``, at most ``max_sleep``) with the names of those nodes, so the rollout looks only at them
-(and at nodes whose own timer is due) rather than polling every node in progress. While a stream is
-not in sync (starting, reconnecting) ``wait`` returns ``None``: "anything may have changed".
+:meth:`KubeWatch.changed` returns as soon as a node the run takes an interest in changed (or after
+``within`` seconds, at most ``max_sleep``) with the names of those nodes, so the rollout looks only
+at them (and at nodes whose own timer is due) rather than polling every node in progress. While a
+stream is not in sync (starting, reconnecting) it returns ``None``: "anything may have changed".
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ Watch: Callable[[], Any] = _Watch
 _PATHS = {NODES: "/api/v1/nodes", PODS: "/api/v1/pods"}
 
 
-class WatchClock:
-    """Monotonic clock whose ``wait`` returns early on changes of the nodes the run works on.
+class KubeWatch:
+    """The two watch streams, as a ``ChangeFeed`` of the nodes the run works on.
 
     Args:
         api: the request path of the cluster adapter (its ApiClient).
@@ -61,20 +62,12 @@ class WatchClock:
         self._watches: dict[str, Any] = {}
         self.events_seen = 0
 
-    # ------------------------------------------------------------------ Clock
-    def now(self) -> float:
-        """Monotonic seconds (in-process deadlines only; never persisted)."""
-        return time.monotonic()
-
-    def utc(self) -> float:
-        """UTC wall-clock epoch seconds (what node records persist, as RFC 3339)."""
-        return time.time()
-
-    def wait(self, seconds: float) -> set[str] | None:
-        """Wait up to ``seconds`` (at most ``max_sleep``) for a change. Returns the names of the
-        nodes of interest that changed since the last call, or ``None`` when a stream is not (yet)
-        in sync or the clock was closed (a closed clock only sleeps). Any thread may call it."""
-        seconds = max(0.0, min(seconds, self.max_sleep))
+    # ------------------------------------------------------------------ ChangeFeed
+    def changed(self, within: float) -> set[str] | None:
+        """Wait up to ``within`` seconds (at most ``max_sleep``) for a change. Returns the names of
+        the nodes of interest that changed since the last call, or ``None`` when a stream is not
+        (yet) in sync or the feed was closed (a closed feed only sleeps). Any thread may call it."""
+        seconds = max(0.0, min(within, self.max_sleep))
         if self._stop.is_set():
             time.sleep(seconds)
             return None
@@ -87,7 +80,7 @@ class WatchClock:
         return changed if healthy else None
 
     def start(self) -> None:
-        """Start the two streams (once; :meth:`wait` starts them too)."""
+        """Start the two streams (once; :meth:`changed` starts them too)."""
         with self._lock:
             if self._threads or self._stop.is_set():
                 return
@@ -98,7 +91,7 @@ class WatchClock:
             t.start()
 
     def close(self) -> None:
-        """Stop the streams for good (a later :meth:`wait` only sleeps and answers ``None``); the
+        """Stop the streams for good (a later :meth:`changed` only sleeps and answers ``None``); the
         store stops answering at once (its reads are requests from here on). Safe from any thread;
         each stream's connection is shut down, so its thread ends at once."""
         self._stop.set()
@@ -112,7 +105,7 @@ class WatchClock:
     # ------------------------------------------------------------------ streams
     def _set_health(self, kind: str, ok: bool) -> None:
         if ok and self._stop.is_set():
-            return  # a stream opened while the clock was being closed: never trusted again
+            return  # a stream opened while the feed was being closed: never trusted again
         with self._lock:
             self._healthy[kind] = ok
         if ok:

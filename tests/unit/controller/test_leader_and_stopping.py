@@ -12,7 +12,7 @@ import pytest
 
 from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.controller.leader import LEADER_LEASE, Leadership
-from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StopSignal
+from reconciler.controller.stopping import PassStopped, StoppableClock, StoppableCluster, StoppableFeed, StopSignal
 from reconciler.errors import LeaseHeldError
 from reconciler.execute.lock import holder_identity, lease_name, take_lease
 from reconciler.load.recipes import OBJECT_NAME
@@ -88,7 +88,8 @@ def test_a_stop_fences_writes_but_not_reads_and_forwards_the_adapter_attributes(
 
 
 class SlowClock:
-    """A real-time clock whose wait sleeps (as WatchClock does when nothing changes)."""
+    """A real-time clock whose wait sleeps, and a change feed on it that tells nothing changed
+    (as the watch streams do when nothing changes)."""
 
     def now(self) -> float:
         return time.monotonic()
@@ -96,20 +97,29 @@ class SlowClock:
     def utc(self) -> float:
         return time.time()
 
-    def wait(self, seconds: float) -> set[str]:
+    def wait(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def changed(self, within: float) -> set[str]:
+        time.sleep(within)
         return set()
 
 
 def test_a_stop_wakes_a_long_wait_within_a_slice() -> None:
     signal = StopSignal()
     clock = StoppableClock(SlowClock(), signal, slice_seconds=0.05)
+    feed = StoppableFeed(SlowClock(), SlowClock(), signal, slice_seconds=0.05)
     threading.Timer(0.2, signal.request_shutdown).start()
     start = time.monotonic()
     with pytest.raises(PassStopped):
         clock.wait(3600)
+    with pytest.raises(PassStopped):
+        feed.changed(3600)
     assert time.monotonic() - start < 2.0
-    assert StoppableClock(SlowClock(), StopSignal(), slice_seconds=0.05).wait(0.12) == set()
+    start = time.monotonic()
+    StoppableClock(SlowClock(), StopSignal(), slice_seconds=0.05).wait(0.12)
+    assert 0.1 <= time.monotonic() - start < 1.0  # the whole wait, in slices
+    assert StoppableFeed(SlowClock(), SlowClock(), StopSignal(), slice_seconds=0.05).changed(0.12) == set()
 
 
 def test_the_controls_are_reached_through_a_role_bundle() -> None:

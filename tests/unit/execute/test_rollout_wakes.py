@@ -1,8 +1,8 @@
-"""Which node runs the rollout loop advances (issue 17): with a clock that says what changed (the
-real cluster's watch clock), a node is advanced only when its own timer is due or the clock named
-it, also in a pass that did not wait; nodes whose lifecycle ended are handed to the node role's
-``forget_node`` (the watch cache stops tracking them). With a clock that cannot tell (the simulated
-fleet's), every node is looked at after each wait, as before."""
+"""Which node runs the rollout loop advances (issue 17): with a change feed (the real cluster's
+watch streams), a node is advanced only when its own timer is due or the feed named it, also in a
+pass that did not wait; nodes whose lifecycle ended are handed to the node role's ``forget_node``
+(the watch store stops waking for them). Without one (the simulated fleet's clock cannot tell),
+every node is looked at after each wait, as before."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from .harness import GPU, SHA, TRAINING
 
 
 class TellingClock:
-    """The simulated clock, but ``wait`` answers "nothing changed" (an empty set) instead of
-    "unknown": only the nodes' own timers bring them back. Each reading is 1 ms later than the
+    """The simulated clock, and a change feed on it that answers "nothing changed" (an empty set)
+    instead of "unknown": only the nodes' own timers bring them back. Each reading is 1 ms later than the
     one before (time passes while a loop pass works, as on a real cluster), so a node that asks
     to come back at once leaves no time to wait."""
 
@@ -41,9 +41,12 @@ class TellingClock:
     def utc(self) -> float:
         return self.sim.utc()
 
-    def wait(self, seconds: float) -> Collection[str] | None:
-        self.waits.append(seconds)
+    def wait(self, seconds: float) -> None:
         self.sim.wait(seconds)
+
+    def changed(self, within: float) -> Collection[str] | None:
+        self.waits.append(within)
+        self.sim.wait(within)
         return set()
 
 
@@ -92,7 +95,7 @@ def test_a_telling_clock_advances_only_due_nodes(begun: list[tuple[str, float | 
     clock = TellingClock(sim)
     roles = Forgetting(sim)
     assert isinstance(roles, NodeInterest)
-    result = Rollout(r, p, plan, roles, clock, poll_seconds=2.0).run()
+    result = Rollout(r, p, plan, roles, clock, poll_seconds=2.0, changes=clock).run()
     assert result.result == "succeeded", [(n.name, n.state, n.message) for n in result.nodes]
     first: set[str] = set()
     for name, wake, now in begun:
@@ -100,7 +103,7 @@ def test_a_telling_clock_advances_only_due_nodes(begun: list[tuple[str, float | 
             assert wake is not None and wake <= now, f"{name} advanced at {now} before its wake {wake}"
         first.add(name)
     assert first == {f"n{i}" for i in range(1, 7)}
-    assert 0.0 in clock.waits  # passes that could not wait asked the clock what changed at once
+    assert 0.0 in clock.waits  # passes that could not wait asked the feed what changed at once
     assert sorted(roles.forgotten) == sorted(first)  # each ended lifecycle handed over once
 
 

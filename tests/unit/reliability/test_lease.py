@@ -22,6 +22,7 @@ from reconciler.execute.lock import LeaseGroup, LeaseLock, LeaseLostError, holde
 from reconciler.execute.rollout import Rollout
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
+from reconciler.ports import ClusterPorts
 from reconciler.testing.faults import Fault, FaultyCluster
 from reconciler.testing.fleetgen import make_node
 
@@ -245,7 +246,7 @@ def shared_sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[SimFlee
 
     def open_shared(args: Any) -> Any:
         opened = real_open(args)
-        opened.cluster = opened.clock = opened.sim = sim
+        opened.cluster, opened.clock, opened.sim = ClusterPorts.of(sim), sim, sim
         opened.wall = sim.wall
         return opened
 

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.send import KubeApi
-from reconciler.adapters.kube.watch import WatchClock
+from reconciler.adapters.kube.watch import KubeWatch
 from tests.httpfake import QuietHandler
 from tests.unit.adapters.test_watchstore import node, pod
 
@@ -70,13 +70,13 @@ def until(check: Callable[[], bool], seconds: float = 5.0) -> None:
 
 
 @pytest.fixture
-def clock(http_server: Callable[[type[_Api]], str]) -> Iterator[WatchClock]:
+def clock(http_server: Callable[[type[_Api]], str]) -> Iterator[KubeWatch]:
     _Api.lists = {"nodes": [node("n1", 90), node("n2", 90)], "pods": [pod("w", 91, "n1")]}
     _Api.version, _Api.events, _Api.watches, _Api.list_count = 100, {}, [], {}
     cfg = client.Configuration()
     cfg.host = http_server(_Api)
     api = client.ApiClient(cfg)
-    c = WatchClock(KubeApi(api), WatchStore("node-reconciler"), max_sleep=5)
+    c = KubeWatch(KubeApi(api), WatchStore("node-reconciler"), max_sleep=5)
     c._stop.wait = lambda timeout=None: c._stop.is_set()  # type: ignore[method-assign]  # no backoff sleep
     try:
         yield c
@@ -87,7 +87,7 @@ def clock(http_server: Callable[[type[_Api]], str]) -> Iterator[WatchClock]:
         api.close()
 
 
-def test_streams_fill_the_store_and_wake_a_wait_for_nodes_of_interest(clock: WatchClock) -> None:
+def test_streams_fill_the_store_and_wake_a_wait_for_nodes_of_interest(clock: KubeWatch) -> None:
     clock.start()
     until(lambda: len(_Api.watches) == 2)
     assert sorted(_Api.watches) == [("nodes", "100"), ("pods", "100")]
@@ -96,13 +96,13 @@ def test_streams_fill_the_store_and_wake_a_wait_for_nodes_of_interest(clock: Wat
     event("nodes", "MODIFIED", node("n2", 101, unschedulable=True))  # not of interest
     event("pods", "DELETED", pod("w", 102, "n1"))
     t0 = time.monotonic()
-    changed = clock.wait(3.0)
+    changed = clock.changed(3.0)
     assert changed == {"n1"} and time.monotonic() - t0 < 2.0
     assert clock.store.pods_on("n1", wait=0) == []
     until(lambda: (clock.store.node("n2") or node_default()).unschedulable)
 
 
-def test_a_stream_is_reopened_from_its_last_version_and_relisted_after_410(clock: WatchClock) -> None:
+def test_a_stream_is_reopened_from_its_last_version_and_relisted_after_410(clock: KubeWatch) -> None:
     clock.start()
     until(lambda: len(_Api.watches) == 2)
     event("nodes", "MODIFIED", node("n1", 105))
@@ -118,7 +118,7 @@ def test_a_stream_is_reopened_from_its_last_version_and_relisted_after_410(clock
     assert clock.store.node("n1") is None and clock.store.node("n3") is not None  # replaced by the new list
 
 
-def test_an_unusable_object_is_not_served_and_the_stream_goes_on(clock: WatchClock) -> None:
+def test_an_unusable_object_is_not_served_and_the_stream_goes_on(clock: KubeWatch) -> None:
     clock.start()
     until(lambda: len(_Api.watches) == 2)
     hostile = {**node("n1", 103), "spec": {"taints": [{"effect": "NoSchedule"}]}}  # a taint without a key
@@ -136,7 +136,7 @@ def node_default() -> Any:
     return node_from(node("x", 1))
 
 
-def test_close_ends_the_streams_at_once_from_another_thread(clock: WatchClock) -> None:
+def test_close_ends_the_streams_at_once_from_another_thread(clock: KubeWatch) -> None:
     clock.start()
     until(lambda: len(_Api.watches) == 2)
     closer = threading.Thread(target=clock.close)
@@ -146,4 +146,4 @@ def test_close_ends_the_streams_at_once_from_another_thread(clock: WatchClock) -
     until(lambda: not any(t.is_alive() for t in clock._threads), seconds=3.0)
     assert time.monotonic() - t0 < 3.0
     assert clock.store.node("n1") is None  # nothing served after close: every read is a request
-    assert clock.wait(0.01) is None
+    assert clock.changed(0.01) is None
