@@ -8,11 +8,11 @@ action) → ``plan`` (dependency order, merged interrupt, compartments and batch
 Only ``reconciler.adapters`` talks to the outside world. The layer order is an import contract
 (``lint-imports``, docs/architecture-layers.md).
 
-The library API is the application service (:mod:`reconciler.service`, docs/api.md):
-``reconciler.plan_recipes(inputs, cluster)`` and
-``reconciler.apply_recipes(inputs, cluster, clock, settings)``
-with every safety check, ``reconciler.load_inputs(paths)`` for the inputs; adapters come from
-``reconciler.adapters`` (``SimFleet`` for the simulated fleet, ``KubeCluster`` + ``WatchClock``).
+The library's front door (:mod:`reconciler.session`, docs/api.md): ``reconciler.connect(kubeconfig,
+context)`` (a real cluster) or ``reconciler.simulate(path)`` (a simulated fleet) give a ``Session``
+with ``plan``, ``apply``, ``status`` and the operations, each with every safety check the CLI has.
+Beneath it, the application service (:mod:`reconciler.service`): ``reconciler.plan_recipes``,
+``reconciler.apply_recipes`` and ``reconciler.load_inputs``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,13 @@ from typing import Any
 
 from reconciler.version import __version__ as __version__
 
-__all__ = ["ApplyResult", "ApplySettings", "Observer", "__version__", "apply_recipes", "load_inputs", "plan_recipes"]
+__all__ = ["ApplyResult", "ApplySettings", "Observer", "Operation", "Session", "__version__", "apply_recipes",
+           "connect", "load_inputs", "plan_recipes", "simulate"]
 
 _LAZY = {"ApplyResult": "reconciler.service", "ApplySettings": "reconciler.service", "Observer": "reconciler.service",
-         "apply_recipes": "reconciler.service", "plan_recipes": "reconciler.service", "load_inputs": "reconciler.load"}
+         "apply_recipes": "reconciler.service", "plan_recipes": "reconciler.service", "load_inputs": "reconciler.load",
+         "Session": "reconciler.session", "Operation": "reconciler.session", "connect": "reconciler.session",
+         "simulate": "reconciler.session"}
 
 
 def __getattr__(name: str) -> Any:

@@ -126,12 +126,10 @@ def _read_plan_hashes(path: str) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Load, observe, plan and apply every recipe in (priority, name) order, through the
     application service (:func:`reconciler.service.apply_recipes`, which carries every safety check)."""
-    from reconciler.adapters.host import process_identity
     from reconciler.cli.applyreport import Reporter
     from reconciler.cli.clusters import check_sim_config_names, open_cluster
     from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs, policy_for
-    from reconciler.service import ApplySettings, apply_recipes
 
     if getattr(args, "dry_run", None):  # plans only (and server-checked first cordons): nothing persisted
         from reconciler.cli import applydry
@@ -143,30 +141,19 @@ def run(args: argparse.Namespace) -> int:
     expected = _read_plan_hashes(args.plan) if args.plan else None
     opened = open_cluster(args)
     check_sim_config_names(args, opened, inputs.recipes)
-    from reconciler.cli.plan import check_selector
-
-    check_selector(args, opened.cluster)
+    opened.selector(args.selector)  # matches a node, before any output or write
     console = make_console(stderr=args.output != "table")
     reporter = Reporter.from_args(args, opened)  # checks its options before anything runs
-    settings = ApplySettings(
-        holder=process_identity(),
-        run_id=args.run_id,
-        locked=args.locked,
-        expected_hashes=expected,
-        plan_source=f"plan {args.plan}",
-        retry_failed=args.retry_failed,
-        workers=1 if opened.sim is not None else args.workers,
-        poll_seconds=args.poll_seconds or opened.poll_seconds,
-        lease_duration=args.lease_duration,
-        wait_for_lock=args.wait_for_lock,
-        only=args.selector,
-    )
     observer = _CliObserver(console, reporter, text=args.output == "table", where=opened.description,
                             live=_live_view(args, console, inputs, opened),
                             events=EventsFile(output_of(args, "--events-file")) if args.events_file else None,
                             jsonl=sys.stdout if args.output == "jsonl" else None, verbose=args.verbose > 0)
     try:
-        done = apply_recipes(inputs, opened.cluster, opened.clock, settings, [observer], changes=opened.changes)
+        done = opened.apply(inputs, reviewed=expected, plan_source=f"plan {args.plan}", selector=args.selector,
+                            retry_failed=args.retry_failed, locked=args.locked, run_id=args.run_id,
+                            workers=args.workers, wait_for_lock=args.wait_for_lock,
+                            lease_duration=args.lease_duration, poll_seconds=args.poll_seconds,
+                            observers=[observer])
     except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
         print(error_line("crashed", e), file=sys.stderr)
         return EXIT_CRASHED

@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.plan import format_plans
     from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs
-    from reconciler.service import plan_recipes
 
     check(args)
     check_report_file(args)
@@ -54,16 +53,9 @@ def run(args: argparse.Namespace) -> int:
     if server and opened.kube is None:
         raise InputError("--dry-run=server needs a real API server; this cluster adapter has no server-side dry "
                          "run (the simulated fleet), use --dry-run (client)")
-    from reconciler.cli.plan import check_selector
-
-    check_selector(args, opened.cluster)
-    plans = plan_recipes(inputs, opened.cluster, only=args.selector, retry_failed=args.retry_failed)
-    from reconciler.ops.controls import held_reason
-
-    held = {p.recipe.name: held_reason(opened.cluster, p.recipe.name) for p in plans}
-    plans = [p.model_copy(update={"warnings": (*p.warnings, f"recipe {p.recipe.name} is {held[p.recipe.name]}: "
-                                               "apply skips it until it is resumed/enabled")})
-             if held[p.recipe.name] else p for p in plans]
+    plans = opened.plan(inputs, selector=args.selector, retry_failed=args.retry_failed)  # held: with a warning
+    controls = opened.controls()
+    held = {p.recipe.name: p.recipe.name in controls and controls[p.recipe.name].active for p in plans}
     sys.stdout.write(format_plans(plans, "json" if args.output == "jsonl" else args.output))
     if getattr(args, "report_file", None):  # a dry run draws the predicted rollout
         from reconciler.cli.plan import write_predicted

@@ -7,48 +7,34 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
 from reconciler.adapters.sim.config import SimConfig
-from reconciler.errors import PATH_LIMIT, InputError, SourcePos, clip, shown
+from reconciler.errors import PATH_LIMIT, InputError, SourcePos, shown
 from reconciler.model.nodestate import is_ignored
 from reconciler.model.recipe import Recipe
 from reconciler.ops.controls import DEFAULT_NAMESPACE
-from reconciler.ports import ChangeFeed, Clock, ClusterPorts
+from reconciler.session import Session
 
-if TYPE_CHECKING:
-    from reconciler.adapters.kube.cluster import KubeCluster
-    from reconciler.adapters.kube.watch import KubeWatch
-
-
-@dataclass
-class Opened:
-    """A cluster's roles with its clock and wall-clock function; ``sim`` is set for the simulated
-    fleet, ``sim_config`` to its ``--sim-config`` when one was given, ``kube`` for a real cluster."""
-
-    cluster: ClusterPorts
-    clock: Clock
-    wall: Callable[[], float]
-    poll_seconds: float
-    sim: object | None = None
-    description: str = ""
-    sim_config: SimConfig | None = None
-    kube: KubeCluster | None = None
-    changes: ChangeFeed | None = None
+#: What a verb works on: a :class:`~reconciler.session.Session` (the CLI verbs are shells over it).
+Opened = Session
 
 
-def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened:
-    """Build the cluster adapter from parsed arguments. ``read_only``: the verb only reads the
-    cluster (``plan``): a simulated fleet is loaded with only the fields the reconciler reads
-    (:meth:`SimFleet.from_file`), and must not be saved.
+def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Session:
+    """The session a verb works on, from parsed arguments: ``--cluster sim:PATH`` (the simulated
+    fleet, :func:`reconciler.session.simulate`) or the real cluster (``--kubeconfig``,
+    ``--context``, ``-n``, ``--request-timeout``: :func:`reconciler.session.connect`). Closed
+    when the verb ends (:func:`close_sessions`). ``read_only``: the verb only reads the cluster
+    (``plan``): a simulated fleet is loaded with only the fields the reconciler reads, and must
+    not be saved.
 
     Raises:
         InputError: bad ``--cluster`` value, unreadable simulation files, or a ``--sim-save``
             path that cannot be written.
         ClusterError: the real cluster cannot be reached.
     """
+    from reconciler.session import connect, simulate
+
     spec = getattr(args, "cluster", None)
     if spec and (getattr(args, "kubeconfig", None) or getattr(args, "context", None)):
         raise InputError("--cluster sim:PATH and --kubeconfig/--context name two different clusters; give one")
@@ -71,55 +57,37 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Opened
         problem = regular_file_problem(spec[4:])  # the reader checks again on the open file
         if problem is not None:
             raise InputError(f"--cluster {shown(spec, PATH_LIMIT)}: cannot read fleet file: {problem}")
-        from reconciler.adapters.sim.fleet import SimFleet
-
-        config = SimConfig()
         cfg_path = getattr(args, "sim_config", None)
-        if cfg_path:
-            config = load_sim_config(cfg_path)
         from reconciler.load.snapshotfile import paused_gc
 
         with paused_gc():  # frozen before the collector runs again: it never scans the snapshot
-            fleet = SimFleet.from_file(spec[4:], config, crash_after=getattr(args, "sim_crash_after", None),
-                                       **({"read_only": True} if read_only else {}))
+            session = simulate(spec[4:], config=load_sim_config(cfg_path) if cfg_path else None, read_only=read_only,
+                               crash_after=getattr(args, "sim_crash_after", None))
             if _freeze_if_large(spec[4:]):
-                LARGE_FLEETS.append(fleet)
+                LARGE_FLEETS.append(session.sim)
+        fleet = session.sim
+        assert fleet is not None
         fleet.save_on_crash = outputs.get("--sim-save") if fleet.crash_after is not None else None
-        return Opened(ClusterPorts.of(fleet), fleet, fleet.wall, poll_seconds=5.0, sim=fleet,
-                      description=f"simulated fleet {spec[4:]}", sim_config=config if cfg_path else None)
-    from reconciler.adapters.kube.cache import WatchStore
-    from reconciler.adapters.kube.cluster import DEFAULT_POOL_SIZE, KubeCluster
-
-    # one connection per worker thread, plus the two watch streams, the lease renewer and the main thread
+        return session
     from reconciler.execute.rollout import MAX_AUTO_WORKERS
 
-    workers = getattr(args, "workers", None) or MAX_AUTO_WORKERS
-    check_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None))
-    ns = namespace or DEFAULT_NAMESPACE
-    # the watch streams wake the rollout on change (the poll interval is only the fallback) and
-    # hold every node and pod, so reading them costs no request
-    cluster = KubeCluster.from_kubeconfig(getattr(args, "kubeconfig", None), getattr(args, "context", None),
-                                          pool_size=max(DEFAULT_POOL_SIZE, workers + 8), store=WatchStore(ns),
-                                          namespace=ns, request_timeout=getattr(args, "request_timeout", None) or 30.0)
-    from reconciler.adapters.host import SystemClock
-
-    watch = cluster.watch()
-    OPEN_WATCHES.append(watch)
-    clock = SystemClock()
-    return Opened(cluster.ports, clock, clock.utc, poll_seconds=15.0, description="kubernetes cluster", kube=cluster,
-                  changes=watch)
+    session = connect(getattr(args, "kubeconfig", None), getattr(args, "context", None), namespace=namespace,
+                      request_timeout=getattr(args, "request_timeout", None) or 30.0,
+                      workers=getattr(args, "workers", None) or MAX_AUTO_WORKERS)
+    OPEN_SESSIONS.append(session)
+    return session
 
 
-#: The watch streams this process's verbs opened (:func:`close_watches` ends them).
-OPEN_WATCHES: list[KubeWatch] = []
+#: The sessions on real clusters this process's verbs opened (:func:`close_sessions` ends them).
+OPEN_SESSIONS: list[Session] = []
 
 
-def close_watches() -> None:
-    """Stop the watch streams of every clock a verb opened (called when the verb ends,
-    :func:`reconciler.cli.main.main`), so an in-process caller running several verbs is not left
-    with their threads and connections."""
-    while OPEN_WATCHES:
-        OPEN_WATCHES.pop().close()
+def close_sessions() -> None:
+    """Close the session of every verb that ended (called when it ends, :func:`reconciler.cli.main.main`),
+    so an in-process caller running several verbs is not left with their watch threads and
+    connections."""
+    while OPEN_SESSIONS:
+        OPEN_SESSIONS.pop().close()
 
 
 #: Snapshots at least this large (bytes) are moved out of the garbage collector's sight once loaded.
@@ -144,58 +112,6 @@ def _freeze_if_large(path: str) -> bool:
     except OSError:
         pass
     return False
-
-
-def check_kubeconfig(path: str | None, context: str | None = None) -> None:
-    """A ``--kubeconfig`` that names no file is bad input (exit 2), not a cluster error.
-
-    So is no cluster at all: no ``--kubeconfig``, no ``$KUBECONFIG``, no ``~/.kube/config`` and
-    not in a pod (``KUBERNETES_SERVICE_HOST``), where the client would only say "Invalid
-    kube-config file" (the same places the client looks, in that order).
-
-    The kubeconfig files themselves (``path``, else each file of ``$KUBECONFIG`` that exists,
-    else ``~/.kube/config``) are checked as inputs
-    (:func:`reconciler.load.kubeconfigfile.check_kubeconfig_file`: syntax, shape, base64 data and,
-    for a single file, the ``context`` used), so a malformed one is bad input at its line.
-
-    Raises:
-        InputError: ``path`` is given and is not a file, nothing names a cluster, or a
-            kubeconfig file is malformed.
-    """
-    from reconciler.fileio.reading import MISSING, regular_file_problem
-
-    problem = regular_file_problem(path) if path else None
-    if path and problem:
-        hint = (" (give the path of a kubeconfig, or leave it out to use $KUBECONFIG, ~/.kube/config or the "
-                "in-cluster service account)") if problem == MISSING else ""
-        raise InputError(f"--kubeconfig {clip(path, PATH_LIMIT)}: {'no such file' if problem == MISSING else problem}"
-                         f"{hint}")
-    default = os.path.expanduser("~/.kube/config")
-
-    def existing(where: str, f: str) -> bool:
-        """``f`` is a regular file (False: missing, which the client skips too); anything else
-        (a FIFO, a device, a directory) is refused: the client would block or fail on it."""
-        problem = regular_file_problem(f)
-        if problem in (None, MISSING):
-            return problem is None
-        raise InputError(f"{where} {clip(f, PATH_LIMIT)}: {problem}")
-
-    if path:
-        files = [path]
-    elif os.environ.get("KUBECONFIG"):
-        files = [f for f in os.environ["KUBECONFIG"].split(os.pathsep) if f and existing("$KUBECONFIG entry", f)]
-    elif os.path.lexists(default):
-        files = [default] if existing("kubeconfig", default) else []
-    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        files = []  # in a pod: the service account
-    else:
-        raise InputError("no cluster given: use --cluster sim:FILE for a simulated fleet (e.g. "
-                         "sim:examples/fleets/gpu-24.yaml, or a kubectl get nodes,pods,pdb -A -o json dump), or "
-                         "--kubeconfig FILE / $KUBECONFIG / ~/.kube/config for a real cluster")
-    from reconciler.load.kubeconfigfile import check_kubeconfig_file
-
-    for f in files:
-        check_kubeconfig_file(f, context=context, whole=len(files) == 1)
 
 
 def check_sim_config_names(args: argparse.Namespace, opened: Opened, recipes: Iterable[Recipe]) -> None:

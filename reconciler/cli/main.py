@@ -205,9 +205,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return _run(args)
     finally:
-        from reconciler.cli.clusters import close_watches
+        from reconciler.cli.clusters import close_sessions
 
-        close_watches()
+        close_sessions()
         sys.stdout = real_stdout
         if guard.broken:
             to_stderr("note: standard output was closed by its reader; the rest of the output was dropped "

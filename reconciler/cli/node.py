@@ -17,15 +17,12 @@ Write options (:mod:`reconciler.cli.opsargs`): ``--dry-run``, ``-y``, ``--sim-sa
 from __future__ import annotations
 
 import argparse
-from functools import partial
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
-from reconciler.cli.names import require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
-from reconciler.errors import InputError, clip
-from reconciler.ops.nodeops import ignore_patch, reset_patch
-from reconciler.ops.patches import NodeOp, plan_node_patches, select_nodes, write_node_patches
+from reconciler.errors import InputError
+from reconciler.ops.names import require_recipe
 
 
 def add_parser(sub: Any) -> None:
@@ -65,32 +62,21 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    nodes = opened.cluster.nodes.list_nodes()
-    if getattr(args, "recipe", None):
-        require_recipe(args.recipe, opened.cluster, nodes)
-    nodes = selected(args, nodes)
     if args.node_cmd in ("status", "list"):
         from reconciler.cli.statusviews import show
 
+        nodes = opened.cluster.nodes.list_nodes()
+        if getattr(args, "recipe", None):
+            require_recipe(args.recipe, opened.cluster, nodes)
         args.node, args.package = list(args.nodes) or [".*"], None
-        return show(args, nodes)
-    if not args.nodes and args.selector is None:
-        raise InputError(f"node {args.node_cmd}: name the nodes (NODE...) or select them with -l/--selector")
-    scope = f"-l {clip(args.selector.kubectl_text())} selects" if args.selector is not None else ""
-    chosen = select_nodes(nodes, args.nodes, scope=scope) if args.nodes else nodes
-    op: NodeOp
+        return show(args, selected(args, nodes))
     if args.node_cmd in ("ignore", "unignore"):
-        op = partial(ignore_patch, ignore=args.node_cmd == "ignore")
-        question = f"{args.node_cmd} {len(chosen)} node(s)?"
+        op = (opened.ignore if args.node_cmd == "ignore" else opened.unignore)(args.nodes, selector=args.selector)
+        question = f"{args.node_cmd} {len(op.changes)} node(s)?"
     else:
-        op = partial(reset_patch, recipe=args.recipe, force=args.force)
-        question = f"reset recipe {args.recipe} on {len(chosen)} node(s)?"
-    patches = plan_node_patches(chosen, op)
-    untouched = [n.name for n in chosen if n.name not in {p.node for p in patches}]
-    notes = [f"nothing to change on {', '.join(untouched)}"] if untouched else []
-
-    def write() -> int:
-        res = write_node_patches(opened.cluster.nodes, patches, op)
-        return len(res.written)
-
-    return finish(args, opened, patches, notes, write, header=f"node {args.node_cmd}", question=question)
+        if not args.nodes and args.selector is None:
+            raise InputError(f"node {args.node_cmd}: name the nodes (NODE...) or select them with -l/--selector")
+        op = opened.reset(args.recipe, args.nodes, selector=args.selector, force=args.force)
+        question = f"reset recipe {args.recipe} on {len(op.changes)} node(s)?"
+    return finish(args, opened, list(op.changes), list(op.notes), op.write, header=f"node {args.node_cmd}",
+                  question=question)

@@ -44,11 +44,11 @@ from functools import partial
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
-from reconciler.cli.names import listing, require_package, require_recipe
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.cli.optcheck import count, seconds
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, PATH_LIMIT, InputError, clip, shown, suggestion
+from reconciler.ops.names import listing, require_package, require_recipe
 from reconciler.ops.nodeops import RERUN_STAGES, rerun_patch
 from reconciler.ops.patches import plan_node_patches, select_nodes, write_node_patches
 from reconciler.report.redact import redact

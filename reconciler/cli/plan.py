@@ -75,21 +75,6 @@ def add_parser(sub: Any) -> None:
     add_revision_args(p)
 
 
-def check_selector(args: argparse.Namespace, cluster: Any) -> None:
-    """``-l/--selector`` of ``plan``/``apply`` must match at least one node of the cluster.
-
-    Raises:
-        InputError: it matches none (kubectl's "no resources found", as an error: nothing to do
-            is more likely a typo than intended).
-    """
-    if getattr(args, "selector", None) is None:
-        return
-    from reconciler.cli.common import selected
-    from reconciler.observe.snapshot import observe
-
-    selected(args, list(observe(cluster).nodes.values()))
-
-
 def pending(plan: Plan) -> bool:
     """True when the plan would change something (a node with work or a taint to remove; a node
     left failed, ``notRetried``, is not: ``apply`` does not touch it)."""
@@ -122,25 +107,19 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import check_sim_config_names, open_cluster
     from reconciler.cli.reportfile import check_report_file
     from reconciler.load import load_inputs
-    from reconciler.service import plan_recipes
 
     check_report_file(args)
     inputs = load_inputs(args.recipes, args.policy, locked=getattr(args, "locked", True),
                          allow_empty=bool(getattr(args, "allow_empty", False)))
     opened = open_cluster(args, read_only=True)  # plan never writes the cluster (nor saves a simulated one)
     check_sim_config_names(args, opened, inputs.recipes)
-    check_selector(args, opened.cluster)
-    plans = plan_recipes(inputs, opened.cluster, revision=args.revision, only=args.selector,
-                         retry_failed=args.retry_failed)
+    # a paused or disabled recipe is planned as usual (with a warning), but apply skips it: its
+    # changes are not "pending" for --detailed-exitcode (a pipeline gating on plan must agree with apply)
+    plans = opened.plan(inputs, selector=args.selector, retry_failed=args.retry_failed, revision=args.revision)
     from reconciler.cli.console import styles_allowed
-    from reconciler.ops.controls import held_reason
 
-    # a paused or disabled recipe is planned as usual, but apply skips it: say so, and its changes
-    # are not "pending" for --detailed-exitcode (a pipeline gating on plan must agree with apply)
-    held = {p.recipe.name: held_reason(opened.cluster, p.recipe.name) for p in plans}
-    plans = [p.model_copy(update={"warnings": (*p.warnings, f"recipe {p.recipe.name} is {held[p.recipe.name]}: "
-                                               "apply skips it until it is resumed/enabled")})
-             if held[p.recipe.name] else p for p in plans]
+    controls = opened.controls()
+    held = {p.recipe.name: p.recipe.name in controls and controls[p.recipe.name].active for p in plans}
     sys.stdout.write(format_plans(plans, args.output, color=args.output == "table" and styles_allowed(sys.stdout)))
     if args.report_file:
         write_predicted(args, inputs, opened, plans)

@@ -15,14 +15,10 @@ reset run twice). Write options as every operations verb
 from __future__ import annotations
 
 import argparse
-from functools import partial
 from typing import Any
 
-from reconciler.cli.common import add_selector_arg, selected
-from reconciler.cli.names import require_recipe
+from reconciler.cli.common import add_selector_arg
 from reconciler.cli.opsargs import add_write_args, finish
-from reconciler.ops.nodeops import reset_patch
-from reconciler.ops.patches import NodeOp, plan_node_patches, write_node_patches
 
 
 def add_parser(sub: Any) -> None:
@@ -47,25 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    nodes = opened.cluster.nodes.list_nodes()
-    if not args.ignore_not_found:
-        require_recipe(args.recipe, opened.cluster, nodes)
-    op: NodeOp
-    if args.package:
-        from reconciler.cli.names import require_package
-        from reconciler.ops.nodeops import reset_package_patch
-
-        require_package(args.package, nodes, args.recipe)
-        op = partial(reset_package_patch, recipe=args.recipe, package=args.package, force=args.force)
-    else:
-        op = partial(reset_patch, recipe=args.recipe, force=args.force)
-    patches = plan_node_patches(selected(args, nodes), op)
-    uncordon = sum(1 for p in patches if p.unschedulable is False)
-    notes = [f"{uncordon} node(s) to uncordon (cordon held by {args.recipe})"] if uncordon else []
-
-    def write() -> int:
-        return len(write_node_patches(opened.cluster.nodes, patches, op).written)
-
+    op = opened.reset(args.recipe, selector=args.selector, package=args.package, force=args.force,
+                      ignore_not_found=args.ignore_not_found)
     what = f"package {args.package} of recipe {args.recipe}" if args.package else f"recipe {args.recipe}"
-    return finish(args, opened, patches, notes, write, header=f"reset {what}",
-                  question=f"reset {what} on {len(patches)} node(s)?")
+    return finish(args, opened, list(op.changes), list(op.notes), op.write, header=f"reset {what}",
+                  question=f"reset {what} on {len(op.changes)} node(s)?")

@@ -9,21 +9,13 @@ from typing import Any
 from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
 from reconciler.cli.console import listing_table, make_console, print_listing
 from reconciler.errors import EXIT_OK
-from reconciler.model.nodestate import (
-    PREFIX,
-    InFlight,
-    NodeStateError,
-    cordon_key,
-    failure_of,
-    inflight_key,
-    parse_model,
-    parse_state,
-)
 from reconciler.model.observed import NodeInfo
 from reconciler.model.vocab import Phase
+from reconciler.ops.status import STATE_PREFIX
+from reconciler.ops.status import node_status as status_of
 from reconciler.report.safetext import text
 
-STATE_PREFIX = f"{PREFIX}/nodeState_"
+__all__ = ["STATE_PREFIX", "add_parser", "node_status", "run"]
 
 
 def add_parser(sub: Any) -> None:
@@ -40,46 +32,8 @@ def add_parser(sub: Any) -> None:
 
 
 def node_status(node: NodeInfo, recipe: str | None = None) -> dict[str, Any]:
-    """The status document of one node: ``{name, unschedulable, cordonedByUs, recipes, packages,
-    failures, readinessGate}``; ``packages`` = ``[{recipe, name, version, stage, state, restarts}]``;
-    ``readinessGate`` = ``[{recipe, since}]``: recipes whose lifecycle holds the node at their
-    readiness gate (packages complete, waiting for the external validator) since the UTC instant
-    ``since`` (RFC 3339)."""
-    recipes = sorted(k[len(STATE_PREFIX):] for k in node.annotations if k.startswith(STATE_PREFIX))
-    recipes += sorted(
-        k[len(f"{PREFIX}/cordon_"):] for k in node.annotations
-        if k.startswith(f"{PREFIX}/cordon_") and k[len(f"{PREFIX}/cordon_"):] not in recipes
-    )
-    if recipe:
-        recipes = [r for r in recipes if r == recipe]
-    packages: list[dict[str, Any]] = []
-    failures: list[dict[str, Any]] = []
-    gates: list[dict[str, Any]] = []
-    for r in recipes:
-        try:
-            state = parse_state(node.annotations.get(STATE_PREFIX + r), node=node.name, key=STATE_PREFIX + r)
-        except NodeStateError as e:
-            failures.append({"recipe": r, "reason": "MalformedNodeState", "message": str(e)})
-            state = {}
-        for key in sorted(state):
-            entry = state[key]
-            packages.append({"recipe": r, "name": entry.name, "version": entry.version, "stage": entry.stage,
-                             "state": entry.state, "restarts": entry.restarts})
-        f = failure_of(node.annotations, r)
-        if f is not None:
-            failures.append({"recipe": r, **f.model_dump(exclude_none=True)})
-        fl = parse_model(InFlight, node.annotations.get(inflight_key(r)))
-        if fl is not None and fl.phase is Phase.READINESS_GATE:
-            gates.append({"recipe": r, "since": fl.timers.get(Phase.READINESS_GATE, fl.since)})
-    return {
-        "name": node.name,
-        "unschedulable": node.unschedulable,
-        "cordonedByUs": any(cordon_key(r) in node.annotations for r in recipes),
-        "recipes": recipes,
-        "packages": packages,
-        "failures": failures,
-        "readinessGate": gates,
-    }
+    """The status document of one node (:meth:`reconciler.ops.status.NodeStatus.to_dict`)."""
+    return status_of(node, recipe).to_dict()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,21 +41,25 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
+    if not (args.node or args.package or args.output in ("yaml", "name")):
+        docs = [s.to_dict() for s in opened.status(args.recipe, selector=args.selector)]
+        return _print(args, docs)
     nodes = opened.cluster.nodes.list_nodes()
     if args.recipe:
-        from reconciler.cli.names import require_recipe
+        from reconciler.ops.names import require_recipe
 
         require_recipe(args.recipe, opened.cluster, nodes)
     if args.package:
-        from reconciler.cli.names import require_package
+        from reconciler.ops.names import require_package
 
         require_package(args.package, nodes, args.recipe)
-    nodes = selected(args, nodes)
-    if args.node or args.package or args.output in ("yaml", "name"):  # node/package views, YAML (cli/statusviews.py)
-        from reconciler.cli.statusviews import show
+    from reconciler.cli.statusviews import show  # node/package views, YAML (cli/statusviews.py)
 
-        return show(args, nodes)
-    docs = [node_status(n, args.recipe) for n in nodes]
+    return show(args, selected(args, nodes))
+
+
+def _print(args: argparse.Namespace, docs: list[dict[str, Any]]) -> int:
+    """The nodes' status documents as a table or JSON."""
     if args.output == "json":
         print(json.dumps({"nodes": docs}, indent=2, sort_keys=True))
         return EXIT_OK

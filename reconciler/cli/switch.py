@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from reconciler.adapters.host import operator_identity
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.errors import EXIT_OK, InputError
-from reconciler.model.recipe import check_recipe_name
-from reconciler.ops.controls import ACTIONS, Action, control_patch, read_controls, store_for
+from reconciler.ops.controls import ACTIONS, Action, read_controls, store_for
 from reconciler.report.safetext import visible
 
 _HELP = {
@@ -64,30 +62,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.recipe:
         raise InputError(f"{args.action}: name the recipe (or use --list)")
-    if getattr(args, "new", False):
-        try:  # the name becomes a key of the controls ConfigMap and matches recipes: it must be one
-            check_recipe_name(args.recipe)
-        except ValueError as e:
-            raise InputError(f"{args.action} --new: {e}") from None
-    else:
-        from reconciler.cli.names import require_recipe
-
-        setting = args.action in ("pause", "disable")
-        hint = (f" (to {args.action} a recipe before its first apply, pass --new)" if setting
-                else " (so nothing is paused or disabled under that name: a recipe switched with --new before "
-                     "its first apply leaves no trace once its switches are cleared)")
-        require_recipe(args.recipe, opened.cluster, opened.cluster.nodes.list_nodes(), hint=hint)
     action: Action = args.action
-    at = datetime.fromtimestamp(opened.wall(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    patch, before, after = control_patch(opened.cluster, args.recipe, action,
-                                         reason=getattr(args, "reason", ""), by=operator_identity(), at=at)
-    notes = [f"recipe {args.recipe} is {before.describe() or 'active'}; after: {after.describe() or 'active'}"]
-    store = store_for(opened.cluster)
-
-    def write() -> int:
-        assert patch is not None and store is not None
-        patch.write(store)
-        return 1
-
-    return finish(args, opened, [patch] if patch else [], notes, write,
+    by, reason, new = operator_identity(), getattr(args, "reason", ""), getattr(args, "new", False)
+    op = (opened.pause(args.recipe, reason=reason, by=by, new=new) if action == "pause"
+          else opened.disable(args.recipe, reason=reason, by=by, new=new) if action == "disable"
+          else opened.resume(args.recipe, by=by) if action == "resume" else opened.enable(args.recipe, by=by))
+    return finish(args, opened, list(op.changes), list(op.notes), op.write,
                   header=f"{action} recipe {args.recipe}", question=f"{action} recipe {args.recipe}?")

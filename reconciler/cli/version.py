@@ -56,7 +56,7 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
     if args.kubeconfig is None and args.context is None:
         return None
     from reconciler.adapters.kube.cluster import KubeCluster
-    from reconciler.cli.clusters import check_kubeconfig
+    from reconciler.session import check_kubeconfig
 
     check_kubeconfig(args.kubeconfig, args.context)
     with KubeCluster.from_kubeconfig(args.kubeconfig, args.context,

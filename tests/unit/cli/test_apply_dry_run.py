@@ -86,8 +86,8 @@ def test_server_dry_run_sends_the_first_cordons_with_dry_run(cli: RunCli, no_app
 
     def opened(args: Any) -> Any:
         o = real(args)
-        return clusters.Opened(ClusterPorts.of(fake), o.clock, o.wall, o.poll_seconds, None, "fake API server",
-                               kube=fake)  # type: ignore[arg-type]  # posing as the real cluster's dry-run switch
+        return clusters.Opened(ClusterPorts.of(fake), o.clock, poll_seconds=o.poll_seconds,
+                               description="fake API server", kube=fake)  # type: ignore[arg-type]  # posing as the real cluster's dry-run switch
 
     monkeypatch.setattr(clusters, "open_cluster", opened)
     rc, out, err = cli("apply", RECIPE, "--cluster", f"sim:{FLEET}", "--dry-run=server", "-o", "name")
