@@ -2,7 +2,7 @@
 and ``controller``: after each recipe's run — and when a run fails with an error —
 ``<prefix>/<cluster>/<recipe>.json`` (:mod:`reconciler.report.gitstatus`) is committed on
 ``--status-branch`` (default ``reconciler-status``) and pushed with fetch/re-apply/retry
-(:class:`reconciler.adapters.git.repo.StatusPusher`).
+(:class:`reconciler.adapters.git.push.StatusPusher`).
 
 ``--status-author "Name <email>"``, ``--status-message TEMPLATE`` (placeholders
 ``{recipe} {version} {cluster} {result} {summary} {run_id} {revision} {plan_hash} {path}``; the
@@ -107,7 +107,7 @@ class GitStatus:
 
         if not args.status_repo:
             return None
-        from reconciler.adapters.git.repo import Identity, StatusPusher, paths_overlap
+        from reconciler.adapters.git.push import Identity, StatusPusher, paths_overlap
 
         cluster = args.cluster_name or ""
         if not cluster:

@@ -1,7 +1,7 @@
 """The status file ``apply`` writes back to git, and its commit message (pure).
 
 One JSON file per (cluster, recipe): ``<prefix>/<cluster>/<recipe>.json`` (default prefix
-``status``), committed by :class:`reconciler.adapters.git.repo.StatusPusher` onto a configured branch
+``status``), committed by :class:`reconciler.adapters.git.push.StatusPusher` onto a configured branch
 (default ``reconciler-status``, a branch of its own, so a status commit never touches the watched
 recipe paths and never triggers a sync; gitops-conventions.md §5.4).
 

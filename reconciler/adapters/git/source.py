@@ -18,7 +18,8 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from reconciler.adapters.git.repo import GitError, GitRepo, redact, token_helper
+from reconciler.adapters.git.push import token_helper
+from reconciler.adapters.git.repo import GitError, GitRepo, redact
 
 _HELPER = token_helper("RECONCILER_GIT_TOKEN")
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.git.repo import GitError, Identity, StatusPusher, read_branch_file
+from reconciler.adapters.git.push import Identity, StatusPusher, read_branch_file
+from reconciler.adapters.git.repo import GitError
 from reconciler.cli.main import main
 from reconciler.errors import InputError
 
@@ -84,7 +85,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from reconciler.adapters.git.repo import StatusPusher
+    from reconciler.adapters.git.push import StatusPusher
     remote, who, start, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
     while not start.exists():
         time.sleep(0.005)
@@ -247,7 +248,7 @@ def test_apply_status_options_are_checked_before_anything_runs(bare: Path, capsy
 @pytest.mark.parametrize(("token", "password"), [("s3cr3t-t0ken", "s3cr3t-t0ken"), ("", None)])
 def test_the_status_token_reaches_git_through_a_credential_helper_only(token: str, password: str | None,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from reconciler.adapters.git.repo import STATUS_TOKEN_ENV, token_helper
+    from reconciler.adapters.git.push import STATUS_TOKEN_ENV, token_helper
 
     helper = token_helper(STATUS_TOKEN_ENV)
     assert token == "" or token not in helper  # the helper reads the variable; the token is in no argv

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.adapters.git.repo import GitError, StatusPusher
+from reconciler.adapters.git.push import StatusPusher
+from reconciler.adapters.git.repo import GitError
 from reconciler.adapters.metrics.pushgateway import push
 from reconciler.cli.main import main
 from reconciler.report.metrics import MetricsError
