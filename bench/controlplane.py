@@ -42,7 +42,7 @@ COUNTS: collections.Counter[tuple[str, str]] = collections.Counter()
 
 def _count_requests() -> None:
     """Count every request the reconciler sends: all go through the ``kubernetes`` client's REST
-    layer (reconciler/adapters/kube/send.py; a watch stream counts as one request)."""
+    layer (reconciler/adapters/kube/api.py; a watch stream counts as one request)."""
     from kubernetes.client import rest
 
     orig = rest.RESTClientObject.request

@@ -20,7 +20,7 @@ Calls are numbered from 1 in the order they are made (``calls``); writes are the
 change the cluster (:data:`WRITE_METHODS`), each one API request. ``injected`` lists every fault
 that fired, so a sweep can report how many faults it injected.
 
-Errors carry the same type, HTTP status and reason as :func:`reconciler.adapters.kube.send.translate_api_error`
+Errors carry the same type, HTTP status and reason as :func:`reconciler.adapters.kube.api.translate_api_error`
 gives for the real answer, so the executor cannot tell an injected error from a real one.
 """
 

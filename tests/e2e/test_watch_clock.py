@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from reconciler.adapters.kube.send import KubeApi
+from reconciler.adapters.kube.api import KubeApi
 from reconciler.ports import StageSpec
 
 

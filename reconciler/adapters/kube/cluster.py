@@ -1,7 +1,7 @@
 """The real cluster: the official ``kubernetes`` client's connection, and the role adapters that
 play the cluster ports on it (:class:`KubeCluster`).
 
-Every request goes through the client (:class:`~reconciler.adapters.kube.send.KubeApi`); API and
+Every request goes through the client (:class:`~reconciler.adapters.kube.api.KubeApi`); API and
 transport failures become the :mod:`reconciler.errors` vocabulary at that one place. The roles:
 :class:`~reconciler.adapters.kube.nodes.KubeNodes` and
 :class:`~reconciler.adapters.kube.nodes.KubeEvents`, :class:`~reconciler.adapters.kube.pods.KubePods`,
@@ -22,12 +22,12 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from reconciler.adapters.kube import auth as kubeauth
+from reconciler.adapters.kube.api import KubeApi
 from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.configmaps import KubeConfigMaps
 from reconciler.adapters.kube.leases import KubeLeases
 from reconciler.adapters.kube.nodes import KubeEvents, KubeNodes
 from reconciler.adapters.kube.pods import KubePods
-from reconciler.adapters.kube.send import KubeApi
 from reconciler.adapters.kube.stagepod import (
     DEFAULT_AGENT_IMAGE,
     DEFAULT_COPY_DIR_ROOT,

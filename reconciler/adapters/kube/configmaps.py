@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from reconciler.adapters.kube.send import KubeApi, q
+from reconciler.adapters.kube.api import KubeApi, q
 from reconciler.errors import ClusterError, NotFoundError
 
 MERGE_PATCH = "application/merge-patch+json"

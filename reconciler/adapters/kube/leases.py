@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from reconciler.adapters.kube.api import KubeApi, q
 from reconciler.adapters.kube.objects import parse_time
-from reconciler.adapters.kube.send import KubeApi, q
 from reconciler.adapters.kube.stagepod import COMPONENT, MANAGED_BY_LABEL
 from reconciler.adapters.kube.stages import Namespace
 from reconciler.errors import NotFoundError

@@ -15,8 +15,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from reconciler.adapters.kube.api import translate_api_error
 from reconciler.adapters.kube.conn import unreachable
-from reconciler.adapters.kube.send import translate_api_error
 
 GROUP, VERSION, PLURAL = "reconciler.nodewright.dev", "v1alpha1", "noderecipes"
 

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from reconciler.adapters.kube.api import KubeApi, q
 from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.objects import node_from
-from reconciler.adapters.kube.send import KubeApi, q
 from reconciler.adapters.kube.stagepod import COMPONENT
 from reconciler.errors import ClusterError, ConflictError, NotFoundError
 from reconciler.model.observed import NodeInfo

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from reconciler.adapters.kube.api import KubeApi, q
 from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.objects import pdb_from, pod_from
-from reconciler.adapters.kube.send import KubeApi, q
 from reconciler.errors import ClusterError, NotFoundError
 from reconciler.model.observed import PdbInfo, PodInfo, group_pods
 from reconciler.ports import PodEviction, evict_one_by_one

@@ -21,9 +21,9 @@ import threading
 import time
 from typing import Any
 
+from reconciler.adapters.kube.api import KubeApi, q
 from reconciler.adapters.kube.cache import WatchStore
 from reconciler.adapters.kube.nodes import rfc3339
-from reconciler.adapters.kube.send import KubeApi, q
 from reconciler.adapters.kube.stagepod import (
     COMPONENT,
     DEFAULT_AGENT_IMAGE,

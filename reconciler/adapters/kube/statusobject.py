@@ -4,7 +4,7 @@ scoped) with the official client's ``CustomObjectsApi``.
 The object's shape is built by :mod:`reconciler.report.status` (pure); this adapter only reads
 and writes it: ``spec`` with a JSON merge patch (bumps ``metadata.generation`` when it changes),
 ``status`` through the ``/status`` subresource. API errors become
-:class:`~reconciler.errors.ClusterError` subclasses (:func:`reconciler.adapters.kube.send.translate_api_error`).
+:class:`~reconciler.errors.ClusterError` subclasses (:func:`reconciler.adapters.kube.api.translate_api_error`).
 The CRD must be installed (``charts/node-reconciler/crds/nodereciperollouts.yaml``); without it every call
 raises NotFoundError naming the missing resource.
 """
@@ -19,8 +19,8 @@ import urllib3
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from reconciler.adapters.kube.api import translate_api_error
 from reconciler.adapters.kube.conn import unreachable
-from reconciler.adapters.kube.send import translate_api_error
 from reconciler.errors import NotFoundError
 from reconciler.report.status import GROUP, PLURAL, VERSION
 

@@ -4,7 +4,7 @@ of polling.
 
 Two streams (nodes, and pods of every namespace) run in two daemon threads, each with the official
 client's ``kubernetes.watch.Watch`` over the one request path
-(:class:`~reconciler.adapters.kube.send.KubeApi`): a LIST fills the store, then a WATCH from the
+(:class:`~reconciler.adapters.kube.api.KubeApi`): a LIST fills the store, then a WATCH from the
 LIST's resourceVersion with bookmarks, re-opened from the last version seen when the server ends it
 (``timeoutSeconds``) or the connection breaks, re-listed after ``410 Gone`` (as client-go's
 reflector does). The client's own ``SharedInformer`` is not used: see the store's docstring.
@@ -26,8 +26,8 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch import Watch as _Watch
 
+from reconciler.adapters.kube.api import KubeApi, decode
 from reconciler.adapters.kube.cache import NODES, PODS, WatchStore, parse_resource_version
-from reconciler.adapters.kube.send import KubeApi, decode
 from reconciler.errors import ClusterError
 
 log = logging.getLogger(__name__)

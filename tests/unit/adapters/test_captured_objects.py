@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from reconciler.adapters.kube.api import translate_api_error
 from reconciler.adapters.kube.objects import node_from, pdb_from, pod_from
-from reconciler.adapters.kube.send import translate_api_error
 from reconciler.adapters.kube.stagepod import stage_status_from_pod
 from reconciler.errors import (
     ClusterError,

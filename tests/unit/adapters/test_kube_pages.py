@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
+from reconciler.adapters.kube.api import decode as _decode
+from reconciler.adapters.kube.api import decode_page as _decode_page
 from reconciler.adapters.kube.objects import node_from, pdb_from, pod_from
-from reconciler.adapters.kube.send import decode as _decode
-from reconciler.adapters.kube.send import decode_page as _decode_page
 from reconciler.errors import TransientError
 from reconciler.testing.fleetgen import make_node, make_pdb, make_pod
 

@@ -1,4 +1,4 @@
-"""The kube adapters' one request path (reconciler/adapters/kube/send.py): requests sent through the
+"""The kube adapters' one request path (reconciler/adapters/kube/api.py): requests sent through the
 ApiClient's ``param_serialize``/``call_api`` with a ready JSON body. Against a local fake API
 server, each request must be the one the generated ``kubernetes`` method sends (method, path,
 query, content type, body, bearer token), and error answers must map to our errors."""

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
+from reconciler.adapters.kube.api import KubeApi
 from reconciler.adapters.kube.cache import WatchStore
-from reconciler.adapters.kube.send import KubeApi
 from reconciler.adapters.kube.watch import KubeWatch
 from tests.httpfake import QuietHandler
 from tests.unit.adapters.test_watchstore import node, pod

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
+from reconciler.adapters.kube.api import KubeApi
 from reconciler.adapters.kube.cluster import KubeCluster
 from reconciler.adapters.kube.configmaps import MERGE_PATCH, KubeConfigMaps
-from reconciler.adapters.kube.send import KubeApi
 from reconciler.errors import ForbiddenError
 from reconciler.ops.controls import CONTROLS_CONFIGMAP, control_patch, held_reason, store_for
 from tests.httpfake import QuietHandler
