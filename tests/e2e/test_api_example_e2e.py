@@ -39,9 +39,11 @@ def test_the_api_page_real_cluster_example_runs(controlplane: Any, controlplane_
         out = capsys.readouterr().out
         assert "gpu-training-tuning 2 nodes change" in out and "succeeded: True" in out, out
         for n in nodes:
-            assert f"{n} [('base-tools', '1.0.0', 'complete'), ('gpu-tuning', '2.0.0', 'complete')]" in out, out
+            assert f"{n} base-tools 1.0.0 complete, gpu-tuning 2.0.0 complete" in out, out
         assert_all_complete(client.CoreV1Api(api), nodes, "gpu-training-tuning")
     finally:
         with reconciler.connect(controlplane.kubeconfig) as session:
-            session.resume("gpu-training-tuning").write()
-            assert not session.controls()["gpu-training-tuning"].active
+            if "gpu-training-tuning" in session.controls():
+                session.resume("gpu-training-tuning").write()
+                left = session.controls().get("gpu-training-tuning")
+                assert left is None or not left.active

@@ -144,6 +144,8 @@ class KubeCluster:
         # (reconciler.adapters.kube.auth): the client logs an exec plugin's stderr, and goes on
         # without a credential; we stop here as kubectl does
         kubeauth.install_filter()
+        # $KUBECONFIG read now, as kubectl does (the client reads it once, when it is imported)
+        path = path or os.environ.get("KUBECONFIG") or None
         try:
             with kubeauth.collecting() as failures:
                 api = _new_client_from_config(config_file=path, context=context, persist_config=False,

@@ -223,3 +223,20 @@ def test_reading_the_control_switches(server: str) -> None:
         assert store.get_config_map("node-reconciler", "absent") is None
     finally:
         kc.close()
+
+
+def test_kubeconfig_set_after_the_client_was_imported_is_read(server: str, tmp_path: Any,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """``$KUBECONFIG`` is read when a session connects, as kubectl reads it (the client reads it
+    once, at import: a library user who sets it later was refused with "Invalid kube-config file")."""
+    from tests.httpfake import token_kubeconfig
+
+    path = token_kubeconfig(tmp_path / "kc", server, token="tok")
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config to fall back to
+    kc = KubeCluster.from_kubeconfig()
+    try:
+        assert kc.nodes.get_node("n/1").name == "n/1"
+        assert _Api.seen[-1]["auth"] == "Bearer tok"
+    finally:
+        kc.close()
