@@ -12,8 +12,8 @@ from typing import Any
 
 from kubernetes import client
 
+from reconciler.adapters.host import SystemClock
 from reconciler.adapters.kube.cluster import KubeCluster
-from reconciler.adapters.kube.watch import WatchClock
 from reconciler.errors import ConflictError
 from reconciler.execute.rollout import Rollout
 from reconciler.load import load_inputs, policy_for
@@ -64,7 +64,7 @@ def test_a_machine_replaced_while_its_reboot_was_pending_runs_every_stage_and_ke
     inputs = load_inputs([str(path)])
     (recipe,) = inputs.recipes
     policy = policy_for(recipe, inputs)
-    clock = WatchClock(kube.api_client)
+    clock, watch = SystemClock(), kube.watch()
     replaced: list[str] = []
 
     def replace(spec: StageSpec) -> None:
@@ -72,11 +72,11 @@ def test_a_machine_replaced_while_its_reboot_was_pending_runs_every_stage_and_ke
             replaced.append(register_again(core, node, labels, unschedulable=True))
 
     try:
-        port = FaultyCluster(kube, clock=clock, after={"start_stage": replace})
-        plan = compute_plan(recipe, policy, observe(kube))
-        res = Rollout(recipe, policy, plan, port, clock, run_id=f"run-{name}", poll_seconds=1.0).run()
+        port = FaultyCluster(kube.ports, clock=clock, after={"start_stage": replace})
+        plan = compute_plan(recipe, policy, observe(kube.ports))
+        res = Rollout(recipe, policy, plan, port, clock, run_id=f"run-{name}", poll_seconds=1.0, changes=watch).run()
     finally:
-        clock.close()
+        watch.close()
     assert replaced and replaced[0] != old_uid
     outcome = {n.name: (n.state, n.message) for n in res.nodes}
     assert res.result == "succeeded", outcome
@@ -104,11 +104,11 @@ def test_a_node_write_carrying_another_machines_uid_is_refused(
     core = client.CoreV1Api(api)
     (node,) = make_nodes(1)
     uid = str(core.read_node(node).metadata.uid)
-    kube.patch_node(node, annotations={"example.com/a": "1"}, uid=uid)
+    kube.nodes.patch_node(node, annotations={"example.com/a": "1"}, uid=uid)
     labels = dict(core.read_node(node).metadata.labels)
     register_again(core, node, labels, unschedulable=False)
     try:
-        kube.patch_node(node, annotations={"example.com/a": "2"}, uid=uid)
+        kube.nodes.patch_node(node, annotations={"example.com/a": "2"}, uid=uid)
     except ConflictError as e:
         assert e.reason == "UIDPrecondition"
     else:
