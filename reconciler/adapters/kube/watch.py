@@ -17,6 +17,7 @@ stream is not in sync (starting, reconnecting) it returns ``None``: "anything ma
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -60,6 +61,7 @@ class KubeWatch:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._watches: dict[str, Any] = {}
+        self._responses: dict[str, Any] = {}  # each stream's open answer (urllib3), for close
         self.events_seen = 0
 
     # ------------------------------------------------------------------ ChangeFeed
@@ -98,9 +100,11 @@ class KubeWatch:
         for kind in (NODES, PODS):
             self._set_health(kind, False)
         with self._lock:
-            watches = list(self._watches.values())
+            watches, responses = list(self._watches.values()), list(self._responses.values())
         for w in watches:
             w.stop()
+        for resp in responses:  # a stream whose watch had not taken its answer yet
+            _shutdown(resp)
 
     # ------------------------------------------------------------------ streams
     def _set_health(self, kind: str, ok: bool) -> None:
@@ -152,6 +156,10 @@ class KubeWatch:
                      ("allowWatchBookmarks", "true" if allow_watch_bookmarks else "false"),
                      ("timeoutSeconds", timeout_seconds)]
             resp = self.api.stream(_PATHS[kind], f"watch {kind}", query, _request_timeout)
+            with self._lock:
+                self._responses[kind] = resp
+            if self._stop.is_set():  # closed while the request was on its way: end it now
+                _shutdown(resp)
             self._set_health(kind, True)  # streaming from the store's version: no event is lost from here on
             return resp
 
@@ -198,3 +206,11 @@ class KubeWatch:
                 log.info("watch %s interrupted (%s); reconnecting in %.0f s", kind, type(e).__name__, backoff)
                 self._stop.wait(backoff)
                 backoff = min(30.0, backoff * 2)
+
+
+def _shutdown(resp: Any) -> None:
+    """End a streaming answer from any thread: its socket is shut down, so the read blocked on it
+    returns at once (urllib3's ``HTTPResponse.shutdown``; the client's ``Watch.stop`` does the same
+    only once the watch holds the answer)."""
+    with contextlib.suppress(Exception):
+        resp.shutdown()

@@ -30,6 +30,7 @@ class _Api(QuietHandler):
     events: ClassVar[dict[str, queue.Queue[bytes | None]]] = {}
     watches: ClassVar[list[tuple[str, str]]] = []  # (kind, resourceVersion) of each WATCH
     list_count: ClassVar[dict[str, int]] = {}
+    answer_after: ClassVar[float] = 0.0  # seconds before a WATCH is answered
 
     def do_GET(self) -> None:
         url = urllib.parse.urlparse(self.path)
@@ -41,6 +42,7 @@ class _Api(QuietHandler):
                                  "items": _Api.lists.get(kind, [])})
             return
         _Api.watches.append((kind, q.get("resourceVersion", "")))
+        time.sleep(_Api.answer_after)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
@@ -72,7 +74,7 @@ def until(check: Callable[[], bool], seconds: float = 5.0) -> None:
 @pytest.fixture
 def clock(http_server: Callable[[type[_Api]], str]) -> Iterator[KubeWatch]:
     _Api.lists = {"nodes": [node("n1", 90), node("n2", 90)], "pods": [pod("w", 91, "n1")]}
-    _Api.version, _Api.events, _Api.watches, _Api.list_count = 100, {}, [], {}
+    _Api.version, _Api.events, _Api.watches, _Api.list_count, _Api.answer_after = 100, {}, [], {}, 0.0
     cfg = client.Configuration()
     cfg.host = http_server(_Api)
     api = client.ApiClient(cfg)
@@ -147,3 +149,16 @@ def test_close_ends_the_streams_at_once_from_another_thread(clock: KubeWatch) ->
     assert time.monotonic() - t0 < 3.0
     assert clock.store.node("n1") is None  # nothing served after close: every read is a request
     assert clock.changed(0.01) is None
+
+
+def test_close_while_a_watch_is_on_its_way_ends_it_when_it_is_answered(clock: KubeWatch) -> None:
+    """Closed after the WATCH was sent and before its answer came: the stream is ended as soon as
+    the answer arrives (the client's Watch.stop could not reach it yet), not at the server's next
+    event or timeout (5 s in this fake)."""
+    _Api.answer_after = 1.0
+    clock.start()
+    until(lambda: len(_Api.watches) == 2)
+    clock.close()
+    t0 = time.monotonic()
+    until(lambda: not any(t.is_alive() for t in clock._threads), seconds=4.0)
+    assert time.monotonic() - t0 < 4.0
