@@ -47,8 +47,8 @@ def _rss(pid: int) -> float:
 def _recipe(budget: int) -> dict[str, Any]:
     env = [{"name": "SIM_TEST_RUN_FOR", "value": "1s"}]
     return {"apiVersion": "reconciler.nodewright.dev/v1alpha1", "kind": "NodeRecipe",
-            "metadata": {"name": "bench", "annotations": {"reconciler.nodewright.dev/version": "1"}},
-            "spec": {"nodeSelector": {"matchLabels": {"pool": "bench"}}, "runtimeRequired": True,
+            "metadata": {"name": "bench"},
+            "spec": {"version": "1", "nodeSelector": {"matchLabels": {"pool": "bench"}}, "runtimeRequired": True,
                      "interruptionBudget": {"count": budget},
                      "packages": {"base": {"version": "1.0.0", "image": "ghcr.io/example/base", "containerSHA": SHA,
                                            "env": env},

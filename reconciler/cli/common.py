@@ -11,12 +11,16 @@ from reconciler.load import InputPaths
 
 
 class _RecipePaths(argparse.Action):
-    """Stores the RECIPE paths as an :class:`InputPaths` carrying ``--allow-empty``."""
+    """Stores the RECIPE paths as an :class:`InputPaths` carrying ``--allow-empty`` and printing
+    the inputs' warnings (a deprecated form) on stderr."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
+        from reconciler.cli.safeio import warn
+
         paths = InputPaths(values if isinstance(values, Sequence) and not isinstance(values, str) else [values])
         paths.allow_empty = bool(getattr(namespace, "allow_empty", False))
+        paths.warn = warn
         setattr(namespace, self.dest, paths)
 
 

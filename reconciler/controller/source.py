@@ -16,6 +16,7 @@ generations (for their status).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -48,8 +49,26 @@ class DesiredState(Protocol):
         ...
 
 
+log = logging.getLogger(__name__)
+
+
 def _empty() -> Inputs:
     return Inputs(recipes=(), policies={}, files=())
+
+
+class _Warned:
+    """Logs each warning of the inputs (a deprecated recipe form) once: every pass loads the
+    inputs again, and the same line every pass would bury the log."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def __call__(self, inputs: Inputs) -> Inputs:
+        for line in inputs.warnings:
+            if line not in self._seen:
+                self._seen.add(line)
+                log.warning("%s", line)
+        return inputs
 
 
 class DirectorySource:
@@ -58,10 +77,11 @@ class DirectorySource:
     def __init__(self, recipes: Sequence[str], policies: Sequence[str] = (), *, locked: bool = True) -> None:
         self.recipes, self.policies, self.locked = list(recipes), list(policies), locked
         self._last: Inputs = _empty()
+        self._warned = _Warned()
 
     def current(self) -> Desired:
         """Read the files again. Raises InputError / InputErrors (positions name file:line:column)."""
-        self._last = load_inputs(self.recipes, self.policies, locked=self.locked, allow_empty=True)
+        self._last = self._warned(load_inputs(self.recipes, self.policies, locked=self.locked, allow_empty=True))
         return Desired(self._last, revision=f"directory {', '.join(self.recipes)}")
 
     def selectors(self) -> list[LabelSelector]:
@@ -96,6 +116,7 @@ class GitSource:
         self._dir = ""
         self._mutex = threading.Lock()
         self._last: Inputs = _empty()
+        self._warned = _Warned()
 
     def refresh(self) -> str:
         """Fetch; ``"git: new commit <sha>"`` when the ref moved (``""`` when not). Raises on a failed fetch."""
@@ -116,7 +137,7 @@ class GitSource:
             base, commit = self._dir, self.commit
         recipes = [os.path.join(base, self.path)] if self.path else [base]
         policies = [os.path.join(base, self.policy_path)] if self.policy_path else []
-        self._last = load_inputs(recipes, policies, locked=self.locked, allow_empty=True)
+        self._last = self._warned(load_inputs(recipes, policies, locked=self.locked, allow_empty=True))
         return Desired(self._last, revision=f"git {commit[:12]}")
 
     def selectors(self) -> list[LabelSelector]:
@@ -132,6 +153,7 @@ class ObjectSource:
         self._objects: dict[str, dict[str, Any]] = {}
         self._mutex = threading.Lock()
         self._last: Inputs = _empty()
+        self._warned = _Warned()
 
     def observe(self, event: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
         """A watch event of a NodeRecipe; returns the object as it was before (None: new)."""
@@ -197,7 +219,7 @@ class ObjectSource:
                 except (InputError, InputErrors) as e:
                     invalid[name] = str(e)
             inputs = load_objects(good, self.policies, locked=self.locked)
-        self._last = inputs
+        self._last = self._warned(inputs)
         gens = ",".join(f"{r.name}@{self.generation(r.name)}" for r in inputs.recipes)
         return Desired(inputs, invalid, revision=f"NodeRecipe objects {gens}"[:200])
 

@@ -33,7 +33,7 @@ exception leaves this package.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -44,7 +44,7 @@ from reconciler.load.yamlsafe import YamlDoc, load_file
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import Recipe
 
-__all__ = ["InputPaths", "Inputs", "load_inputs", "load_objects", "policy_for"]
+__all__ = ["InputPaths", "Inputs", "expand_paths", "load_inputs", "load_objects", "policy_for"]
 
 #: Directory next to a recipes directory searched for policies when none are given.
 POLICY_DIR = "policies"
@@ -55,10 +55,12 @@ LEGACY_POLICY = "legacy"
 
 class InputPaths(list[str]):
     """Recipe paths as the command line gave them, carrying whether an empty set of recipes is
-    intended (``--allow-empty``), so every verb that passes its paths to :func:`load_inputs`
-    honours the flag. A plain list means "not intended"."""
+    intended (``--allow-empty``) and where warnings go (``warn``, called with each line of
+    :attr:`Inputs.warnings`), so every verb that passes its paths to :func:`load_inputs` honours
+    both. A plain list means "not intended" and no one to tell."""
 
     allow_empty: bool = False
+    warn: Callable[[str], None] | None = None
 
 
 EMPTY_HINT = "pass --allow-empty if an empty set is intended"
@@ -73,6 +75,7 @@ class Inputs:
     (AICR manifest files included). ``recipe_docs`` / ``policy_docs`` keep each object's source
     document so later layers can point at a line (:meth:`locate`); ``reset_overrides`` holds
     NodeWright ``deploymentPolicyOptions.resetBatchStateOnCompletion`` per recipe name.
+    ``warnings``: one line per deprecated form the inputs use (:func:`deprecation_warnings`).
     """
 
     recipes: tuple[Recipe, ...]
@@ -81,6 +84,7 @@ class Inputs:
     recipe_docs: Mapping[str, YamlDoc] = field(default_factory=dict, compare=False, repr=False)
     policy_docs: Mapping[str, YamlDoc] = field(default_factory=dict, compare=False, repr=False)
     reset_overrides: Mapping[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def recipe(self, name: str) -> Recipe:
         """The recipe called ``name``.
@@ -101,6 +105,28 @@ class Inputs:
             source = next((r.source for r in self.recipes if r.name == recipe_name), "")
             return SourcePos(source or "<unknown>")
         return doc.pos(path)
+
+
+#: How many positions a deprecation warning lists before "and N more".
+WARN_POSITIONS = 3
+
+
+def deprecation_warnings(found: Sequence[recipes.Deprecated]) -> tuple[str, ...]:
+    """One line per deprecated form (:data:`~reconciler.load.recipes.DEPRECATED_FORMS`) in
+    ``found``: how many recipes use it, the first :data:`WARN_POSITIONS` positions, and the verb
+    that converts the files, e.g. ``2 recipes give the release in metadata.version (...),
+    deprecated: a.yaml:4:3, b.yaml:4:3; move it to spec.version with reconciler convert --write
+    PATH...``."""
+    out = []
+    for form, what in recipes.DEPRECATED_FORMS.items():
+        where = [str(d.pos) for d in found if d.form == form]
+        if not where:
+            continue
+        shown = ", ".join(where[:WARN_POSITIONS]) + (f" and {len(where) - WARN_POSITIONS} more"
+                                                     if len(where) > WARN_POSITIONS else "")
+        count = f"{len(where)} recipe{'s give' if len(where) > 1 else ' gives'}"
+        out.append(f"{count} {what}, deprecated: {shown}; move it to spec.version with {recipes.CONVERT_HINT}")
+    return tuple(out)
 
 
 def policy_for(recipe: Recipe, inputs: Inputs) -> DeploymentPolicy:
@@ -155,7 +181,7 @@ def _accepted() -> str:
     )
 
 
-def _expand(paths: Sequence[str], errors: list[InputError], *, optional: bool = False) -> list[str]:
+def expand_paths(paths: Sequence[str], errors: list[InputError], *, optional: bool = False) -> list[str]:
     """Files of ``paths``: files as given, directories → every ``*.yaml``/``*.yml`` below them
     (recursively, hidden directories skipped, sorted by path)."""
     out: list[str] = []
@@ -331,6 +357,7 @@ class _Run:
             reset_overrides=MappingProxyType(
                 {r.recipe.name: r.reset_batch_state for r in run.recipes if r.reset_batch_state is not None}
             ),
+            warnings=deprecation_warnings([d for r in run.recipes for d in r.deprecated]),
         )
         if policy_map or check_policies:
             for r in run.recipes:
@@ -384,12 +411,12 @@ def load_inputs(
     if allow_empty is None:
         allow_empty = paths.allow_empty if isinstance(paths, InputPaths) else True
     run = _Run(locked)
-    recipe_files = _expand(paths, run.errors, optional=allow_empty)  # an empty directory is an empty set too
+    recipe_files = expand_paths(paths, run.errors, optional=allow_empty)  # an empty directory is an empty set too
     pol_paths = list(policy_paths) or _sibling_policies(paths)
     before = len(run.errors)
     # an empty policy directory is no policy (an optional ConfigMap volume that is absent mounts
     # one): a recipe naming a policy is still refused, naming it, and the others load
-    policy_files = _expand(pol_paths, run.errors, optional=True)
+    policy_files = expand_paths(pol_paths, run.errors, optional=True)
     run.unreadable = len(run.errors) > before  # a --policy path that cannot be read: its error first
 
     parsed: list[tuple[YamlDoc, bool]] = []
@@ -437,6 +464,10 @@ def load_inputs(
             unique.setdefault(str(err), err)
         errs = list(unique.values())
         raise errs[0] if len(errs) == 1 else InputErrors(errs)
+    warn = getattr(paths, "warn", None)
+    if warn is not None:
+        for line in inputs.warnings:
+            warn(line)
     return inputs
 
 
@@ -447,9 +478,8 @@ def load_objects(
     --source crd``), with policies from files.
 
     Each object is reduced to its document form first (:func:`reconciler.load.crform.document_of`:
-    server-set metadata and ``status`` dropped; the release from the annotation
-    ``reconciler.nodewright.dev/version``) and then checked exactly as a file would be; an error
-    names the object (``NodeRecipe/<name>``) and the field, without a line (there is no file).
+    server-set metadata and ``status`` dropped) and then checked exactly as a file would be; an
+    error names the object (``NodeRecipe/<name>``) and the field, without a line (there is no file).
 
     Raises:
         InputError / InputErrors: as :func:`load_inputs`.
@@ -459,7 +489,7 @@ def load_objects(
     if isinstance(policy_paths, str):
         policy_paths = [policy_paths]
     run = _Run(locked)
-    policy_files = _expand(policy_paths, run.errors, optional=True)  # an empty directory is no policy
+    policy_files = expand_paths(policy_paths, run.errors, optional=True)  # an empty directory is no policy
     for i, obj in enumerate(objects):
         doc = document_of(obj, i)
         run.add_file(doc.file)

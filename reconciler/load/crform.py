@@ -1,15 +1,10 @@
 """NodeRecipe objects as the API server returns them → the document form the loader reads.
 
-A NodeRecipe stored in the cluster differs from a recipe file in two ways only:
-
-* the server adds metadata (``uid``, ``resourceVersion``, ``generation``, ``creationTimestamp``,
-  ``managedFields``, ...) and a ``status``: dropped here, since they are not the user's input;
-* ObjectMeta has no ``version`` field (the API server refuses ``metadata.version``: "field not
-  declared in schema"), so the release is the annotation :data:`VERSION_ANNOTATION`
-  (``reconciler.nodewright.dev/version``), read by
-  :func:`reconciler.load.recipes.load_node_recipe` for files and objects alike. An annotation
-  was chosen over a ``spec.version`` field so a recipe file becomes an object by moving one line
-  (the chart tests store ``recipes/*.yaml`` that way) and the spec schema stays the recipe model's.
+A NodeRecipe object and a recipe file are the same document (the release is ``spec.version`` in
+both); the server only adds metadata (``uid``, ``resourceVersion``, ``generation``,
+``creationTimestamp``, ``managedFields``, ...) and a ``status``, which are not the user's input
+and are dropped here (the loader would ignore them too), with the annotation ``kubectl apply``
+adds to every object.
 
 There is no file, so every position is the object itself (``NodeRecipe/<name>``, no line): an
 error names the object and the dotted field.
@@ -21,7 +16,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from reconciler.load.recipes import VERSION_ANNOTATION as VERSION_ANNOTATION
 from reconciler.load.yamlsafe import PathKey, YamlDoc
 
 #: The metadata a user writes; everything else in an object's metadata is set by the server.

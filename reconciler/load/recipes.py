@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from reconciler.errors import InputError, suggestion
+from reconciler.errors import InputError, SourcePos, suggestion
 from reconciler.jsonsafe import json_type
-from reconciler.load.yamlsafe import PathKey, YamlDoc, validation_errors
+from reconciler.load.yamlsafe import PathKey, YamlDoc, format_path, validation_errors
 from reconciler.model.graph import find_cycle
 from reconciler.model.recipe import MAX_RECIPE_NAME, OBJECT_NAME, Package, Recipe, parse_duration
 from reconciler.model.redact import redact
@@ -30,8 +30,9 @@ from reconciler.model.versions import is_exact
 API_VERSION = "reconciler.nodewright.dev/v1alpha1"
 KIND = "NodeRecipe"
 
-#: ``spec`` fields of a NodeRecipe (= :class:`Recipe` fields, less name/version/origin/source).
+#: ``spec`` fields of a NodeRecipe (= :class:`Recipe` fields, less name/origin/source).
 SPEC_FIELDS = (
+    "version",
     "nodeSelector",
     "podNonInterruptLabels",
     "deploymentPolicy",
@@ -59,18 +60,40 @@ SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", 
 
 Origin = Literal["NodeRecipe", "NodeWright", "Skyhook"]
 
+#: The verb that rewrites recipe files into today's form (:mod:`reconciler.cli.convert`), named
+#: by every deprecation warning.
+CONVERT_HINT = "reconciler convert --write PATH..."
+
+#: Deprecated forms a NodeRecipe is still read in, with what each warning says of it. Read for a
+#: deprecation period (so a fleet of recipe files keeps working on upgrade), each with a warning
+#: naming :data:`CONVERT_HINT`.
+DEPRECATED_FORMS = {
+    "metadata.version": "the release in metadata.version (no ObjectMeta field: the API server refuses the file)",
+    "annotation": "the release in the annotation reconciler.nodewright.dev/version",
+}
+
+
+@dataclass(frozen=True)
+class Deprecated:
+    """A deprecated form (a key of :data:`DEPRECATED_FORMS`) found at ``pos``."""
+
+    form: str
+    pos: SourcePos
+
 
 @dataclass(frozen=True)
 class LoadedRecipe:
     """A converted recipe with the document it came from (for positions in later messages).
 
     ``reset_batch_state`` is a NodeWright/Skyhook ``deploymentPolicyOptions.
-    resetBatchStateOnCompletion`` override (None: not set).
+    resetBatchStateOnCompletion`` override (None: not set). ``deprecated``: the deprecated forms
+    the document used.
     """
 
     recipe: Recipe
     doc: YamlDoc
     reset_batch_state: bool | None = None
+    deprecated: tuple[Deprecated, ...] = ()
 
 
 def check_keys(
@@ -440,12 +463,12 @@ def build_recipe(
 
     def to_path(loc: Sequence[str | int]) -> PathKey:
         head = loc[0]
+        if isinstance(head, str) and head in fields:
+            return (*fields[head], *loc[1:])
         if head == "name":
             return ("metadata", "name", *loc[1:])
         if head == "version":
             return ("metadata", "version", *loc[1:])
-        if isinstance(head, str) and head in fields:
-            return (*fields[head], *loc[1:])
         if head == "packages":
             return (*packages_path, *loc[1:])
         return tuple(loc)
@@ -459,50 +482,68 @@ def build_recipe(
     return recipe if len(errors) == before else None
 
 
-#: The release of a NodeRecipe stored in the cluster, where ObjectMeta has no ``version``
-#: (reconciler.load.crform); a file may use it too.
+#: The release annotation: NodeWright/Skyhook resources (whose spec has no field for it) give their
+#: release here (reconciler.load.compat); a NodeRecipe's is ``spec.version``, and this annotation
+#: on a NodeRecipe is a deprecated form (:data:`DEPRECATED_FORMS`).
 VERSION_ANNOTATION = "reconciler.nodewright.dev/version"
 
+#: Where a NodeRecipe's release may be written: today's field, then the deprecated forms.
+_RELEASE_PATHS: tuple[tuple[str, PathKey], ...] = (
+    ("spec.version", ("spec", "version")),
+    ("metadata.version", ("metadata", "version")),
+    ("annotation", ("metadata", "annotations", VERSION_ANNOTATION)),
+)
 
-def _annotated_version(doc: YamlDoc, version: str, errors: list[InputError]) -> str:
-    """``metadata.version``, or the :data:`VERSION_ANNOTATION` annotation when that is absent;
-    both present with different values is an error at the annotation."""
-    path = ("metadata", "annotations", VERSION_ANNOTATION)
-    if not doc.has(path):
-        return version
-    value = doc.get(path)
-    if not isinstance(value, str):
-        return version  # check_metadata reports a non-string annotation value
-    if doc.has(("metadata", "version")) and value != version:
-        errors.append(doc.error(path, f"the annotation {VERSION_ANNOTATION} ({value!r}) and metadata.version "
-                                      f"({version!r}) disagree; give the release once"))
-        return version
-    return value
+
+def release_of(doc: YamlDoc, errors: list[InputError]) -> tuple[str, PathKey | None, tuple[Deprecated, ...]]:
+    """A NodeRecipe's release: ``(version, path it was read at, deprecated forms used)``.
+
+    ``spec.version`` is the field; ``metadata.version`` and the :data:`VERSION_ANNOTATION`
+    annotation are read too, as deprecated forms. Each given must be a string; given more than
+    once with different values is an error at the second. ``("", None, ())`` when none is given.
+    """
+    version, where = "", None
+    used: list[Deprecated] = []
+    for form, path in _RELEASE_PATHS:
+        if not doc.has(path):
+            continue
+        value = doc.get(path)
+        if not isinstance(value, str):
+            if form != "annotation":  # check_metadata reports a non-string annotation value
+                hint = f" (YAML read {value!r} as a number: quote it)" if isinstance(value, int | float) else ""
+                errors.append(doc.error(path, f"{form} must be a string{hint}"))
+            continue
+        if form in DEPRECATED_FORMS:
+            used.append(Deprecated(form, doc.pos(path)))
+        if where is None:
+            version, where = value, path
+        elif value != version:
+            errors.append(doc.error(path, f"{format_path(path)} ({value!r}) and {format_path(where)} ({version!r}) "
+                                          "disagree; give the release once, in spec.version"))
+    return version, where, tuple(used)
 
 
 def load_node_recipe(doc: YamlDoc, errors: list[InputError], *, locked: bool) -> LoadedRecipe | None:
     """Convert a ``NodeRecipe`` document (architecture.md §3.1).
 
-    Top level: ``apiVersion``, ``kind``, ``metadata`` {``name`` (required), ``version``,
-    ``labels``, ``annotations``}, ``spec`` (fields :data:`SPEC_FIELDS`; unknown ones are errors).
-    The release is ``metadata.version`` or, for an object stored in the cluster (which cannot
-    hold that field), the annotation :data:`VERSION_ANNOTATION`.
+    Top level: ``apiVersion``, ``kind``, ``metadata`` {``name`` (required), ``labels``,
+    ``annotations``; server-set fields ignored}, ``spec`` (fields :data:`SPEC_FIELDS`; unknown
+    ones are errors), ``status`` (ignored). The release is ``spec.version``
+    (:func:`release_of`: the deprecated forms are read too, and listed in the result).
     """
     before = len(errors)
     check_keys(doc, (), _TOP_KEYS, errors, "a NodeRecipe")
     name = object_name(doc, errors, "recipe")
     check_keys(doc, ("metadata",), _META_KEYS, errors, "metadata", ignored=SERVER_METADATA)
     check_metadata(doc, errors)
-    version = doc.get(("metadata", "version"), "")
-    if not isinstance(version, str):
-        hint = f" (YAML read {version!r} as a number: quote it)" if isinstance(version, int | float) else ""
-        errors.append(doc.error(("metadata", "version"), f"metadata.version must be a string{hint}"))
-        version = ""
-    version = _annotated_version(doc, version, errors)
     if not require_mapping(doc, ("spec",), errors, required=True):
         return None
+    version, where, deprecated = release_of(doc, errors)
     check_keys(doc, ("spec",), SPEC_FIELDS, errors, "spec")
-    fields = {f: ("spec", f) for f in SPEC_FIELDS if f != "packages" and doc.has(("spec", f))}
+    fields: dict[str, PathKey] = {f: ("spec", f) for f in SPEC_FIELDS
+                                  if f not in ("packages", "version") and doc.has(("spec", f))}
+    if where is not None:
+        fields["version"] = where
     recipe = build_recipe(
         doc,
         name=name or "invalid",
@@ -515,4 +556,4 @@ def load_node_recipe(doc: YamlDoc, errors: list[InputError], *, locked: bool) ->
     )
     if recipe is None or name is None or len(errors) != before:
         return None
-    return LoadedRecipe(recipe, doc)
+    return LoadedRecipe(recipe, doc, deprecated=deprecated)

@@ -58,7 +58,7 @@ OBJECT_NAME = re.compile(r"(?=.{1,63}\Z)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z
 #: (``reconciler.nodewright.dev/nodeState_<name>``, the longest, and NodeWright's
 #: ``skyhook.nvidia.com/nodeState_<name>``), whose name part is at most 63 characters.
 MAX_RECIPE_NAME = 63 - len("nodeState_")
-#: A recipe release (``metadata.version``): no control characters (it is recorded and printed).
+#: A recipe release (``spec.version``): no control characters (it is recorded and printed).
 _RELEASE = re.compile(r"[^\x00-\x1f\x7f-\x9f]+")
 
 #: A systemd unit name (systemd.unit(5)): letters, digits, ``:-_.\@``, at most 255 characters.
@@ -599,7 +599,8 @@ DEFAULT_RUNTIME_REQUIRED_TAINTS: tuple[Toleration, ...] = (
 class Recipe(Frozen):
     """A version-locked set of host packages for the nodes a selector picks.
 
-    ``name`` and ``version`` identify the recipe release (recorded in status). ``deploymentPolicy``
+    ``name`` and ``version`` (``metadata.name`` and ``spec.version`` of a NodeRecipe) identify the
+    recipe release (recorded in status and on the nodes). ``deploymentPolicy``
     names a policy (loaded from ``policies/``); without one, ``interruptionBudget`` (default 100 %)
     gives NodeWright's legacy single ``__default__`` compartment with a fixed strategy.
     ``origin`` says which input kind it came from; ``source`` is the file it was read from.
@@ -613,8 +614,8 @@ class Recipe(Frozen):
     )
     version: str = Field(
         default="",
-        description="Release of the recipe (metadata.version, or the reconciler.nodewright.dev/version annotation of "
-                    "an object), recorded in status."
+        description="Release of the recipe (any text, e.g. 2026.11.2), recorded in status and in each node's "
+                    "records."
     )
     origin: Literal["NodeRecipe", "NodeWright", "Skyhook"] = Field(
         default="NodeRecipe",

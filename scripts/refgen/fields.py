@@ -94,15 +94,15 @@ def field_sections(path: str, model: type[BaseModel], only: tuple[str, ...] | No
 def recipe_page() -> str:
     """docs/reference/recipe.md."""
     lines = [GENERATED, "# Recipe fields", "",
-             "Every field of a `reconciler.nodewright.dev/v1alpha1 NodeRecipe`: `metadata.name`, "
-             "`metadata.version` (an object in the cluster keeps the release in the annotation "
-             "`reconciler.nodewright.dev/version`) and the `spec` below. NodeWright and Skyhook resources "
+             "Every field of a `reconciler.nodewright.dev/v1alpha1 NodeRecipe`: `metadata.name` and the "
+             "`spec` below; a recipe file and the object in the cluster are the same document. Files "
+             "that give the release in `metadata.version` are read with a warning for now "
+             "(`reconciler convert --write` moves it to `spec.version`). NodeWright and Skyhook resources "
              "are read into the same fields. The same descriptions are in the NodeRecipe CRD, so "
              "`kubectl explain noderecipe.spec.packages` prints them. A worked example: "
              "[write a recipe](../how-to/write-recipe.md); the checks beyond types: [inputs](inputs.md).", ""]
     lines += ["## `metadata`", "",
               f"- **`name`** (string; required): {_md_keep_code(Recipe.model_fields['name'].description or '')}",
-              f"- **`version`** (string; `\"\"`): {_md_keep_code(Recipe.model_fields['version'].description or '')}",
               ""]
     lines += field_sections("spec", Recipe, only=recipe_loader.SPEC_FIELDS)
     return "\n".join(lines).rstrip() + "\n"

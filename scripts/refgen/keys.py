@@ -38,8 +38,9 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("reconciler.nodewright.dev/ignore", "Node label",
      "`true` takes the node out of every rollout (`reconciler node ignore`); a node in progress is "
      "finished safely."),
-    ("reconciler.nodewright.dev/version", "NodeRecipe, NodeWright or Skyhook object annotation",
-     "The recipe's release, for objects stored in the cluster (ObjectMeta has no `version`)."),
+    ("reconciler.nodewright.dev/version", "NodeWright or Skyhook object annotation",
+     "The recipe's release of a NodeWright or Skyhook resource (its spec has no field for it). On a NodeRecipe "
+     "it is read with a warning for now: the release is `spec.version` (`reconciler convert --write`)."),
     ("reconciler.nodewright.dev/recipe-version", "object annotation (refused)",
      "The name of the release annotation before 0.1.0: refused with the new name, so a release is never "
      "silently dropped."),

@@ -9,11 +9,10 @@ silently green run (the same rule as the e2e tests, tests/e2e/conftest.py).
 
 from __future__ import annotations
 
-import copy
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import pytest
 
@@ -23,23 +22,8 @@ IMAGE_CACHE = Path(os.environ.get("NODE_RECONCILER_IMAGE_CACHE", Path.home() / "
 HELM_VERSION = "v3.22.0"  # tests/deploy/build-helm.sh
 
 
-#: Kubernetes stores no ``metadata.version`` (not an ObjectMeta field: the API server answers
-#: "field not declared in schema"), so a recipe file becomes a NodeRecipe object with its release
-#: in this annotation. The loader does not read it yet (reconciler/load/recipes.py): see the README.
-VERSION_ANNOTATION = "reconciler.nodewright.dev/version"
-
 #: ObjectMeta fields a manifest may set (k8s.io/apimachinery ObjectMeta, less the server-set ones)
 OBJECT_META_FIELDS = ("name", "generateName", "namespace", "labels", "annotations", "finalizers", "ownerReferences")
-
-
-def as_object(doc: dict[str, Any]) -> dict[str, Any]:
-    """A recipe document as a storable NodeRecipe object: ``metadata.version`` moved to
-    :data:`VERSION_ANNOTATION`; everything else unchanged."""
-    out = copy.deepcopy(doc)
-    meta = out["metadata"]
-    if "version" in meta:
-        meta.setdefault("annotations", {})[VERSION_ANNOTATION] = str(meta.pop("version"))
-    return out
 
 
 def required() -> bool:

@@ -22,7 +22,7 @@ import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
-from tests.deploy.conftest import VERSION_ANNOTATION, as_object, helm_binary
+from tests.deploy.conftest import helm_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "node-reconciler"
@@ -98,8 +98,8 @@ def test_the_pipeline_cronjob_variant_passes_a_server_side_dry_run(chart_applied
 
 def test_every_recipe_file_is_accepted_as_a_noderecipe(chart_applied: list[dict[str, Any]], api: Any,
                                                        test_id: str) -> None:
-    """recipes/*.yaml applied (strict field validation) with the release moved from
-    metadata.version to the annotation (tests/deploy/conftest.py), read back unchanged."""
+    """recipes/*.yaml applied as they are (strict field validation: a recipe file is the
+    object), read back unchanged."""
     dyn = DynamicClient(api)
     custom = client.CustomObjectsApi(api)
     names = []
@@ -108,15 +108,13 @@ def test_every_recipe_file_is_accepted_as_a_noderecipe(chart_applied: list[dict[
             for doc in yaml.safe_load_all(path.read_text()):
                 if not doc or doc.get("kind") != "NodeRecipe":
                     continue
-                version = doc["metadata"]["version"]
-                doc = as_object(doc)
                 doc["metadata"]["name"] = f"{test_id}-{doc['metadata']['name']}"[:63].rstrip("-.")
                 out = apply(dyn, doc)
                 names.append(out.metadata.name)
                 got = custom.get_cluster_custom_object("reconciler.nodewright.dev", "v1alpha1", "noderecipes",
                                                        out.metadata.name)
                 assert got["spec"] == doc["spec"], path.name  # nothing pruned or defaulted
-                assert got["metadata"]["annotations"][VERSION_ANNOTATION] == version
+                assert got["spec"]["version"], path.name
                 assert got["metadata"]["generation"] == 1
         assert len(names) == len(list((ROOT / "recipes").glob("*.yaml")))
     finally:
@@ -127,9 +125,11 @@ def test_every_recipe_file_is_accepted_as_a_noderecipe(chart_applied: list[dict[
 
 def test_metadata_version_is_refused_by_the_api_server(chart_applied: list[dict[str, Any]], api: Any,
                                                       test_id: str) -> None:
-    """Why recipe files need the annotation to be stored: ObjectMeta has no version field."""
+    """Why the release moved to spec.version (the old file form is only read, with a warning):
+    ObjectMeta has no version field."""
     doc = yaml.safe_load((ROOT / "recipes" / "containerd-limits.yaml").read_text())
     doc["metadata"]["name"] = f"{test_id}-as-is"
+    doc["metadata"]["version"] = doc["spec"].pop("version")
     with pytest.raises(Exception, match=r"metadata\.version: field not declared in schema"):
         apply(DynamicClient(api), doc, dry_run=True)
 

@@ -14,8 +14,9 @@ SHA = "sha256:" + "b" * 64
 RECIPE = f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: kernel-fix, version: 2026.11.1}}
+metadata: {{name: kernel-fix}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   podNonInterruptLabels: {{matchLabels: {{workload: training}}}}
   interruptionBudget: {{count: 1}}

@@ -18,8 +18,9 @@ NODES = 120  # enough event lines that the output is far larger than a pipe buff
 RECIPE = f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: piped, version: 2026.11.1}}
+metadata: {{name: piped}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   interruptionBudget: {{percent: 50}}
   packages:

@@ -31,7 +31,7 @@ def _args(**kw: object) -> argparse.Namespace:
 def _annotated(tmp_path: Path, notes: dict[str, str]) -> Path:
     text = RECIPE.read_text()
     block = "  annotations:\n" + "".join(f"    {k}: {json.dumps(v)}\n" for k, v in notes.items())
-    text = text.replace("  version: 2026.11.2\n", "  version: 2026.11.2\n" + block, 1)
+    text = text.replace("  name: gpu-training-tuning\n", "  name: gpu-training-tuning\n" + block, 1)
     (tmp_path / "recipes").mkdir(exist_ok=True)
     shutil.copytree(ROOT / "policies", tmp_path / "policies", dirs_exist_ok=True)
     out = tmp_path / "recipes" / RECIPE.name

@@ -22,11 +22,10 @@ POLICIES = str(ROOT / "policies")
 
 
 def recipe_object(file: str, generation: int = 1, **spec: Any) -> dict[str, Any]:
-    """recipes/<file> as the API server returns the NodeRecipe object (release in the annotation)."""
+    """recipes/<file> as the API server returns the NodeRecipe object (the file as it stands, plus
+    the server's metadata)."""
     doc = yaml.safe_load((ROOT / "recipes" / file).read_text())
     meta = doc["metadata"]
-    version = str(meta.pop("version"))
-    meta["annotations"] = {"reconciler.nodewright.dev/version": version}
     meta.update(generation=generation, uid="u-" + meta["name"], resourceVersion=str(10 + generation),
                 creationTimestamp="2026-11-30T12:00:00Z")
     doc["spec"].update(spec)

@@ -26,8 +26,9 @@ def _recipe_yaml(name: str, priority: int, *, sequencing: str = "node", interrup
     return f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: {name}, version: "1"}}
+metadata: {{name: {name}}}
 spec:
+  version: "1"
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   interruptionBudget: {{count: 2}}
   priority: {priority}

@@ -1,6 +1,6 @@
 """NodeRecipe objects as the API server returns them are loaded as their files would be
-(reconciler.load.load_objects, reconciler.load.crform): server metadata and status ignored, the
-release from the reconciler.nodewright.dev/version annotation, errors naming the object."""
+(reconciler.load.load_objects, reconciler.load.crform): server metadata and status ignored,
+errors naming the object; a file saved from the cluster is a recipe file."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ FILE = ROOT / "recipes" / "gpu-training-tuning.yaml"
 def as_stored(doc: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(doc)
     meta = out["metadata"]
-    meta.setdefault("annotations", {})["reconciler.nodewright.dev/version"] = str(meta.pop("version"))
-    meta["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    meta.setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
     meta.update(uid="0b1d", resourceVersion="812", generation=4, creationTimestamp="2026-11-30T12:00:00Z",
                 managedFields=[{"manager": "kubectl", "operation": "Apply"}])
     out["status"] = {"observedGeneration": 3, "conditions": []}
@@ -38,17 +37,9 @@ def test_a_stored_object_loads_as_its_file() -> None:
     assert from_object.source == "NodeRecipe/gpu-training-tuning"
 
 
-def test_a_file_may_carry_the_release_in_the_annotation_too(tmp_path: Path) -> None:
-    text = FILE.read_text().replace("  version: 2026.11.2\n",
-                                    "  annotations: {reconciler.nodewright.dev/version: 2026.11.3}\n")
-    f = tmp_path / "r.yaml"
-    f.write_text(text)
-    assert load_inputs([str(f)], [str(ROOT / "policies")]).recipes[0].version == "2026.11.3"
-
-
 def test_the_release_given_twice_and_different_is_an_error(tmp_path: Path) -> None:
-    text = FILE.read_text().replace("  version: 2026.11.2\n",
-                                    "  version: 2026.11.2\n  annotations: {reconciler.nodewright.dev/version: '9'}\n")
+    text = FILE.read_text().replace("  name: gpu-training-tuning\n", "  name: gpu-training-tuning\n"
+                                    "  annotations: {reconciler.nodewright.dev/version: '9'}\n")
     f = tmp_path / "r.yaml"
     f.write_text(text)
     with pytest.raises(InputError, match=r"r\.yaml:\d+:\d+: metadata\.annotations.*disagree"):

@@ -34,8 +34,9 @@ SHA = "sha256:" + "b" * 64
 RECIPE = f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: {R}, version: 2026.11.1}}
+metadata: {{name: {R}}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   interruptionBudget: {{count: 3}}
   packages:

@@ -30,8 +30,9 @@ SHA = "sha256:" + "c" * 64
 RECIPE = f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: gpu-tuning, version: 2026.11.1}}
+metadata: {{name: gpu-tuning}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   interruptionBudget: {{count: 1}}
   packages:

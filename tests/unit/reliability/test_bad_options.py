@@ -26,8 +26,9 @@ SHA = "sha256:" + "9" * 64
 RECIPE = f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: secret-free, version: 2026.11.1}}
+metadata: {{name: secret-free}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   packages:
     base: {{version: 1.0.0, image: ghcr.io/example/base, containerSHA: "{SHA}"}}

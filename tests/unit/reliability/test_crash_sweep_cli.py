@@ -22,8 +22,9 @@ SHA = "sha256:" + "f" * 64
 RECIPE = f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: sweep, version: 2026.11.1}}
+metadata: {{name: sweep}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   interruptionBudget: {{count: 1}}
   packages:

@@ -40,8 +40,9 @@ def recipe(path: Path) -> Path:
     path.write_text(f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: hostile, version: 2026.11.1}}
+metadata: {{name: hostile}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   interruptionBudget: {{count: 2}}
   packages:

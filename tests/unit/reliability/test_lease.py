@@ -221,8 +221,9 @@ def test_renewals_failing_for_the_lease_duration_stop_the_run() -> None:
 RECIPE_YAML = """\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {name: kernel-fix, version: 2026.11.1}
+metadata: {name: kernel-fix}
 spec:
+  version: 2026.11.1
   nodeSelector: {matchLabels: {pool: gpu}}
   interruptionBudget: {count: 1}
   packages:

@@ -33,8 +33,9 @@ def recipe(version: str) -> str:
     return f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: secret-check, version: 2026.11.1}}
+metadata: {{name: secret-check}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   interruptionBudget: {{count: 1}}
   packages:

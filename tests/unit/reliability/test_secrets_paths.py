@@ -41,8 +41,9 @@ def files(tmp_path: Path) -> dict[str, Path]:
     recipe.write_text(f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: secret-paths, version: 2026.11.1}}
+metadata: {{name: secret-paths}}
 spec:
+  version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
   packages:
     base: {{version: 1.0.0, image: ghcr.io/example/base, containerSHA: "{SHA}"}}
