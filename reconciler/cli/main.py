@@ -85,7 +85,7 @@ def did_you_mean(message: str) -> str:
 
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
-VERBS = ("validate", "plan", "apply", "simulate", "status",
+VERBS = ("validate", "convert", "plan", "apply", "simulate", "status",
          "switch", "node", "package", "reset", "migrate", "metrics", "version", "completion", "controller", "draw")
 
 

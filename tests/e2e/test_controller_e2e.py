@@ -139,8 +139,9 @@ def recipe_object(name: str, group: str, *, budget: int, run_for: str = "1s", ru
     env = [{"name": "SIM_TEST_RUN_FOR", "value": run_for}]
     doc: dict[str, Any] = {
         "apiVersion": f"{GROUP}/{VERSION}", "kind": "NodeRecipe",
-        "metadata": {"name": name, "annotations": {"reconciler.nodewright.dev/version": "2026.12.1"}},
+        "metadata": {"name": name},
         "spec": {
+            "version": "2026.12.1",
             "nodeSelector": {"matchLabels": {"e2e.test/group": group}},
             "interruptionBudget": {"count": budget},
             "runtimeRequired": runtime_required,
@@ -594,6 +595,42 @@ def test_a_new_noderecipe_is_in_progress_until_a_controller_observed_it(
         assert _kstatus(api, name) == "InProgress"
     finally:
         client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+
+
+def test_a_noderecipe_written_from_a_converted_recipe_file_rolls_out(
+        controlplane: Any, api: Any, make_nodes: Any, test_id: str, sa_kubeconfig: Path, tmp_path: Path) -> None:
+    """A recipe file of the old form (the release in metadata.version) is refused by the API
+    server; ``reconciler convert --write`` moves the release to spec.version, the file is then
+    applied as it stands, and ``controller --once --source crd`` (the chart's ServiceAccount) rolls
+    it out with no deprecation warning."""
+    dyn = DynamicClient(api)
+    nodes = make_nodes(2)
+    name = f"conv-{test_id[-4:]}"
+    obj = recipe_object(name, test_id, budget=2, runtime_required=False)
+    obj["metadata"]["version"] = obj["spec"].pop("version")
+    f = tmp_path / "recipe.yaml"
+    f.write_text("# converted by the test\n" + yaml.safe_dump(obj, sort_keys=False))
+    with pytest.raises(Exception, match=r"metadata\.version: field not declared in schema"):
+        apply(dyn, yaml.safe_load(f.read_text()), dry_run=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "POD_NAMESPACE": NS}
+    conv = subprocess.run([sys.executable, "-m", "reconciler", "convert", "--write", str(f)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert conv.returncode == 0 and conv.stdout == f"converted {f}\n", conv.stderr
+    text = f.read_text()
+    assert text.startswith("# converted by the test\n") and "  version: 2026.12.1\n" in text.split("spec:")[1]
+    apply(dyn, yaml.safe_load(text))
+    try:
+        cp = subprocess.run([sys.executable, "-m", "reconciler", "controller", "--once", "--kubeconfig",
+                             str(sa_kubeconfig), "--metrics-bind-address", "0", "--health-probe-bind-address", "0"],
+                            env=env, capture_output=True, text=True, timeout=300)
+        assert cp.returncode == 0, cp.stderr[-3000:]
+        assert sorted(_complete(api, nodes, name)) == sorted(nodes), cp.stderr[-3000:]
+        assert "deprecated" not in cp.stderr
+        assert _obj(api, name)["status"]["recipeVersion"] == "2026.12.1"
+        assert _kstatus(api, name) == "Current"
+    finally:
+        with contextlib.suppress(Exception):
+            client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
 
 
 def _in_flight(api: Any, nodes: list[str], recipe: str) -> list[str]:
