@@ -4,12 +4,14 @@ Locked by default, as ``plan`` and ``apply`` are (every package pinned: ``contai
 exact version), so a CI gate that runs ``validate`` passes exactly the files ``apply`` takes;
 ``--no-locked`` allows unpinned packages, as it does for them.
 
-Loads recipes and policies (:func:`reconciler.load.load_inputs`) and reports:
+Loads recipes and policies (:func:`reconciler.load.load_inputs`), checks each NodeRecipe document
+against the NodeRecipe CRD's schema as the API server would (:func:`reconciler.load.crd.schema_problems`:
+a file that validates is an object ``kubectl apply`` stores), and reports:
 
 * text: ``ok: N recipes (a, b), M policies (p)`` on stdout, or every error on stderr, one per line,
-  as ``file:line:col: field: message``;
+  as ``file:line:col: field: message``; a deprecated form as a ``warning:`` line on stderr;
 * json (stdout): ``{"ok": bool, "recipes": [names], "policies": [names], "errors": [{"file",
-  "line", "column", "field", "message"}]}`` (``line``/``column`` 0 when unknown).
+  "line", "column", "field", "message"}], "warnings": [lines]}`` (``line``/``column`` 0 when unknown).
 
 Exit code 0 when everything loads, 2 (bad input) otherwise; inputs holding no recipe, or an empty
 file, are bad input unless ``--allow-empty`` says an empty set is intended.
@@ -25,7 +27,7 @@ from typing import Any
 
 from reconciler.cli.common import add_input_args, add_output_arg
 from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, InputErrors
-from reconciler.load import load_inputs
+from reconciler.load import Inputs, load_inputs
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
 
@@ -65,11 +67,25 @@ def _error_record(e: InputError) -> dict[str, Any]:
     }
 
 
+def _schema_errors(inputs: Inputs) -> list[InputError]:
+    """What the API server would refuse in the NodeRecipe documents of ``inputs`` (the deprecated
+    ``metadata.version`` is the loader's warning, not an error here)."""
+    from reconciler.load.crd import schema_problems
+
+    out: list[InputError] = []
+    for recipe in inputs.recipes:
+        doc = inputs.recipe_docs.get(recipe.name)
+        if recipe.origin == "NodeRecipe" and doc is not None:
+            out += schema_problems(doc, ignore=(("metadata", "version"),))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate; print the summary or the errors; return 0 or 2."""
     errors: list[InputError] = []
     recipe_names: list[str] = []
     policy_names: list[str] = []
+    warnings: tuple[str, ...] = ()
     try:
         inputs = load_inputs(args.recipes, args.policy, locked=bool(getattr(args, "locked", True)),
                              allow_empty=bool(getattr(args, "allow_empty", False)))
@@ -80,12 +96,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         recipe_names = [r.name for r in inputs.recipes]
         policy_names = sorted(inputs.policies)
+        warnings = inputs.warnings
+        errors = _schema_errors(inputs)
     if args.output == "json":
         doc = {
             "ok": not errors,
             "recipes": recipe_names,
             "policies": policy_names,
             "errors": [_error_record(e) for e in errors],
+            "warnings": list(warnings),
         }
         print(json.dumps(doc, indent=2))
     elif errors:

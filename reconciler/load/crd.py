@@ -1,4 +1,5 @@
-"""The NodeRecipe CustomResourceDefinition, generated from the recipe model.
+"""The NodeRecipe CustomResourceDefinition, generated from the recipe model, and the check of a
+recipe document against its schema (what the API server would refuse).
 
 :func:`noderecipe_crd` is what ``charts/node-reconciler/crds/noderecipes.yaml`` holds
 (scripts/gen-crds writes it; tests/deploy/test_chart.py fails when the file differs): its ``spec``
@@ -15,16 +16,33 @@ rewrite the document) and ``additionalProperties: false`` (pruning and strict fi
 that job) removed; a field's description is its pydantic ``Field(description=...)`` (every field
 has one: tests/unit/docs/test_reference.py), else the first paragraph of its model's docstring, so
 ``kubectl explain noderecipe.spec.packages`` says what each field means.
+
+:func:`schema_problems` checks a document as the API server does a NodeRecipe written with strict
+field validation (``kubectl apply``'s default since 1.27): the structural schema above, unknown
+fields refused where a schema lists properties, ``metadata`` only ObjectMeta's fields. It is ours
+(about 60 lines) rather than ``jsonschema``'s: a structural schema is not JSON Schema (``nullable``,
+``x-kubernetes-int-or-string``, ``x-kubernetes-preserve-unknown-fields``, pruning) and would need
+translating first, and the image installs every wheel from a pinned lock (``jsonschema`` would add
+four, one compiled); tests/unit/load/test_crd.py checks it agrees with ``jsonschema`` on the
+translated schema.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Mapping
 from typing import Any
 
-from reconciler.load.recipes import SPEC_FIELDS
+from reconciler.errors import InputError
+from reconciler.load.recipes import SERVER_METADATA, SPEC_FIELDS
+from reconciler.load.yamlsafe import PathKey, YamlDoc
 from reconciler.model.recipe import Package, Recipe
 
 GROUP = "reconciler.nodewright.dev"
+#: ObjectMeta fields a manifest sets (k8s.io/apimachinery ``ObjectMeta``); with
+#: :data:`~reconciler.load.recipes.SERVER_METADATA` every field the API server accepts in ``metadata``.
+USER_METADATA = ("name", "labels", "annotations")
 
 
 def _first_sentence(text: str | None) -> str | None:
@@ -192,3 +210,91 @@ def noderecipe_crd() -> dict[str, Any]:
             }],
         },
     }
+
+
+# ------------------------------------------------------------------ the check
+
+
+_TYPES: dict[str, tuple[type, ...]] = {"object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,),
+                                      "integer": (int,), "number": (int, float)}
+
+
+def _type_ok(value: Any, node: Mapping[str, Any]) -> bool:
+    """Whether ``value`` has the type ``node`` asks for (``nullable``, int-or-string; a bool is no number)."""
+    if value is None:
+        return bool(node.get("nullable")) or ("type" not in node and not node.get("x-kubernetes-int-or-string"))
+    if node.get("x-kubernetes-int-or-string"):
+        return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    kind = node.get("type")
+    if kind is None:
+        return True
+    if isinstance(value, bool) and kind != "boolean":
+        return False
+    return isinstance(value, _TYPES[kind])
+
+
+#: Bounds of a structural schema: keyword → (a lower bound?, unit). A number is bounded by its
+#: value, a string by its length in characters, a list by its items.
+_BOUNDS = {"minimum": (True, ""), "maximum": (False, ""), "minLength": (True, " characters"),
+           "maxLength": (False, " characters"), "minItems": (True, " items"), "maxItems": (False, " items")}
+
+
+def _check(value: Any, node: Mapping[str, Any], path: PathKey, out: list[tuple[PathKey, str]]) -> None:
+    """Append ``(path, problem)`` for each way ``value`` breaks the structural schema ``node``."""
+    if not _type_ok(value, node):
+        want = "integer or string" if node.get("x-kubernetes-int-or-string") else node.get("type")
+        out.append((path, f"must be of type {want}"))
+        return
+    if value is None:
+        return
+    if "enum" in node and value not in node["enum"]:
+        out.append((path, f"must be one of {', '.join(map(str, node['enum']))}"))
+    size = len(value) if isinstance(value, str | list) else value if isinstance(value, int | float) else None
+    for key, (lower, unit) in _BOUNDS.items():
+        if key in node and size is not None and (size < node[key] if lower else size > node[key]):
+            side = "at least" if lower else "at most"
+            out.append((path, f"must have {side} {node[key]}{unit}" if unit else f"must be {side} {node[key]}"))
+    if "pattern" in node and isinstance(value, str) and not re.search(node["pattern"], value):
+        out.append((path, f"must match {node['pattern']}"))
+    if isinstance(value, dict):
+        props = node.get("properties")
+        out.extend((path, f"{req} is required") for req in node.get("required", ()) if req not in value)
+        for k, v in value.items():
+            if props is not None and k in props:
+                _check(v, props[k], (*path, k), out)
+            elif isinstance(node.get("additionalProperties"), Mapping):
+                _check(v, node["additionalProperties"], (*path, k), out)
+            elif props is not None and not node.get("x-kubernetes-preserve-unknown-fields"):
+                out.append(((*path, k), "unknown field (strict field validation refuses it)"))
+    elif isinstance(value, list) and isinstance(node.get("items"), Mapping):
+        for i, v in enumerate(value):
+            _check(v, node["items"], (*path, i), out)
+
+
+@functools.cache
+def object_schema() -> Mapping[str, Any]:
+    """The NodeRecipe schema the API server applies to an object: :func:`noderecipe_crd`'s, with
+    ``metadata`` limited to ObjectMeta's fields (the server validates ObjectMeta itself) and
+    ``status`` left out (with a status subresource, a write of the object ignores it). Built once
+    (generating the schema from the models takes about 50 ms); not to be changed."""
+    schema = dict(noderecipe_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    props = dict(schema["properties"])
+    props["metadata"] = {"type": "object", "properties": {k: {} for k in (*USER_METADATA, *SERVER_METADATA)}}
+    props.pop("status")
+    schema["properties"] = props
+    return schema
+
+
+def schema_problems(doc: YamlDoc, *, ignore: tuple[PathKey, ...] = ()) -> list[InputError]:
+    """What the API server would refuse in the NodeRecipe document ``doc`` (:func:`object_schema`,
+    strict field validation), each an :class:`InputError` at its line naming the field and
+    saying it is the CRD's schema that refuses it. ``ignore``: paths not checked (a deprecated
+    field the loader warns about). ``status`` is never checked."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return []
+    found: list[tuple[PathKey, str]] = []
+    trimmed = {k: v for k, v in data.items() if k != "status"}
+    _check(trimmed, object_schema(), (), found)
+    return [doc.error(path, f"the NodeRecipe CRD's schema refuses {'it' if path else 'the object'}: {problem}")
+            for path, problem in found if path not in ignore]

@@ -10,6 +10,9 @@ import pytest
 
 from reconciler.errors import InputError, InputErrors
 from reconciler.load import load_inputs
+from tests.unit.ops.conftest import cli  # ``cli(*argv)``, for the tests of validate
+
+__all__ = ["cli"]
 
 WriteFn = Callable[[str, str], str]
 FailFn = Callable[..., list[InputError]]

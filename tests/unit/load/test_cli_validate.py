@@ -92,7 +92,8 @@ def test_json_output(write, capsys):
     }
     good = write("good.yaml", GOOD.replace("  deploymentPolicy: gpu\n", ""))
     assert cli.main(["validate", good, "-o", "json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"ok": True, "recipes": ["good"], "policies": [], "errors": []}
+    assert json.loads(capsys.readouterr().out) == {"ok": True, "recipes": ["good"], "policies": [], "errors": [],
+                                                   "warnings": []}
 
 
 def test_unreadable_yaml_is_exit_2_not_a_traceback(write, capsys):
