@@ -92,13 +92,18 @@ class StageStatus:
     """Observed result of a stage pod. ``phase`` "missing" = no such pod. ``exit_code`` is the
     failing container's exit code (preserved exactly, decision (e)); ``reason`` e.g.
     ``ImagePullBackOff``; ``log_tail`` the last lines of the failing container's log; ``started`` the pod's
-    ``status.startTime`` as UTC epoch seconds (None before the kubelet started it)."""
+    ``status.startTime`` as UTC epoch seconds (None before the kubelet started it); ``deleting``: the
+    pod is being deleted (``metadata.deletionTimestamp``), with who can be seen deleting it — its
+    ``DisruptionTarget`` condition's reason and message (set by the Eviction API, the pod garbage
+    collector, the taint manager, the scheduler's preemption, the kubelet), or that a plain delete
+    request names nobody (``""``: not being deleted)."""
 
     phase: StagePhase
     exit_code: int | None = None
     reason: str = ""
     log_tail: str = ""
     started: float | None = None
+    deleting: str = ""
 
 
 @dataclass(frozen=True)

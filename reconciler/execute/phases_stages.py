@@ -12,6 +12,7 @@ from reconciler.execute.decide import (
     reboot_confirmed,
 )
 from reconciler.execute.effects import (
+    EmitEvent,
     ReadStage,
     StartStage,
 )
@@ -30,6 +31,7 @@ from reconciler.model.nodestate import (
     state_key,
 )
 from reconciler.model.recipe import Interrupt
+from reconciler.model.utctime import from_rfc3339, to_rfc3339
 from reconciler.model.vocab import (
     IMAGE_PULL_REASONS,
     EventKind,
@@ -133,12 +135,19 @@ class StagePhases(StepCore):
             return now + self.ctx.poll_seconds
         st = self._stage_status(spec)
         utc = self._utc
+        if st.phase != "missing":
+            run.seen = True
+            run.deleted_by = st.deleting or run.deleted_by
         if run.started is None:  # resumed: the pod's own start time (UTC) keeps the timeout across restarts
             run.started = st.started if st.started is not None else utc
-        j = judge_stage(st.phase, st.reason, utc - run.started, timeout=self.recipe.timeouts.stage,
-                        pull_grace=self.ctx.image_pull_grace)  # pure (execute/decide.py)
+        # a pod made again after someone deleted its predecessor: the stage's timeout counts from the first
+        first = self._first_start(run, stage)
+        j = judge_stage(st.phase, st.reason, utc - (run.started if first is None else first),
+                        timeout=self.recipe.timeouts.stage, pull_grace=self.ctx.image_pull_grace)  # pure (decide.py)
         if j.verdict is StageVerdict.MISSING:
-            self._write(StartStage(spec))
+            if run.seen:  # it existed and is gone before its end: deleted by someone else
+                return self._stage_lost(run, stage, spec.pod_name, first)
+            self._write(StartStage(spec))  # never created (a run stopped before it did)
             run.started, run.launched = utc, now
             return now + self.ctx.poll_seconds
         if j.verdict is StageVerdict.SUCCEEDED:
@@ -146,6 +155,59 @@ class StagePhases(StepCore):
         if j.verdict is StageVerdict.FAILED:
             return self._stage_failed(run, st.exit_code, j.reason, st.log_tail)
         return now + min(self.ctx.poll_seconds, j.wake_in)
+
+    def _attempt_key(self, run: StageRun, stage: str) -> str:
+        """The in-flight timer of ``run``'s current attempt at ``stage`` made again after a deletion."""
+        return f"{run.step.package}/{stage}@{run.attempt}"
+
+    def _first_start(self, run: StageRun, stage: str) -> float | None:
+        """When the first pod of this attempt's chain started (UTC epoch seconds), when the current
+        pod replaces deleted ones (the in-flight record's timer, so it holds across restarts); None
+        for a first pod, whose own start counts."""
+        fl = self.m.inflight
+        if fl is None or fl.lifecycle_id != (self.m.lifecycle or self.ctx.run_id):
+            return None
+        return from_rfc3339(fl.timers.get(self._attempt_key(run, stage)))
+
+    def _stage_lost(self, run: StageRun, stage: str, pod: str, first: float | None) -> float | None:
+        """The stage pod ``pod`` of ``run`` existed and is gone before its end: someone else deleted it
+        (a janitor, an eviction, the pod garbage collector). A timeline event and a Kubernetes Event
+        say so, naming who was seen deleting it (``StageRun.deleted_by``) when a look caught it
+        being deleted; the loss counts as an attempt, recorded in the package entry's ``restarts``
+        (a restart goes on counting); the replacement pod's stage timeout counts from the first
+        pod's start (an in-flight timer); past ``timeouts.stageRetries`` the node fails with
+        ``StagePodDeleted``. The replacement is made only now that the old pod is gone: never two
+        pods of a stage on the node at once."""
+        m = self.m
+        now, utc = self._now, self._utc
+        name, pkg = self.recipe.name, run.step.package
+        limit = self.recipe.timeouts.stageRetries + 1
+        who = run.deleted_by or ("someone: no look caught it being deleted (the API records no deleter on a pod; "
+                                 "the cluster's audit log does)")
+        what = f"stage pod {pod} ({pkg} {run.version} {stage}, attempt {run.attempt} of {limit})"
+        if run.attempt >= limit:
+            return self._fail(FailureReason.STAGE_POD_DELETED,
+                              f"{what} was deleted before it ended, by {who}; no attempts left",
+                              keep_cordon=True, stage=stage, package=pkg)
+        chain = first if first is not None else (run.started if run.started is not None else utc)
+        run.attempt += 1
+        run.started, run.launched, run.seen, run.deleted_by = utc, now, False, ""
+        self._set_entry(run.key, pkg, run.version, stage, PackageStatus.IN_PROGRESS, run.step,
+                        restarts=run.attempt - 1)
+        ann: dict[str, str | None] = {state_key(name): dump_state(m.state)}
+        fl = m.inflight
+        if fl is not None:
+            timers = {**fl.timers, self._attempt_key(run, stage): to_rfc3339(chain)}
+            ann[inflight_key(name)] = self._inflight(fl.phase, timers=timers)
+        self._patch(annotations=ann)  # failed: nothing of the loss is kept; the next look decides it again
+        counted = m.copy()  # recorded: a failed Event or pod creation never counts the loss twice
+        detail = f"{what} was deleted before it ended, by {who}"
+        self._write(EmitEvent("StagePodDeleted", f"recipe {name}: {detail}; made again as attempt {run.attempt}, "
+                                                 "its timeout counted from the first start", "Warning"), counted)
+        self._event(EventKind.STAGE_LOST, detail)
+        self._write(StartStage(self._spec(run, stage)), counted)
+        self._event(EventKind.STAGE_START, f"{pkg} {run.version} {stage} (attempt {run.attempt})")
+        return now + self.ctx.poll_seconds
 
     def _stage_succeeded(self, run: StageRun) -> float | None:
         stage = run.stages[run.index]
@@ -172,6 +234,7 @@ class StagePhases(StepCore):
         run.attempt = 1
         run.running = False
         run.launched = None
+        run.seen, run.deleted_by = False, ""
         if run.index >= len(run.stages):
             run.done = True
         ann[state_key(name)] = dump_state(m.state)
@@ -192,6 +255,7 @@ class StagePhases(StepCore):
             run.attempt += 1
             run.running = False
             run.launched = None
+            run.seen, run.deleted_by = False, ""
             run.retry_at = now + delay
             return run.retry_at
         return self._fail(

@@ -20,7 +20,10 @@ class StageRun:
     """One step's progress through its stages on the node. A downgrade's ``uninstall`` stage works on
     the installed (old) version's entry and image; every other stage on the step's target version.
     ``started``: UTC epoch seconds of the stage pod's start; ``retry_at`` and ``launched``: monotonic
-    clock times (the next attempt; when this process created the current pod)."""
+    clock times (the next attempt; when this process created the current pod). ``seen``: this
+    process saw the current attempt's pod exist (then its disappearance is a deletion by someone
+    else, not a pod that was never created); ``deleted_by``: who was seen deleting it
+    (``StageStatus.deleting``), named when it is gone."""
 
     step: Step
     stages: list[str]
@@ -35,6 +38,8 @@ class StageRun:
     done: bool = False
     running: bool = False
     launched: float | None = None
+    seen: bool = False
+    deleted_by: str = ""
 
     @property
     def _on_old(self) -> bool:
@@ -62,7 +67,8 @@ class StageRun:
     def copy(self) -> StageRun:
         """An independent copy (the step's memory is copied, never shared)."""
         return StageRun(self.step, self.stages, self.new_version, self.new_pull, self.old_version, self.old_pull,
-                        self.index, self.attempt, self.started, self.retry_at, self.done, self.running, self.launched)
+                        self.index, self.attempt, self.started, self.retry_at, self.done, self.running, self.launched,
+                        self.seen, self.deleted_by)
 
 
 def pull_of(recipe: Recipe, state: Mapping[str, PackageState], package: str, version: str) -> str:

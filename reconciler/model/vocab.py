@@ -52,6 +52,7 @@ class FailureReason(StrEnum):
     INTERRUPT_FAILED = "InterruptFailed"
     REBOOT_TIMEOUT = "RebootTimeout"
     READINESS_GATE_TIMEOUT = "ReadinessGateTimeout"  # the recipe's readinessGate did not pass in time
+    STAGE_POD_DELETED = "StagePodDeleted"  # someone else deleted the stage pod on its last attempt
 
 
 #: Stage pod waiting reasons that mean the image cannot be pulled (kubelet's reasons).
@@ -75,6 +76,7 @@ class EventKind(StrEnum):
     STAGE_START = "stage-start"
     STAGE_END = "stage-end"
     STAGE_RETRY = "stage-retry"
+    STAGE_LOST = "stage-lost"  # a stage pod disappeared before its end (deleted by someone else): an attempt
     INTERRUPT = "interrupt"
     REBOOTED = "rebooted"
     UNCORDON = "uncordon"

@@ -43,6 +43,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "InterruptFailed": "The interrupt pod failed.",
         "RebootTimeout": "No new bootID and Ready within timeouts.reboot after the reboot request.",
         "ReadinessGateTimeout": "The validator did not say ready within readinessGate.timeout.",
+        "StagePodDeleted": "Someone else deleted the stage pod before its end, on its last attempt.",
     },
     "EventKind": {
         "cordon": "The node was cordoned (by us).",
@@ -54,6 +55,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "stage-start": "A stage pod started (with its attempt number).",
         "stage-end": "A stage ended (ok or its exit code).",
         "stage-retry": "A stage failed and will be retried after the backoff.",
+        "stage-lost": "A stage pod was deleted by someone else before its end (who, when seen): an attempt; made again.",
         "interrupt": "The interrupt was requested.",
         "rebooted": "The node came back with a new bootID.",
         "uncordon": "Our cordon was released.",

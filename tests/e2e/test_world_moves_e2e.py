@@ -114,3 +114,46 @@ def test_a_node_that_joins_not_ready_is_waited_for_then_left_waiting_then_done(
     rc, doc = _apply(recipe, controlplane, capsys)
     assert rc == 0 and {n["name"]: n["state"] for n in doc["nodes"]}[joining] == "complete", doc["nodes"]
     assert not [t for t in core.read_node(joining).spec.taints or () if t.key == RUNTIME_REQUIRED_TAINT_KEY]
+
+
+def test_a_stage_pod_evicted_by_someone_else_is_an_event_naming_it_and_an_attempt(
+        controlplane: Any, api: Any, make_nodes: Any, test_id: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The stage pod is evicted through the Eviction API (which marks it DisruptionTarget:
+    EvictionByEvictionAPI) and held terminating by a finalizer for a few seconds, as a pod whose
+    containers take their grace period to stop: the lifecycle sees who deletes it, and once it is
+    gone makes it again as attempt 2, with a Warning Event on the node naming the Eviction API."""
+    core = client.CoreV1Api(api)
+    (node,) = make_nodes(1)
+    name = f"lost-{test_id[-4:]}"
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(_recipe(name, test_id).replace(
+        "      interrupt: {type: reboot}\n",
+        "      env: [{name: SIM_TEST_RUN_FOR, value: 20s}, {name: SIM_TEST_STAGES, value: apply}]\n")
+        .replace("stageRetries: 0", "stageRetries: 2"))
+    box: dict[str, Any] = {}
+    runner = threading.Thread(target=lambda: box.update(out=_apply(recipe, controlplane, capsys)), daemon=True)
+    runner.start()
+    sel = f"reconciler.nodewright.dev/recipe={name},reconciler.nodewright.dev/stage=apply"
+    deadline = time.monotonic() + 60
+    pods: list[Any] = []
+    while time.monotonic() < deadline and not pods:
+        pods = core.list_namespaced_pod("node-reconciler", label_selector=sel).items
+        time.sleep(0.2)
+    assert pods, "no apply stage pod"
+    pod = pods[0].metadata.name
+    time.sleep(6)  # the lifecycle has looked at it (its poll is 5 s)
+    core.patch_namespaced_pod(pod, "node-reconciler", {"metadata": {"finalizers": ["e2e.test/hold"]}})
+    core.create_namespaced_pod_eviction(pod, "node-reconciler",
+                                        {"metadata": {"name": pod, "namespace": "node-reconciler"}})
+    time.sleep(8)  # terminating, held by the finalizer: seen being deleted
+    core.patch_namespaced_pod(pod, "node-reconciler", {"metadata": {"finalizers": None}})
+    runner.join(timeout=240)
+    rc, doc = box["out"]
+    assert rc == 0 and doc["nodes"][0]["state"] == "complete", doc["nodes"]
+    lost = [e for e in doc["timeline"] if e["event"] == "stage-lost"]
+    assert len(lost) == 1 and "EvictionByEvictionAPI" in lost[0]["detail"] and "attempt 1 of 3" in lost[0]["detail"]
+    assert "gpu-tuning 2.0.0 apply (attempt 2)" in [e["detail"] for e in doc["timeline"] if e["event"] == "stage-start"]
+    evs = core.list_event_for_all_namespaces(field_selector=f"involvedObject.name={node}").items
+    assert any(e.reason == "StagePodDeleted" and e.type == "Warning" and "EvictionByEvictionAPI" in e.message
+               for e in evs)

@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from reconciler.adapters.kube.objects import parse_time
@@ -305,7 +306,36 @@ def build_stage_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
 
 
+#: What :func:`deleted_by` says of a pod deleted by a plain delete request: the API keeps no record
+#: of who sent it on the pod (its ``managedFields`` record writes, not deletes), only the audit log.
+PLAIN_DELETE = "a delete request (the API records no deleter on the pod; the cluster's audit log does)"
+
+
+def deleted_by(pod: Obj) -> str:
+    """Who can be seen deleting ``pod`` (``""`` when it has no ``metadata.deletionTimestamp``): the
+    reason and message of its ``DisruptionTarget`` condition, which the component that deletes it
+    sets — the Eviction API (``EvictionByEvictionAPI``), the pod garbage collector
+    (``DeletionByPodGC``), the taint manager (``DeletionByTaintManager``), the scheduler's
+    preemption (``PreemptionByScheduler``), the kubelet (``TerminationByKubelet``) — else
+    :data:`PLAIN_DELETE`. Cluster text: masked (:func:`~reconciler.model.redact.redact`) and cut."""
+    meta = pod.get("metadata") or {}
+    if not isinstance(meta, dict) or not meta.get("deletionTimestamp"):
+        return ""
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == "DisruptionTarget" and c.get("status") == "True":
+            reason, msg = str(c.get("reason") or "DisruptionTarget"), str(c.get("message") or "").strip()
+            return redact(f"{reason}: {msg}"[:300] if msg else reason)
+    return PLAIN_DELETE
+
+
 def stage_status_from_pod(pod: Obj) -> tuple[StageStatus, str]:
+    """:func:`_stage_status` with who is deleting the pod (:func:`deleted_by`) when it is being deleted."""
+    st, container = _stage_status(pod)
+    who = deleted_by(pod)
+    return (replace(st, deleting=who) if who else st), container
+
+
+def _stage_status(pod: Obj) -> tuple[StageStatus, str]:
     """Interpret a stage pod (JSON dict) → (StageStatus without log tail, failing container name or "").
 
     * succeeded: phase Succeeded, or every init container terminated with exit code 0;

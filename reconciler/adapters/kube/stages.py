@@ -182,7 +182,7 @@ class KubeStages:
                             self._log_tails.clear()
                         self._log_tails[(uid, container)] = tail
             if tail:
-                st = StageStatus(st.phase, st.exit_code, st.reason, redact(tail), st.started)
+                st = StageStatus(st.phase, st.exit_code, st.reason, redact(tail), st.started, st.deleting)
         return st
 
     def _log_tail(self, pod: str, container: str) -> str:

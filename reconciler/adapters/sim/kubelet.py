@@ -107,12 +107,12 @@ class SimKubelet(SimCore):
         rec["kubelet"] = (phase, exit_code, reason)
         st = stage_status_from_pod(self._pod_with_status(rec))[0]
         rec["status"] = StageStatus(st.phase, st.exit_code, st.reason, redact(rec["log"] or st.log_tail),
-                                    self.epoch + rec["started"])
+                                    self.epoch + rec["started"], st.deleting)
 
     def _stage_done(self, name: str, code: int, reason: str, log: str) -> None:
         rec = self._stages.get(name)
-        if rec is None or rec["status"].phase != "running":
-            return
+        if rec is None or rec["status"].phase != "running" or rec["status"].deleting:
+            return  # gone, ended, or being deleted (its containers are being stopped: the stage does not end)
         phase = "succeeded" if code == 0 else "failed"
         rec["log"] = log
         self._set_stage(rec, phase, exit_code=code, reason=reason or "Error")
@@ -204,12 +204,41 @@ class SimKubelet(SimCore):
         return self._pod_with_status(rec) if rec is not None else None
 
     def _pod_with_status(self, rec: Obj) -> Obj:
-        """The stage Pod with its current ``status`` (a new top-level dict; the rest shared)."""
+        """The stage Pod with its current ``status`` (a new top-level dict; the rest shared), and the
+        ``DisruptionTarget`` condition of whoever is deleting it (:meth:`delete_stage_pod`)."""
         phase, exit_code, reason = rec["kubelet"]
         pod: Obj = rec["pod"]
         status = stage_pod_status(pod["spec"], format_time(self.epoch + rec["started"]), phase,
                                   exit_code=exit_code, reason=reason)
+        if rec.get("disruption"):
+            why, message = rec["disruption"]
+            status["conditions"] = [{"type": "DisruptionTarget", "status": "True", "reason": why, "message": message}]
         return {**pod, "status": status}
+
+    def delete_stage_pod(self, name: str, *, by: tuple[str, str] | None = None, grace: float = 0.0) -> None:
+        """Test helper (not a write of ours): someone else deletes the stage pod ``name`` (a janitor,
+        ``kubectl delete``, an eviction, the pod garbage collector). ``by``: the ``(reason, message)``
+        of the ``DisruptionTarget`` condition the deleting component sets (None: a plain delete,
+        which names nobody); ``grace``: seconds it stays terminating (``deletionTimestamp`` set)
+        before it is gone. A stage it ran is not finished by it; an interrupt pod deleted before
+        the reboot it asks for takes the reboot with it."""
+        rec = self._stages.get(name)
+        if rec is None:
+            return
+        if grace <= 0:
+            del self._stages[name]
+            return
+        pod = rec["pod"]
+        pod["metadata"] = {**pod["metadata"], "deletionTimestamp": format_time(self.wall())}
+        rec["disruption"] = by
+        phase, exit_code, reason = rec["kubelet"]
+        self._set_stage(rec, phase, exit_code=exit_code, reason=reason)
+
+        def gone() -> None:
+            if self._stages.get(name) is rec:
+                del self._stages[name]
+
+        self._at(self._now + grace, gone)
 
     def lifecycles(self) -> set[str]:
         """None: the simulated fleet keeps no shared objects per lifecycle."""

@@ -117,6 +117,17 @@ T0 = 1796040000.0
          StageStatus("failed", None, "DeadlineExceeded: too long"), ""),
         ({"spec": INITS, "status": {"phase": "Failed", "containerStatuses": [
             _init("pause", {"terminated": {"exitCode": 143}})]}}, StageStatus("failed", 143, "Failed"), "pause"),
+        # being deleted by someone else: who, from the DisruptionTarget condition its deleter set
+        ({"metadata": {"deletionTimestamp": START}, "spec": INITS, "status": {
+            "phase": "Pending", "startTime": START,
+            "initContainerStatuses": [_init("a", {"running": {"startedAt": START}})],
+            "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
+                            "message": "PodGC: node no longer exists"}]}},
+         StageStatus("running", started=T0, deleting="DeletionByPodGC: PodGC: node no longer exists"), ""),
+        # a plain delete names nobody: said so
+        ({"metadata": {"deletionTimestamp": START}, "spec": INITS, "status": {"phase": "Pending"}},
+         StageStatus("pending", deleting="a delete request (the API records no deleter on the pod; the cluster's "
+                                         "audit log does)"), ""),
     ],
 )
 def test_stage_status_from_pod(pod: Obj, expected: StageStatus, container: str) -> None:

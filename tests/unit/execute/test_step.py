@@ -125,12 +125,26 @@ def mem(phase: Phase, **kw: Any) -> Memory:
     return m
 
 
-def stages_mem(*, running: bool, attempt: int = 1, started: float = UTC - 10, done: bool = False) -> Memory:
-    m = mem(Phase.STAGES, owns_cordon=True, inflight=fl("stages"))
+def stages_mem(*, running: bool, attempt: int = 1, started: float = UTC - 10, done: bool = False,
+               seen: bool = False, deleted_by: str = "", timers: dict[str, str] | None = None) -> Memory:
+    m = mem(Phase.STAGES, owns_cordon=True, inflight=fl("stages", timers=timers or {}))
     runs = build_runs(RECIPE, {}, PLAN.steps)
     runs[0].running, runs[0].attempt, runs[0].started, runs[0].done = running, attempt, started, done
+    runs[0].seen, runs[0].deleted_by = seen, deleted_by
     m.runs = runs
     return m
+
+
+def _lost(t: Transition[Memory], who: str, attempt: int = 2) -> bool:
+    """The loss of a stage pod: its attempt counted and recorded (entry restarts, the first start
+    as an in-flight timer), a Warning Event naming who deleted it, the replacement created."""
+    patch, event, start = t.effects[0], t.effects[1], t.effects[3]
+    rec = InFlight.model_validate_json(patch.annotations[inflight_key(R)])
+    return (f'"restarts":{attempt - 1}' in patch.annotations["reconciler.nodewright.dev/nodeState_tune"]
+            and rec.timers.get(f"drv/apply@{attempt}") == to_rfc3339(UTC - 10)
+            and event.reason == "StagePodDeleted" and event.type_ == "Warning" and who in event.message
+            and start.spec.attempt == attempt and t.memory.runs[0].attempt == attempt
+            and not t.memory.runs[0].seen and t.rollbacks[1].runs[0].attempt == attempt)
 
 
 def stage_view(status: StageStatus, attempt: int = 1, **kw: Any) -> View:
@@ -323,6 +337,34 @@ ROWS = [
         check=lambda t: not any(isinstance(e, PatchNode) and e.unschedulable is False for e in t.effects)),
     Row("stages/missing-pod->start-again", stages_mem(running=True), stage_view(StageStatus("missing")),
         effects=(StartStage,), phase=Phase.STAGES, wake=5.0),
+    # a stage pod deleted by someone else (issue 34, item 4): seen being deleted, then gone
+    Row("stages/pod-being-deleted->who-noted-wait", stages_mem(running=True, seen=True),
+        stage_view(StageStatus("running", started=UTC - 10, deleting="EvictionByEvictionAPI: Eviction API")),
+        effects=(), phase=Phase.STAGES, wake=5.0,
+        check=lambda t: t.memory.runs[0].deleted_by == "EvictionByEvictionAPI: Eviction API"),
+    Row("stages/seen-pod-gone->lost-counted-event-made-again", stages_mem(running=True, seen=True,
+                                                                          deleted_by="DeletionByPodGC: gc"),
+        stage_view(StageStatus("missing")),
+        effects=(PatchNode, EmitEvent, Announce, StartStage, Announce), phase=Phase.STAGES, wake=5.0,
+        announce=(EventKind.STAGE_LOST, EventKind.STAGE_START), check=lambda t: _lost(t, "DeletionByPodGC: gc")),
+    Row("stages/seen-pod-gone-unseen-deleter->lost-who-unknown", stages_mem(running=True, seen=True),
+        stage_view(StageStatus("missing")),
+        effects=(PatchNode, EmitEvent, Announce, StartStage, Announce), phase=Phase.STAGES,
+        check=lambda t: _lost(t, "no look caught it being deleted")),
+    Row("stages/seen-pod-gone-last-attempt->failed-stage-pod-deleted", stages_mem(running=True, seen=True, attempt=3),
+        stage_view(StageStatus("missing"), attempt=3),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.STAGE_POD_DELETED),
+    # its replacement's timeout counts from the first pod's start (the in-flight timer of attempt 2)
+    Row("stages/replacement-times-out-from-the-first-start", stages_mem(
+        running=True, attempt=2, started=UTC - 100, timers={"drv/apply@2": to_rfc3339(UTC - 1801)}),
+        stage_view(StageStatus("running", started=UTC - 100), attempt=2),
+        effects=(PatchNode, Announce), phase=Phase.STAGES, announce=(EventKind.STAGE_RETRY,),
+        check=lambda t: "StageTimeout" in t.effects[1].detail),
+    Row("stages/replacement-wakes-by-the-first-start", stages_mem(
+        running=True, attempt=2, started=UTC - 100, timers={"drv/apply@2": to_rfc3339(UTC - 1797)}),
+        stage_view(StageStatus("running", started=UTC - 100), attempt=2),
+        effects=(), phase=Phase.STAGES, wake=3.0),
     # ---- INTERRUPT
     Row("interrupt/rebooted->post-interrupt", mem(Phase.INTERRUPT, owns_cordon=True,
         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 60))),
