@@ -181,6 +181,10 @@ class NodePort(Protocol):
         """One write: set (add or replace by type) a node status condition."""
         ...
 
+    def remove_node_conditions(self, name: str, types: Sequence[str]) -> None:
+        """One write: remove the node status conditions of ``types`` (absent ones are no error)."""
+        ...
+
 
 @runtime_checkable
 class NodeInterest(Protocol):

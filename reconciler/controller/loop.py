@@ -54,6 +54,7 @@ from reconciler.controller.triggers import (
     pdb_trigger,
     recipe_trigger,
     reconcile_requested,
+    records_removed,
 )
 from reconciler.controller.workqueue import WorkQueue
 from reconciler.errors import ClusterError, InputError, InputErrors, LeaseHeldError, ReconcilerError
@@ -183,7 +184,7 @@ class Controller:
     def on_node(self, event: str, old: NodeInfo | None, new: NodeInfo | None) -> None:
         """A node watch event; queues a pass when :func:`~.triggers.node_trigger` says it matters."""
         reason = node_trigger(event, old, new, self.source.selectors())
-        if old is not None and new is not None and reconcile_requested(old, new):
+        if old is not None and new is not None and (reconcile_requested(old, new) or records_removed(old, new)):
             self.stalled.clear()  # an operator reset or re-ran nodes: a halted rollout may go on
         if reason:
             self.metrics.triggers.labels("node").inc()

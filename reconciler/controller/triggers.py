@@ -40,6 +40,7 @@ from reconciler.model.nodestate import (
     RECONCILE_REQUEST_KEY,
     inflight_key,
     is_ignored,
+    state_key,
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import DEFAULT_RUNTIME_REQUIRED_TAINTS
@@ -75,6 +76,9 @@ def node_trigger(event: str, old: NodeInfo | None, new: NodeInfo | None,
         return f"node {new.name} joined" if event == "ADDED" else f"node {new.name} seen"
     if reconcile_requested(old, new):
         return f"node {new.name}: a pass was requested (reconciler reset / package rerun)"
+    removed = records_removed(old, new)
+    if removed:
+        return f"node {new.name}: the records of {', '.join(removed)} were removed (reconciler reset)"
     if _selecting(old.labels, selectors) != _selecting(new.labels, selectors):
         return f"node {new.name}: the recipes selecting it changed"
     if is_ignored(old.labels) != is_ignored(new.labels):
@@ -99,6 +103,15 @@ def own_echo(old: NodeInfo | None, new: NodeInfo | None) -> bool:
     if any(k.startswith(INFLIGHT_PREFIX) for k in new.annotations):
         return True
     return AUTO_TAINT_KEY in new.annotations and AUTO_TAINT_KEY not in old.annotations
+
+
+def records_removed(old: NodeInfo, new: NodeInfo) -> list[str]:
+    """Recipes whose package state record (``state_<recipe>``) the update removed: only
+    ``reconciler reset`` does that (a lifecycle rewrites the record, never removes it), so the
+    removal is the operator's request for a pass (the next plan installs every package again)."""
+    head = state_key("")
+    return sorted(k[len(head):] for k in old.annotations
+                  if k.startswith(head) and k not in new.annotations)
 
 
 def reconcile_requested(old: NodeInfo, new: NodeInfo) -> bool:

@@ -136,6 +136,11 @@ class FencedCluster:
         self.fence.check()
         self.roles.nodes.set_node_condition(name, type_, status, reason, message)
 
+    def remove_node_conditions(self, name: str, types: Sequence[str]) -> None:
+        """Fenced :meth:`Cluster.remove_node_conditions`."""
+        self.fence.check()
+        self.roles.nodes.remove_node_conditions(name, types)
+
     def evict_pods(self, evictions: Sequence[PodEviction]) -> list[ClusterError | None]:
         """Fenced :meth:`Cluster.evict_pods`: the fence is asked once, before any is sent (they
         are sent together)."""

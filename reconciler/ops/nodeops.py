@@ -39,6 +39,7 @@ from reconciler.model.nodestate import (
     InFlight,
     NodeStateError,
     PackageState,
+    condition_type,
     config_key,
     cordon_key,
     dump_model,
@@ -223,7 +224,9 @@ def reset_patch(node: NodeInfo, recipe: str, *, force: bool = False) -> NodePatc
     labels: dict[str, str | None] = {status_key(recipe): None} if status_key(recipe) in node.labels else {}
     ours = cordon_key(recipe) in node.annotations
     uncordon = ours and node.unschedulable
-    if not ann and not labels:
+    mine = (condition_type(recipe, "Erroring"), condition_type(recipe, "NotReady"))
+    conditions = tuple(c.type for c in node.conditions if c.type in mine)
+    if not ann and not labels and not conditions:
         return None
     parts = [f"remove the records of recipe {recipe}"]
     if ann.get(state_key(recipe)) == "{}":
@@ -232,13 +235,22 @@ def reset_patch(node: NodeInfo, recipe: str, *, force: bool = False) -> NodePatc
         parts.append("uncordon (the cordon is ours)")
     elif node.unschedulable:
         parts.append("stays cordoned (cordoned by someone else)")
-    ann[RECONCILE_REQUEST_KEY] = next_request(node.annotations, node.resource_version)
+    if conditions:
+        parts.append(f"remove the node condition(s) {', '.join(conditions)}")
+    if state_key(recipe) in ann and ann[state_key(recipe)] is None:
+        # no reconcileRequest left behind: a running controller takes the state record's removal
+        # as the request (controller.triggers.records_removed); an earlier verb's request goes too
+        if RECONCILE_REQUEST_KEY in node.annotations:
+            ann[RECONCILE_REQUEST_KEY] = None
+    else:  # only NodeWright's records (state set to {}, not removed): ask as the other verbs do
+        ann[RECONCILE_REQUEST_KEY] = next_request(node.annotations, node.resource_version)
     return NodePatch(
         node.name,
         annotations=ann,
         labels=labels,
         unschedulable=False if uncordon else None,
         resource_version=node.resource_version,
+        remove_conditions=conditions,
         summary="; ".join(parts),
         warnings=_inflight_warning(node, recipe) + (
             (f"node {node.name}: the {owed} it owes is dropped (--force)",) if owed else ()),

@@ -36,11 +36,14 @@ class NodePatch:
     resource_version: str = ""
     summary: str = ""
     warnings: tuple[str, ...] = ()
+    #: node status conditions removed after the patch (``reset``: the recipe's own conditions)
+    remove_conditions: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
         """True when the patch changes nothing."""
-        return not self.annotations and not self.labels and self.unschedulable is None
+        return (not self.annotations and not self.labels and self.unschedulable is None
+                and not self.remove_conditions)
 
     def body(self) -> dict[str, Any]:
         """The JSON merge patch body (as the kube adapter sends it)."""
@@ -60,12 +63,18 @@ class NodePatch:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form: ``{kind, name, summary, patch, warnings}``."""
-        return {"kind": "Node", "name": self.node, "summary": self.summary, "patch": self.body(),
-                "warnings": list(self.warnings)}
+        out = {"kind": "Node", "name": self.node, "summary": self.summary, "patch": self.body(),
+               "warnings": list(self.warnings)}
+        if self.remove_conditions:
+            out["removeConditions"] = list(self.remove_conditions)
+        return out
 
     def describe(self) -> str:
-        """One line: ``PATCH node/<name> <compact JSON body>``."""
-        return f"PATCH node/{self.node} {json.dumps(self.body(), sort_keys=True, separators=(',', ':'))}"
+        """One line: ``PATCH node/<name> <compact JSON body>`` (and the conditions removed)."""
+        line = f"PATCH node/{self.node} {json.dumps(self.body(), sort_keys=True, separators=(',', ':'))}"
+        if self.remove_conditions:
+            line += f"; PATCH node/{self.node}/status remove conditions {', '.join(self.remove_conditions)}"
+        return line
 
 
 @dataclass(frozen=True)
@@ -136,13 +145,16 @@ def write_node_patches(cluster: NodePort, patches: Sequence[NodePatch], op: Node
                 res.unchanged.append(patch.node)
                 break
             try:
-                cluster.patch_node(
-                    cur.node,
-                    annotations=dict(cur.annotations) or None,
-                    labels=dict(cur.labels) or None,
-                    unschedulable=cur.unschedulable,
-                    resource_version=cur.resource_version or None,
-                )
+                if cur.annotations or cur.labels or cur.unschedulable is not None:
+                    cluster.patch_node(
+                        cur.node,
+                        annotations=dict(cur.annotations) or None,
+                        labels=dict(cur.labels) or None,
+                        unschedulable=cur.unschedulable,
+                        resource_version=cur.resource_version or None,
+                    )
+                if cur.remove_conditions:
+                    cluster.remove_node_conditions(cur.node, cur.remove_conditions)
                 res.written.append(cur)
                 break
             except NotFoundError:

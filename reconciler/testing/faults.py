@@ -383,6 +383,11 @@ class FaultyCluster:
         self._call("set_node_condition", f"node/{name}", f"set condition {type_} on node {name}",
                    self.roles.nodes.set_node_condition, name, type_, status, reason, message)
 
+    def remove_node_conditions(self, name: str, types: Sequence[str]) -> None:
+        """Forwarded ``Cluster.remove_node_conditions``."""
+        self._call("remove_node_conditions", f"node/{name}", f"remove conditions {', '.join(types)} of node {name}",
+                   self.roles.nodes.remove_node_conditions, name, types)
+
     def evict_pods(self, evictions: Sequence[PodEviction]) -> list[ClusterError | None]:
         """Forwarded ``Cluster.evict_pods``, one pod per call (:meth:`evict_pod`), so faults and
         hooks apply to each eviction (verb ``evict_pod``, target ``pod/<namespace>/<name>``)."""

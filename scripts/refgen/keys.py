@@ -27,8 +27,9 @@ KEYS: tuple[tuple[str, str, str], ...] = (
     ("reconciler.nodewright.dev/<recipe>/<kind>", "Node condition type",
      "`Erroring` (True while the recipe failed on the node) or `NotReady`, NodeWright's condition shape."),
     ("reconciler.nodewright.dev/reconcileRequest", "Node annotation",
-     "Set by `reset`, `package rerun` and `reset --package` in their write: a running controller takes a "
-     "change of it as a request for a pass (as Flux's `reconcile.fluxcd.io/requestedAt`)."),
+     "Set by `package rerun` and `reset --package` in their write: a running controller takes a change of it "
+     "as a request for a pass (as Flux's `reconcile.fluxcd.io/requestedAt`). `reset` removes it (the removal "
+     "of the recipe's state record is its request)."),
     ("reconciler.nodewright.dev/runtime-required", "Node taint (NoSchedule)",
      "Keeps workloads off a node until every runtime-required recipe is complete on it; we remove it then. "
      "Stage pods tolerate it."),

@@ -370,6 +370,35 @@ def test_a_recipe_naming_a_policy_not_given_is_stalled_alone_and_the_others_comp
                 client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, n)
 
 
+def test_reset_leaves_no_record_request_annotation_or_condition_behind(
+        controlplane: Any, api: Any, make_nodes: Any, kube: Any, test_id: str) -> None:
+    """``reconciler reset RECIPE`` on the real API server: the recipe's records, status label and
+    Erroring condition are gone, and no reconcileRequest annotation is left (a running controller
+    takes the state record's removal as the request: controller.triggers.records_removed)."""
+    from reconciler.model.nodestate import RECONCILE_REQUEST_KEY, condition_type, state_key
+
+    core = client.CoreV1Api(api)
+    (n,) = make_nodes(1)
+    r = f"rs-{test_id[-4:]}"
+    core.patch_node(n, {"metadata": {
+        "annotations": {state_key(r): "{}", failure_key(r): '{"runId": "run-1", "reason": "StageFailed"}',
+                        status_key(r): "erroring", RECONCILE_REQUEST_KEY: "41"},
+        "labels": {status_key(r): "erroring"}}})
+    kube.nodes.set_node_condition(n, condition_type(r, "Erroring"), "True", "StageFailed", "apply failed")
+    other = "reconciler.nodewright.dev/other/Erroring"
+    kube.nodes.set_node_condition(n, other, "True", "StageFailed", "another recipe's condition stays")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cp = subprocess.run([sys.executable, "-m", "reconciler", "reset", r, "-y", "--kubeconfig",
+                         str(controlplane.kubeconfig)], env=env, capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    node = core.read_node(n)
+    left = [k for k in {**(node.metadata.annotations or {}), **(node.metadata.labels or {})}
+            if r in k or k == RECONCILE_REQUEST_KEY]
+    assert not left, left
+    types = [c.type for c in node.status.conditions or []]
+    assert condition_type(r, "Erroring") not in types and other in types, types
+
+
 def _metric(body: str, name: str) -> float:
     """The sum of every sample of metric ``name`` (with any labels) in a /metrics text."""
     total = 0.0

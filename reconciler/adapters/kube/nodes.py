@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -135,6 +135,15 @@ class KubeNodes:
         self._answer(self.api.json("PATCH", path, f"set condition {type_} on node {name}",
                                    query=[("fieldManager", COMPONENT)], body={"status": {"conditions": [cond]}},
                                    content_type=STRATEGIC_PATCH))
+
+    def remove_node_conditions(self, name: str, types: Sequence[str]) -> None:
+        """Remove the ``status.conditions`` entries of ``types``: one strategic-merge patch of
+        ``nodes/status`` with a ``$patch: delete`` per type (conditions merge by ``type``; an absent
+        one is no error). Raises NotFoundError when the node is gone."""
+        body = {"status": {"conditions": [{"type": t, "$patch": "delete"} for t in types]}}
+        self._answer(self.api.json("PATCH", f"/api/v1/nodes/{q(name)}/status",
+                                   f"remove conditions {', '.join(types)} of node {name}",
+                                   query=[("fieldManager", COMPONENT)], body=body, content_type=STRATEGIC_PATCH))
 
 
 class KubeEvents:

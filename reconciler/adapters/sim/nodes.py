@@ -5,7 +5,7 @@ directly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reconciler.adapters.kube.objects import format_time
@@ -78,6 +78,17 @@ class SimNodes(SimCore):
         info = self._index.node(name)
         self._after_write()
         return info
+
+    def remove_node_conditions(self, name: str, types: Sequence[str]) -> None:
+        """One write: remove the node conditions of ``types``."""
+        if name not in self.nodes:
+            raise NotFoundError(f"node {name} not found", 404)
+        self._write("patch-status", f"node/{name}")
+        status = self.nodes[name].setdefault("status", {})
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") not in set(types)]
+        self._bump(self.nodes[name])
+        self._index.node_changed(name)
+        self._after_write()
 
     def set_node_condition(self, name: str, type_: str, status: str, reason: str, message: str) -> None:
         """One write: add or replace a node condition by type."""

@@ -207,6 +207,7 @@ def test_a_reset_on_a_running_controller_queues_a_pass_and_unstalls_a_halted_rol
     write; the node watch sees the request: a pass is queued and a halted recipe is tried again."""
     from reconciler.model.nodestate import RECONCILE_REQUEST_KEY
     from reconciler.ops.nodeops import reset_patch
+    from reconciler.ops.patches import write_node_patches
 
     obj = recipe_object("containerd-limits.yaml")
     ctl, sim, _ = make([obj], SimConfig(failures=(StageFailure(stage="apply", times=99),)))
@@ -218,9 +219,13 @@ def test_a_reset_on_a_running_controller_queues_a_pass_and_unstalls_a_halted_rol
     assert failed
     old = failed[0]
     patch = reset_patch(old, "containerd-limits", force=True)  # it owes a restart: --force
-    assert patch is not None and RECONCILE_REQUEST_KEY in patch.annotations
-    sim.patch_node(old.name, annotations=patch.annotations, labels=patch.labels, unschedulable=patch.unschedulable)
+    assert patch is not None and RECONCILE_REQUEST_KEY not in patch.annotations
+    assert patch.remove_conditions == ("reconciler.nodewright.dev/containerd-limits/Erroring",)
+    write_node_patches(sim, [patch], lambda n: reset_patch(n, "containerd-limits", force=True))
     new = sim.get_node(old.name)
+    # nothing of the recipe is left: no record, no request annotation, no node condition
+    assert not [k for k in new.annotations if "containerd-limits" in k or k == RECONCILE_REQUEST_KEY]
+    assert not [c.type for c in new.conditions if "containerd-limits" in c.type]
     ctl.on_node("MODIFIED", old, new)
     assert ctl.queue.pending() and not ctl.stalled
     assert ctl.reconcile(ctl.queue.take(ctl.signal.shutdown, 0.1)) in ("succeeded", "failed")

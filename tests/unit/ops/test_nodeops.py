@@ -71,8 +71,8 @@ def test_reset_releases_our_cordon_only() -> None:
     mine = node(unschedulable=True, labels={status_key(R): "erroring"}, **ours(**{cordon_key(R): CORDON}))
     p = reset_patch(mine, R)
     assert p is not None and p.unschedulable is False and "uncordon" in p.summary
-    assert p.annotations == {**{k: None for k in (state_key(R), config_key(R), failure_key(R), status_key(R),
-                                                  cordon_key(R))}, RECONCILE_REQUEST_KEY: "7"}
+    assert p.annotations == {k: None for k in (state_key(R), config_key(R), failure_key(R), status_key(R),
+                                               cordon_key(R))}  # nothing left behind, no reconcileRequest
     assert p.labels == {status_key(R): None}
     assert p.body()["spec"] == {"unschedulable": False}
     theirs = reset_patch(node(unschedulable=True, **ours()), R)
@@ -286,12 +286,23 @@ def test_conflict_rereads_and_recomputes() -> None:
 
 
 def test_every_record_changing_verb_asks_a_running_controller_for_a_pass() -> None:
-    """reset, package rerun and reset --package write RECONCILE_REQUEST_KEY in the same patch, with
-    a value that differs from the node's current one (the controller's node trigger compares them)."""
+    """package rerun and reset --package write RECONCILE_REQUEST_KEY in the same patch, with a value
+    that differs from the node's current one (the controller's node trigger compares them); reset
+    removes the state record, which the trigger takes as the request (records_removed), and leaves
+    no request annotation behind."""
+    import dataclasses
+
+    from reconciler.controller.triggers import node_trigger, records_removed
+
     n = node(unschedulable=True, **ours(**{cordon_key(R): CORDON}))
-    for patch in (reset_patch(n, R), rerun_patch(n, R, "tune"), reset_package_patch(n, R, "tune")):
+    for patch in (rerun_patch(n, R, "tune"), reset_package_patch(n, R, "tune")):
         assert patch is not None
         assert patch.annotations[RECONCILE_REQUEST_KEY] == n.resource_version
+    reset = reset_patch(n, R)
+    assert reset is not None and RECONCILE_REQUEST_KEY not in reset.annotations
+    after = dataclasses.replace(n, annotations={k: v for k, v in n.annotations.items() if k not in reset.annotations})
+    assert records_removed(n, after) == [R]
+    assert "were removed (reconciler reset)" in node_trigger("MODIFIED", n, after, [])
     again = node(**ours(**{RECONCILE_REQUEST_KEY: n.resource_version}))
     p = reset_patch(again, R)
-    assert p is not None and p.annotations[RECONCILE_REQUEST_KEY] not in ("", n.resource_version)
+    assert p is not None and p.annotations[RECONCILE_REQUEST_KEY] is None  # an earlier request goes too
