@@ -15,14 +15,16 @@ external validator's condition is True and/or its labels match (:func:`judge_gat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from reconciler.model.nodestate import cordon_claims, holds_claim, recorded_status
+from reconciler.model.nodestate import cordon_claims, holds_claim, recorded_status, validated_key
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import DEFAULT_RUNTIME_REQUIRED_TAINTS, ReadinessGate
 from reconciler.model.selector import Taint
+from reconciler.model.utctime import to_rfc3339
 from reconciler.model.vocab import IMAGE_PULL_REASONS, FailureReason
 
 
@@ -186,6 +188,46 @@ def judge_gate(node: NodeInfo, gate: ReadinessGate) -> GateVerdict:
     return GateVerdict(ready, "; ".join(seen))
 
 
+@dataclass(frozen=True)
+class Freshness:
+    """Whether the validation that satisfies a readiness gate is newer than the work the gate
+    holds (:func:`judge_freshness`), and what showed it (or why not), for the timeline."""
+
+    fresh: bool
+    detail: str
+
+
+def judge_freshness(node: NodeInfo, gate: ReadinessGate, *, recipe: str, token: str, work_start: float,
+                    armed: bool) -> Freshness:
+    """Whether the validation ``node`` shows for ``gate`` is newer than the work the gate holds
+    (issue 34: a condition left True a month ago must not pass the gate of today's release). Any of:
+
+    * the validator echoed the gate's ``token`` (annotation :func:`~reconciler.model.nodestate.validated_key`
+      equal to the :func:`~reconciler.model.nodestate.validate_key` request written at the gate);
+    * ``armed``: the gate was seen not passing since it opened (the validator set what it sets later);
+    * the gate's condition last changed (``lastTransitionTime``, whole seconds as the API keeps it)
+      at or after ``work_start`` (UTC epoch seconds: the start of the last change the gate holds
+      the node for, its last stage pod, or the gate's opening when not known) — a validator that
+      resets its condition when the node changes, as NVCRE does.
+
+    A condition that stayed ``True`` through the work, or labels that already matched when the gate
+    opened, are an earlier validation: not fresh (labels carry no time). Pure."""
+    if token and node.annotations.get(validated_key(recipe)) == token:
+        return Freshness(True, f"the validator echoed {token}")
+    if armed:
+        return Freshness(True, "validated since the gate opened")
+    since = to_rfc3339(math.floor(work_start))
+    if gate.conditionType is not None:
+        c = node.condition(gate.conditionType)
+        if c is not None and c.since is not None and c.since >= math.floor(work_start):
+            return Freshness(True, f"condition {gate.conditionType} changed at {to_rfc3339(c.since)}, after the work")
+        when = f"since {to_rfc3339(c.since)}" if c is not None and c.since is not None else "with no transition time"
+        return Freshness(False, f"condition {gate.conditionType} True {when}, before the work it gates (started "
+                                f"{since}): an earlier validation; waiting for a new one (or the token echoed)")
+    return Freshness(False, f"labels already matched when the gate opened, before its work was validated (started "
+                            f"{since}): waiting for the validator to set them again or echo the token")
+
+
 def _selector_keys(gate: ReadinessGate) -> list[str]:
     sel = gate.labelSelector
     if sel is None:
@@ -197,5 +239,6 @@ def _status(node: NodeInfo, recipe: str) -> str:
     return recorded_status(node.labels, node.annotations, recipe)
 
 
-__all__ = ["CordonAction", "CordonDecision", "GateVerdict", "ReleaseDecision", "StageJudgement", "StageVerdict",
-           "decide_cordon", "decide_release", "judge_gate", "judge_stage", "reboot_confirmed"]
+__all__ = ["CordonAction", "CordonDecision", "Freshness", "GateVerdict", "ReleaseDecision", "StageJudgement",
+           "StageVerdict", "decide_cordon", "decide_release", "judge_freshness", "judge_gate", "judge_stage",
+           "reboot_confirmed"]

@@ -26,6 +26,7 @@ from reconciler.model.nodestate import (
     readiness,
     state_key,
     status_key,
+    validate_key,
 )
 from reconciler.model.recipe import Interrupt
 from reconciler.model.vocab import (
@@ -59,6 +60,8 @@ class EndPhases(StepCore):
             status_key(name): NodeStatus.COMPLETE,
             state_key(name): dump_state(m.state),
         }
+        if validate_key(name) in node.annotations:
+            ann[validate_key(name)] = None  # the readiness gate's request is answered
         release = decide_release(node, name, owns_cordon=m.owns_cordon, runtime_required=self.recipe.runtimeRequired,
                                  runtime_required_recipes=self.ctx.runtime_required,
                                  required_taint=self.recipe.is_required_taint)

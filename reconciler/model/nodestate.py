@@ -84,6 +84,19 @@ def failure_key(recipe: str) -> str:
     return f"{PREFIX}/failure_{recipe}"
 
 
+def validate_key(recipe: str) -> str:
+    """Annotation written when a node reaches ``recipe``'s readiness gate: the gate's token (the
+    recipe version and the lifecycle, ``<version>/<lifecycle>``), a request to the validator. A
+    validator that echoes it in :func:`validated_key` once it validated the node afterwards says
+    its validation is newer than the work the gate holds (docs/how-to/readiness-gate.md)."""
+    return f"{PREFIX}/validate_{recipe}"
+
+
+def validated_key(recipe: str) -> str:
+    """Annotation a validator writes with the token of :func:`validate_key` it validated after."""
+    return f"{PREFIX}/validated_{recipe}"
+
+
 def status_key(recipe: str) -> str:
     """Label and annotation with the node's status for ``recipe`` (NodeStatus values)."""
     return f"{PREFIX}/status_{recipe}"
@@ -115,9 +128,9 @@ def recorded_status(labels: Mapping[str, str], annotations: Mapping[str, str], r
 
 def recipe_keys(recipe: str) -> tuple[str, ...]:
     """Every annotation of ``recipe``'s records on a node: package state, config digests, cordon
-    claim, in-flight record, failure record, status."""
+    claim, in-flight record, failure record, status, the readiness gate's request."""
     return (state_key(recipe), config_key(recipe), cordon_key(recipe), inflight_key(recipe), failure_key(recipe),
-            status_key(recipe))
+            status_key(recipe), validate_key(recipe))
 
 
 def of_another_machine(annotations: Mapping[str, str], recipe: str, uid: str) -> bool:

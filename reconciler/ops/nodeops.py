@@ -52,6 +52,7 @@ from reconciler.model.nodestate import (
     parse_state,
     state_key,
     status_key,
+    validate_key,
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.model.vocab import Phase
@@ -70,7 +71,7 @@ def is_ignored(node: NodeInfo) -> bool:
 def recipe_annotation_keys(recipe: str) -> tuple[str, ...]:
     """Every annotation key the reconciler keeps for ``recipe`` on a node."""
     return (state_key(recipe), config_key(recipe), inflight_key(recipe), failure_key(recipe),
-            status_key(recipe), cordon_key(recipe))
+            status_key(recipe), cordon_key(recipe), validate_key(recipe))
 
 
 def recipes_on(node: NodeInfo) -> list[str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from reconciler.adapters.kube.objects import node_from, pdb_from, pod_from
+from reconciler.adapters.kube.objects import format_time, node_from, pdb_from, pod_from
 from reconciler.diff import config_digest
 from reconciler.model.nodestate import (
     LEGACY_PREFIXES,
@@ -368,12 +368,15 @@ def node(
 
 
 def _condition_obj(c: NodeCondition) -> dict[str, str]:
-    """A :class:`NodeCondition` as a ``status.conditions`` entry (empty reason/message left out)."""
+    """A :class:`NodeCondition` as a ``status.conditions`` entry (empty reason/message left out;
+    ``since`` as ``lastTransitionTime``, second precision as the API keeps it)."""
     obj = {"type": c.type, "status": c.status}
     if c.reason:
         obj["reason"] = c.reason
     if c.message:
         obj["message"] = c.message
+    if c.since is not None:
+        obj["lastTransitionTime"] = format_time(c.since)
     return obj
 
 

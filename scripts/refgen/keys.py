@@ -20,7 +20,13 @@ KEYS: tuple[tuple[str, str, str], ...] = (
      "timers (UTC) and the packages `package rerun` restarted. Written before each step's effect."),
     ("reconciler.nodewright.dev/failure_<recipe>", "Node annotation",
      "Why the node failed: reason (see [vocabulary](vocabulary.md)), package, stage, exit code, the masked "
-     "log tail and the inputs digest."),
+     "log tail, the inputs digest, and the node's UID and readiness when it failed."),
+    ("reconciler.nodewright.dev/validate_<recipe>", "Node annotation",
+     "Written when the node reaches the recipe's readiness gate: the gate's token (`<version>/<lifecycle>`), a "
+     "request to the validator; removed when the node completes (see the readiness-gate how-to)."),
+    ("reconciler.nodewright.dev/validated_<recipe>", "Node annotation (the validator's)",
+     "Written by a validator with the token of `validate_<recipe>` once it validated the node after the request: "
+     "a fresh validation passes the gate. Never written by the reconciler."),
     ("reconciler.nodewright.dev/status_<recipe>", "Node label and annotation",
      "The recipe's status on the node (complete, in_progress, erroring, blocked, waiting, unknown); the "
      "label is its projection for `kubectl get nodes -l`."),

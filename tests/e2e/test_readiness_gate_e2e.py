@@ -16,7 +16,15 @@ import pytest
 from kubernetes import client
 
 from reconciler.cli.main import main
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, InFlight, cordon_key, inflight_key, parse_model
+from reconciler.model.nodestate import (
+    RUNTIME_REQUIRED_TAINT_KEY,
+    InFlight,
+    cordon_key,
+    inflight_key,
+    parse_model,
+    validate_key,
+    validated_key,
+)
 
 SHA = "sha256:" + "e" * 64
 VALIDATED = "e2e.test/Validated"
@@ -123,3 +131,53 @@ def test_a_readiness_gate_holds_each_node_cordoned_until_its_condition_is_true(
         assert kinds.index("rebooted") < kinds.index("gate") < kinds.index("gate-passed") < kinds.index("uncordon")
     passed = {e["node"]: e["t"] for e in doc["timeline"] if e["event"] == "gate-passed"}
     assert passed[first] + 3 <= passed[second]  # each node waits for its own condition
+
+
+def test_a_validation_left_true_from_an_earlier_release_does_not_pass_the_gate(
+        controlplane: Any, controlplane_reboots: Any, api: Any, make_nodes: Any, test_id: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: each node's condition was left True a month ago by the validation of an earlier
+    release. The gate holds both; it passes one when the validator echoes the gate's token
+    (``validated_<recipe>``) and the other when the validator sets its condition again."""
+    core = client.CoreV1Api(api)
+    echoing, resetting = make_nodes(2)
+    for n in (echoing, resetting):
+        core.patch_node_status(n, {"status": {"conditions": [{
+            "type": VALIDATED, "status": "True", "reason": "ChecksPassed", "message": "driver 0.9.0 passed",
+            "lastHeartbeatTime": "2026-10-01T00:00:00Z", "lastTransitionTime": "2026-10-01T00:00:00Z"}]}})
+    name = f"stale-{test_id[-4:]}"
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(_recipe(name, test_id))
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        outcome["rc"] = main(["apply", str(recipe), "--kubeconfig", str(controlplane.kubeconfig),
+                              "--no-status-object", "--poll-seconds", "1", "-o", "json"])
+
+    apply = threading.Thread(target=run, name="apply", daemon=True)
+    apply.start()
+    for n in (echoing, resetting):
+        _wait(f"{n} at the readiness gate", lambda n=n: _at_gate(core, n, name), timeout=240)
+    time.sleep(4)  # a few polls: the month-old True condition does not pass the gate
+    for n in (echoing, resetting):
+        assert _at_gate(core, n, name) and core.read_node(n).spec.unschedulable, n
+    assert apply.is_alive()
+
+    token = (core.read_node(echoing).metadata.annotations or {})[validate_key(name)]
+    core.patch_node(echoing, {"metadata": {"annotations": {validated_key(name): token}}})
+    _wait(f"{echoing} released", lambda: not core.read_node(echoing).spec.unschedulable, timeout=60)
+    assert validate_key(name) not in (core.read_node(echoing).metadata.annotations or {})
+    assert _at_gate(core, resetting, name)
+    for status in ("False", "True"):  # the validator validates the node again
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        core.patch_node_status(resetting, {"status": {"conditions": [{
+            "type": VALIDATED, "status": status, "reason": "ChecksPassed", "message": "driver 1.0.0",
+            "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
+    apply.join(timeout=120)
+    assert not apply.is_alive() and outcome["rc"] == 0
+    doc = json.loads(capsys.readouterr().out)
+    passed = {e["node"]: e["detail"] for e in doc["timeline"] if e["event"] == "gate-passed"}
+    assert "echoed" in passed[echoing]
+    assert "after the work" in passed[resetting] or "since the gate opened" in passed[resetting]
+    held = [e["detail"] for e in doc["timeline"] if e["event"] == "gate" and e["node"] == resetting]
+    assert held and "before the work it gates" in held[0]

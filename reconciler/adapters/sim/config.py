@@ -72,7 +72,9 @@ class SimValidator(_Strict):
     pod that starts on a node (and every reboot) makes the validator start over there — the
     condition ``conditionType`` goes ``False`` and its ``labels`` are removed — and
     ``afterSeconds`` after the node's last stage pod succeeded (or it came back from a reboot)
-    it sets the condition ``True`` and the labels, except on the nodes in ``failsOn``."""
+    it sets the condition ``True`` and the labels, except on the nodes in ``failsOn``. It follows
+    the readiness gate's protocol (docs/how-to/readiness-gate.md): a gate's request on the node
+    (``validate_<recipe>``) is echoed (``validated_<recipe>``) by a validation after it."""
 
     conditionType: Annotated[QualifiedName, Strict()] | None = None
     labels: Labels = Field(default_factory=dict)

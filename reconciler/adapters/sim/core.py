@@ -95,6 +95,10 @@ class SimCore:
         """Epoch seconds of the current simulated instant."""
         return self.epoch + self._now
 
+    def _answer_gate_requests(self, node: str) -> None:
+        """A readiness gate's request was written on ``node`` (the simulated validator answers it:
+        :class:`~reconciler.adapters.sim.kubelet.SimKubelet`)."""
+
     def _at(self, t: float, fn: Callable[[], None]) -> None:
         self._seq += 1
         heapq.heappush(self._queue, (t, self._seq, fn))

@@ -17,8 +17,10 @@ from typing import Any
 from reconciler.adapters.kube.objects import format_time
 from reconciler.adapters.kube.stagepod import IMAGE_PULL_FAILURES, build_stage_pod, stage_status_from_pod
 from reconciler.adapters.sim.core import Obj, SimCore
+from reconciler.adapters.sim.nodes import GATE_REQUEST
 from reconciler.adapters.sim.saved import SIM_ANN, STAGE_NS
 from reconciler.errors import NotFoundError
+from reconciler.model.nodestate import validated_key
 from reconciler.model.redact import redact
 from reconciler.ports import StageSpec, StageStatus
 
@@ -154,7 +156,7 @@ class SimKubelet(SimCore):
         n = self.nodes.get(node)
         if v is None or n is None:
             return
-        self._set_timer(n, validateAt=None)
+        self._set_timer(n, validateAt=None, validated=None)
         if v.conditionType is not None:
             self._set_condition(n, v.conditionType, "False", "Validating", "simulated validator: node changed")
         labels = n["metadata"].get("labels") or {}
@@ -179,12 +181,37 @@ class SimKubelet(SimCore):
         timers = json.loads((n["metadata"].get("annotations") or {}).get(SIM_ANN, "{}"))
         if timers.get("validateAt") != at:  # a stage started since: this validation is void
             return
-        self._set_timer(n, validateAt=None)
+        self._set_timer(n, validateAt=None, validated=at)
         if v.labels:
             n["metadata"].setdefault("labels", {}).update(v.labels)
+        self._echo_gate_requests(n)
         if v.conditionType is not None:
             self._set_condition(n, v.conditionType, "True", "Validated", "simulated validator: node passed")
         else:
+            self._bump(n)
+            self._index.node_changed(node)
+
+    def _echo_gate_requests(self, n: Obj) -> None:
+        """The readiness-gate protocol a validator follows (docs/how-to/readiness-gate.md): every
+        request on the node (``validate_<recipe>``) is echoed (``validated_<recipe>``, same value)
+        by the validation that passed after it was made."""
+        ann = n["metadata"].get("annotations") or {}
+        for k, v in list(ann.items()):
+            if k.startswith(GATE_REQUEST) and ann.get(validated_key(k[len(GATE_REQUEST):])) != v:
+                ann[validated_key(k[len(GATE_REQUEST):])] = v
+
+    def _answer_gate_requests(self, node: str) -> None:
+        """A request written after the validator's last pass, with nothing changed on the node since:
+        that pass answers it at once."""
+        n = self.nodes.get(node)
+        if self.config.validator is None or n is None or node in self.config.validator.failsOn:
+            return
+        timers = json.loads((n["metadata"].get("annotations") or {}).get(SIM_ANN, "{}"))
+        if "validated" not in timers:
+            return
+        before = dict(n["metadata"].get("annotations") or {})
+        self._echo_gate_requests(n)
+        if n["metadata"].get("annotations") != before:
             self._bump(n)
             self._index.node_changed(node)
 

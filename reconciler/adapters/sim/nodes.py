@@ -11,8 +11,12 @@ from typing import Any
 from reconciler.adapters.kube.objects import format_time
 from reconciler.adapters.sim.core import SimCore
 from reconciler.errors import ConflictError, NotFoundError
+from reconciler.model.nodestate import validate_key
 from reconciler.model.observed import NodeInfo
 from reconciler.model.selector import Taint
+
+#: The prefix of a readiness gate's request annotation (``validate_<recipe>``).
+GATE_REQUEST = validate_key("")
 
 
 class SimNodes(SimCore):
@@ -76,6 +80,8 @@ class SimNodes(SimCore):
         self._bump(node)
         self._index.node_changed(name)
         info = self._index.node(name)
+        if annotations and any(v is not None and k.startswith(GATE_REQUEST) for k, v in annotations.items()):
+            self._at(self._now, lambda: self._answer_gate_requests(name))  # the validator reads it (async)
         self._after_write()
         return info
 

@@ -163,3 +163,32 @@ def test_judge_gate(gate: ReadinessGate, node: NodeInfo, ready: bool, says: str)
     v = judge_gate(node, gate)
     assert v.ready is ready
     assert says in v.detail
+
+
+# ---- gate freshness (issue 34): only a validation newer than the work passes
+from reconciler.execute.decide import judge_freshness  # noqa: E402
+from reconciler.model.nodestate import validated_key  # noqa: E402
+
+WORK = 1_800_000_000.5  # the last stage pod started (sub-second; conditions keep whole seconds)
+
+
+@pytest.mark.parametrize(("gate", "since", "echo", "armed", "fresh", "says"), [
+    (_COND, WORK - 30 * 86400, "", False, False, "before the work it gates"),  # left True a month ago
+    (_COND, WORK - 2, "", False, False, "before the work it gates"),
+    (_COND, WORK - 0.5, "", False, True, "after the work"),  # the same whole second: the API's precision
+    (_COND, WORK + 40, "", False, True, "after the work"),
+    (_COND, None, "", False, False, "with no transition time"),
+    (_COND, WORK - 86400, "1.2/run-a", False, True, "echoed 1.2/run-a"),  # the validator echoed the token
+    (_COND, WORK - 86400, "1.1/run-0", False, False, "before the work"),  # an echo of an earlier gate
+    (_COND, WORK - 86400, "", True, True, "since the gate opened"),  # seen unmet since the gate opened
+    (_LABELS, None, "", False, False, "labels already matched"),  # labels carry no time
+    (_LABELS, None, "1.2/run-a", False, True, "echoed"),
+    (_LABELS, None, "", True, True, "since the gate opened"),
+])
+def test_judge_freshness(gate: ReadinessGate, since: float | None, echo: str, armed: bool, fresh: bool,
+                         says: str) -> None:
+    conds = [NodeCondition("example.com/Validated", "True", "Validated", "driver 1.0.0 passed", since=since)]
+    n = b.node("n1", labels={"nvcre": "pass"}, conditions=conds,
+               annotations={validated_key("r"): echo} if echo else {})
+    f = judge_freshness(n, gate, recipe="r", token="1.2/run-a", work_start=WORK, armed=armed)
+    assert f.fresh is fresh and says in f.detail

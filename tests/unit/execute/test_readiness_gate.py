@@ -16,7 +16,14 @@ from reconciler.adapters.sim.config import SimConfig, SimValidator
 from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.errors import CrashInjected
 from reconciler.execute.rollout import Rollout
-from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, InFlight, inflight_key, parse_model
+from reconciler.model.nodestate import (
+    RUNTIME_REQUIRED_TAINT_KEY,
+    InFlight,
+    inflight_key,
+    parse_model,
+    validate_key,
+    validated_key,
+)
 from reconciler.model.recipe import ReadinessGate
 from reconciler.model.selector import LabelSelector
 from reconciler.model.vocab import FailureReason, Phase
@@ -184,3 +191,60 @@ def test_retry_failed_gives_a_node_that_timed_out_at_the_gate_a_new_timeout() ->
     assert retried.events("n1", "gate") and retried.events("n1", "gate-passed")
     info = orig("n1")
     assert not info.unschedulable and not info.taints
+
+
+def _stale_validation(sim: SimFleet) -> None:
+    """The validator passed the node a month ago, for the last release (its message names it)."""
+    sim.nodes["n1"]["status"].setdefault("conditions", []).append(
+        {"type": VALIDATED, "status": "True", "reason": "Validated", "message": "driver 1.0.0 passed",
+         "lastTransitionTime": "2026-10-01T00:00:00Z"})
+    sim._bump(sim.nodes["n1"])
+    sim._index.node_changed("n1")
+
+
+def test_a_validation_left_true_from_an_earlier_release_does_not_pass_the_gate() -> None:
+    """Issue 34: a condition left True a month earlier passed the 2.0.0 gate at once. Now the gate
+    waits for a validation newer than the work: without one the node times out, held."""
+    sim = SimFleet(tainted_nodes(1), SimConfig(stageSeconds=30))  # a validator that does not re-validate
+    _stale_validation(sim)
+    run = apply(sim, gated(), ONE_AT_A_TIME)
+    n1 = run.node("n1")
+    assert n1.state == "failed" and n1.reason == FailureReason.READINESS_GATE_TIMEOUT, n1.message
+    assert "before the work it gates" in n1.message and "driver 1.0.0" in n1.message
+    assert not run.events("n1", "gate-passed") and "before the work it gates" in run.events("n1", "gate")[0].detail
+    assert sim.get_node("n1").unschedulable  # held, never released on the old validation
+
+
+def test_a_validator_that_echoes_the_gates_token_passes_it() -> None:
+    """The protocol a validator follows (docs/how-to/readiness-gate.md): the gate writes
+    ``validate_<recipe>``; a validator that validated the node afterwards echoes its value in
+    ``validated_<recipe>`` (here a test acting as one, whose condition stays True throughout)."""
+    sim = SimFleet(tainted_nodes(1), SimConfig(stageSeconds=30))
+    _stale_validation(sim)
+    orig = sim.get_node
+
+    def get_node(name: str) -> Any:  # validates once asked: echoes the token
+        info = orig(name)
+        token = info.annotations.get(validate_key("tune"))
+        if token and info.annotations.get(validated_key("tune")) != token:
+            sim.nodes[name]["metadata"]["annotations"][validated_key("tune")] = token
+            sim._bump(sim.nodes[name])
+            sim._index.node_changed(name)
+        return orig(name)
+
+    sim.get_node = get_node  # type: ignore[method-assign]
+    run = apply(sim, gated(), ONE_AT_A_TIME)
+    assert run.node("n1").state == "complete", run.node("n1").message
+    assert "echoed 1/" in run.events("n1", "gate-passed")[0].detail
+    info = orig("n1")
+    assert validate_key("tune") not in info.annotations and not info.unschedulable  # the request answered
+
+
+def test_a_validator_that_resets_its_condition_passes_the_gate_by_its_transition() -> None:
+    """NVCRE-like: the condition goes False when the node changes and True once validated again;
+    its transition after the last stage started is the fresh validation."""
+    cfg = SimConfig(stageSeconds=30, validator=SimValidator(conditionType=VALIDATED, afterSeconds=0))
+    sim = SimFleet(tainted_nodes(1), cfg)
+    _stale_validation(sim)
+    run = apply(sim, gated(), ONE_AT_A_TIME)
+    assert run.node("n1").state == "complete", run.node("n1").message

@@ -46,6 +46,8 @@ from reconciler.model.nodestate import (
     dump_model,
     failure_key,
     inflight_key,
+    validate_key,
+    validated_key,
 )
 from reconciler.model.observed import NodeCondition, NodeInfo
 from reconciler.model.plan import NodePlan, Step
@@ -75,12 +77,28 @@ PASSED = (NodeCondition(VALIDATED, "True", "Validated", "all checks passed"),)
 NOT_YET = (NodeCondition(VALIDATED, "False", "Validating", "running checks"),)
 
 
-def gate_fl(waited: float) -> InFlight:
-    return fl("readiness-gate", timers={"readiness-gate": to_rfc3339(UTC - waited)})
+def gate_fl(waited: float, *, armed: bool = True) -> InFlight:
+    """At the gate for ``waited`` s; the work it holds began 60 s before; ``armed``: the validator was
+    seen at work since (what it says next is newer than the work)."""
+    timers = {"readiness-gate": to_rfc3339(UTC - waited), "readiness-gate-work": to_rfc3339(UTC - waited - 60)}
+    if armed:
+        timers["readiness-gate-armed"] = to_rfc3339(UTC - waited)
+    return fl("readiness-gate", timers=timers)
 
 
-def gate_mem(waited: float = 10) -> Memory:
-    return mem(Phase.READINESS_GATE, owns_cordon=True, inflight=gate_fl(waited))
+def gate_mem(waited: float = 10, *, armed: bool = True) -> Memory:
+    return mem(Phase.READINESS_GATE, owns_cordon=True, inflight=gate_fl(waited, armed=armed))
+
+
+# a validation left True a month ago (issue 34, item 5): it names the driver of the last release
+STALE = (NodeCondition(VALIDATED, "True", "Validated", "driver 1.0.0 passed", since=UTC - 30 * 86400),)
+TOKEN = "1/run-1"  # the gate's request: the recipe version and the lifecycle
+
+
+def stale_gate_node(*, echo: str = "", armed: bool = False) -> NodeInfo:
+    n = node(unschedulable=True, ours=True, inflight=gate_fl(10, armed=armed), conditions=STALE)
+    ann = {**n.annotations, validate_key(R): TOKEN, **({validated_key(R): echo} if echo else {})}
+    return replace(n, annotations=ann)
 
 
 def retried_gate_mem() -> Memory:
@@ -89,8 +107,8 @@ def retried_gate_mem() -> Memory:
     return m
 
 
-def gate_node(conditions: tuple[NodeCondition, ...], waited: float = 10, **kw: Any) -> NodeInfo:
-    return node(unschedulable=True, ours=True, inflight=gate_fl(waited), conditions=conditions, **kw)
+def gate_node(conditions: tuple[NodeCondition, ...], waited: float = 10, armed: bool = True, **kw: Any) -> NodeInfo:
+    return node(unschedulable=True, ours=True, inflight=gate_fl(waited, armed=armed), conditions=conditions, **kw)
 
 
 def node(*, unschedulable: bool = False, ours: bool = False, ready: bool | None = True, boot: str = "b1",
@@ -401,8 +419,26 @@ ROWS = [
         announce=(EventKind.STAGE_END, EventKind.GATE),
         check=lambda t: (t.memory.inflight.phase is Phase.READINESS_GATE
                          and t.memory.inflight.timers["readiness-gate"] == to_rfc3339(UTC)
+                         and t.memory.inflight.timers["readiness-gate-work"] == to_rfc3339(UTC - 10)
+                         and t.memory.inflight.timers["readiness-gate-armed"] == to_rfc3339(UTC)
+                         and t.effects[1].annotations[validate_key(R)] == TOKEN
                          and t.effects[1].unschedulable is None and t.effects[1].taints is None
                          and inflight_key(R) in t.effects[1].annotations and t.memory.owns_cordon)),
+    # a validation older than the work does not pass the gate (issue 34): held, the request written
+    Row("stages/succeeded-with-a-gate-and-a-stale-condition->held", stages_mem(running=True),
+        stage_view(StageStatus("succeeded", started=UTC - 10),
+                   nodes=(node(unschedulable=True, ours=True, inflight=fl("stages"), conditions=STALE),)),
+        effects=(Announce, PatchNode, Announce), phase=Phase.READINESS_GATE, wake=5.0, plan=NO_INTERRUPT, ctx=GCTX,
+        announce=(EventKind.STAGE_END, EventKind.GATE),
+        check=lambda t: ("before the work it gates" in t.effects[2].detail
+                         and "readiness-gate-armed" not in t.memory.inflight.timers
+                         and t.effects[1].annotations[validate_key(R)] == TOKEN)),
+    Row("stages/succeeded-with-a-gate-validated-after-the-work->passes-at-once", stages_mem(running=True),
+        stage_view(StageStatus("succeeded", started=UTC - 10), nodes=(
+            node(unschedulable=True, ours=True, inflight=fl("stages"),
+                 conditions=(replace(PASSED[0], since=UTC - 3),)),) * 2),
+        plan=NO_INTERRUPT, ctx=GCTX, outcome=Outcome.COMPLETE, wake=None,
+        announce=(EventKind.STAGE_END, EventKind.GATE_PASSED, EventKind.UNCORDON, EventKind.COMPLETE)),
     Row("stages/succeeded-without-a-gate->uncordon", stages_mem(running=True),
         stage_view(StageStatus("succeeded", started=UTC - 10),
                    nodes=(node(unschedulable=True, ours=True, inflight=fl("stages")),)),
@@ -424,6 +460,17 @@ ROWS = [
         announce=(EventKind.GATE_PASSED, EventKind.UNCORDON, EventKind.COMPLETE), ctx=GCTX,
         check=lambda t: t.effects[1].unschedulable is False and inflight_key(R) in t.effects[1].annotations
         and t.effects[1].annotations[inflight_key(R)] is None),
+    Row("gate/stale-condition-true->waits", gate_mem(armed=False), View(nodes=(stale_gate_node(),)), effects=(),
+        phase=Phase.READINESS_GATE, wake=5.0, ctx=GCTX),
+    Row("gate/stale-condition-but-the-token-echoed->passes", gate_mem(armed=False),
+        View(nodes=(stale_gate_node(echo=TOKEN),) * 2), outcome=Outcome.COMPLETE, wake=None, ctx=GCTX,
+        announce=(EventKind.GATE_PASSED, EventKind.UNCORDON, EventKind.COMPLETE),
+        check=lambda t: t.effects[1].annotations[validate_key(R)] is None and "echoed" in t.effects[0].detail),
+    Row("gate/stale-condition-and-an-old-token-echoed->waits", gate_mem(armed=False),
+        View(nodes=(stale_gate_node(echo="1/run-0"),)), effects=(), phase=Phase.READINESS_GATE, ctx=GCTX),
+    Row("gate/seen-unmet->armed-recorded-once", gate_mem(armed=False),
+        View(nodes=(gate_node(NOT_YET, armed=False),)), effects=(PatchNode,), phase=Phase.READINESS_GATE, wake=5.0,
+        ctx=GCTX, check=lambda t: "readiness-gate-armed" in t.memory.inflight.timers),
     Row("gate/timeout->failed-stays-cordoned", gate_mem(601), View(nodes=(gate_node(NOT_YET, 601),)),
         effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None, ctx=GCTX,
         reason=FailureReason.READINESS_GATE_TIMEOUT,
@@ -433,7 +480,7 @@ ROWS = [
         View(nodes=(gate_node(NOT_YET, 601, failed=True),)), effects=(PatchNode, Announce),
         phase=Phase.READINESS_GATE, wake=5.0, ctx=GCTX, announce=(EventKind.GATE,),
         check=lambda t: t.memory.inflight.lifecycle == "run-2"
-        and t.memory.inflight.timers == {"readiness-gate": to_rfc3339(UTC)}),
+        and t.memory.inflight.timers["readiness-gate"] == to_rfc3339(UTC)),
     Row("gate/left-the-selector->released", gate_mem(), View(nodes=(gate_node(NOT_YET, labels={"pool": "cpu"}),)),
         effects=(PatchNode, Announce, Announce), outcome=Outcome.LEFT, wake=None, ctx=GCTX,
         check=lambda t: t.effects[0].unschedulable is False),
