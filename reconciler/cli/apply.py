@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.applyreport import Reporter
     from reconciler.cli.clusters import check_sim_config_names, open_cluster
     from reconciler.cli.reportfile import check_report_file
-    from reconciler.load import load_inputs, policy_for
+    from reconciler.load import load_inputs
 
     if getattr(args, "dry_run", None):  # plans only (and server-checked first cordons): nothing persisted
         from reconciler.cli import applydry
@@ -148,19 +148,22 @@ def run(args: argparse.Namespace) -> int:
                             live=_live_view(args, console, inputs, opened),
                             events=EventsFile(output_of(args, "--events-file")) if args.events_file else None,
                             jsonl=sys.stdout if args.output == "jsonl" else None, verbose=args.verbose > 0)
+    from reconciler.cli.metrics import apply_metrics
+
+    metrics = apply_metrics(args, opened)  # --metrics-file/--pushgateway: folds the rollouts as they go
     try:
         done = opened.apply(inputs, reviewed=expected, plan_source=f"plan {args.plan}", selector=args.selector,
                             retry_failed=args.retry_failed, locked=args.locked, run_id=args.run_id,
                             workers=args.workers, wait_for_lock=args.wait_for_lock,
                             lease_duration=args.lease_duration, poll_seconds=args.poll_seconds,
-                            observers=[observer])
+                            observers=[observer] if metrics is None else [observer, metrics])
     except CrashInjected as e:  # the simulated fleet saved itself (--sim-save); main() maps it elsewhere
         print(error_line("crashed", e), file=sys.stderr)
         return EXIT_CRASHED
     finally:
         observer.close()
     results = done.results
-    unwritten = _write_outputs(args, opened, results, {r.name: policy_for(r, inputs).name for r in inputs.recipes})
+    unwritten = _write_outputs(args, opened, results, metrics)
     if observer.events is not None and observer.events.failed:
         unwritten.append("--events-file")
     if args.output == "markdown":
@@ -304,8 +307,7 @@ def _live_view(args: argparse.Namespace, console: Console, inputs: Any, opened: 
     return LiveView(console, eta)
 
 
-def _write_outputs(args: argparse.Namespace, opened: Any, results: list[RunResult],
-                   policies: dict[str, str]) -> list[str]:
+def _write_outputs(args: argparse.Namespace, opened: Any, results: list[RunResult], metrics: Any) -> list[str]:
     """After the rollout: ``--sim-save``, ``--report``, ``--metrics-file``/``--pushgateway``, each
     independent of the others. One that cannot be written is reported on stderr (the option named)
     and the others are still written; returns the options not written."""
@@ -329,10 +331,10 @@ def _write_outputs(args: argparse.Namespace, opened: Any, results: list[RunResul
         except OutputError as e:
             print(error_line("error", e), file=sys.stderr)
             unwritten.append("--report")
-    if args.metrics_file or args.pushgateway:
+    if metrics is not None:
         from reconciler.cli.metrics import export_after_apply
 
-        if export_after_apply(args, opened, results, policies):
+        if export_after_apply(args, opened, metrics):
             unwritten.append("--metrics-file")
     return unwritten
 

@@ -5,31 +5,30 @@ collector, or a Pushgateway).
 Each recipe is planned against the observed nodes (matched nodes, ceilings, compartments, nodes
 with work left) and combined with the node records (in flight, failed, blocked, statuses, package
 states) and the recipe's control switches; see :mod:`reconciler.report.metrics`. Series that
-only a run knows (current batch, halted) are left out. Without ``--metrics-file`` and
-``--pushgateway`` the exposition text is printed. ``apply --metrics-file/--pushgateway`` writes
-the same metrics (with the run's batch and halt series) at the end of a run.
+only a rollout knows (current batch, budget in use, phase, halted) are left out. Without
+``--metrics-file`` and ``--pushgateway`` the exposition text is printed. ``apply
+--metrics-file/--pushgateway`` writes the same metrics (with the rollout's series) at the end of a
+run, and ``reconciler controller`` serves them on ``/metrics`` as its rollouts go.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_input_args
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_OK, ReconcilerError
-from reconciler.execute.timeline import RunResult
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
 
 
 def _http_url(text: str) -> str:
-    from reconciler.adapters.metrics.pushgateway import push_url
+    from reconciler.adapters.metrics.pushgateway import check_url
 
     try:
-        push_url(text, "check", {})
+        check_url(text)
     except ReconcilerError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     return text
@@ -64,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.observe.snapshot import observe
     from reconciler.ops.controls import read_controls
     from reconciler.plan.planner import compute_plan
-    from reconciler.report.metrics import MetricSet, rollout_metrics
+    from reconciler.report.metrics import MetricSet, exposition, rollout_metrics
 
     prepare_outputs(args)  # --metrics-file, before any work
     inputs = load_inputs(args.recipes, args.policy, locked=args.locked)
@@ -77,14 +76,10 @@ def run(args: argparse.Namespace) -> int:
         policy = policy_for(recipe, inputs)
         plan = compute_plan(recipe, policy, fleet)
         c = controls.get(recipe.name)
-        sets[recipe.name] = rollout_metrics(recipe.name, nodes, plan=plan, policy=policy.name,
-                                            paused=bool(c and c.paused), disabled=bool(c and c.disabled),
-                                            now=opened.wall())
+        sets[recipe.name] = rollout_metrics(recipe.name, nodes, plan=plan, paused=bool(c and c.paused),
+                                            disabled=bool(c and c.disabled), now=opened.wall())
     if not args.metrics_file and not args.pushgateway:
-        merged = MetricSet()
-        for name in sorted(sets):
-            merged.update(sets[name])
-        sys.stdout.write(merged.render())
+        sys.stdout.write(exposition(*(sets[n] for n in sorted(sets))).decode("utf-8"))
         return EXIT_OK
     file = output_of(args, "--metrics-file") if args.metrics_file is not None else None
     for line in export(sets, file=file, pushgateway=args.pushgateway, job=args.metrics_job):
@@ -92,9 +87,20 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def export_after_apply(args: argparse.Namespace, opened: Any, results: Sequence[RunResult],
-                       policies: Mapping[str, str]) -> bool:
-    """``apply --metrics-file/--pushgateway``: the metrics of the finished runs (nodes re-read once).
+def apply_metrics(args: argparse.Namespace, opened: Any) -> Any:
+    """``apply --metrics-file/--pushgateway``: the observer that folds the rollouts for
+    :func:`export_after_apply` (:class:`reconciler.report.rolloutmetrics.RolloutMetrics`, the
+    controller's own); None without those options."""
+    if not (args.metrics_file or args.pushgateway):
+        return None
+    from reconciler.report.rolloutmetrics import RolloutMetrics
+
+    return RolloutMetrics(opened.cluster.nodes.list_nodes, opened.wall)
+
+
+def export_after_apply(args: argparse.Namespace, opened: Any, metrics: Any) -> bool:
+    """``apply --metrics-file/--pushgateway``: the metrics of the finished rollouts (``metrics``:
+    :func:`apply_metrics`'s observer; nodes re-read once, controls read once).
     A failure to write or push is reported on stderr and does not stop anything; returns whether
     the ``--metrics-file`` could not be written (the run then exits 5 if it would exit 0: see
     :func:`reconciler.cli.apply.run`). A failed push stays a warning: the Pushgateway is a remote
@@ -103,14 +109,13 @@ def export_after_apply(args: argparse.Namespace, opened: Any, results: Sequence[
     from reconciler.cli.optcheck import output_of
     from reconciler.fileio.writing import OutputError
     from reconciler.ops.controls import read_controls
-    from reconciler.report.metrics import MetricsError, run_metrics
+    from reconciler.report.metrics import MetricsError
 
     file = output_of(args, "--metrics-file") if args.metrics_file is not None else None
     try:
-        controls = {k: (c.paused, c.disabled) for k, c in read_controls(opened.cluster).items()}
-        sets = run_metrics(results, opened.cluster.nodes.list_nodes(), policies=policies, now=opened.wall(),
-                           controls={r.recipe: controls.get(r.recipe, (False, False)) for r in results})
-        for line in export(sets, file=file, pushgateway=args.pushgateway, job=args.metrics_job):
+        for name, c in read_controls(opened.cluster).items():
+            metrics.held(name, paused=c.paused, disabled=c.disabled)
+        for line in export(metrics.sets(), file=file, pushgateway=args.pushgateway, job=args.metrics_job):
             print(error_line("note", line)[len("note: "):], file=sys.stderr)
     except OutputError as e:
         print(error_line("error", f"metrics not written: {e}"), file=sys.stderr)

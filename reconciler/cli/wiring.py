@@ -144,8 +144,17 @@ class Wired:
 def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: Any = None) -> Wired:
     """The controller for ``args`` on ``opened`` (see the module docstring); ``reporters``: what
     :func:`git_status` returned (None: none)."""
-    metrics = ControllerMetrics()
     sim = opened.sim is not None
+    api_client = opened.kube.api_client if opened.kube is not None else None
+    watched_nodes: dict[str, Any] | None = None  # the node watch's store, once it exists (below)
+
+    def nodes_now() -> list[Any]:
+        """The nodes for the rollout gauges: the node watch's store (no request per scrape), else one LIST."""
+        if watched_nodes is not None:
+            return list(watched_nodes.values())
+        return list(opened.cluster.nodes.list_nodes())
+
+    metrics = ControllerMetrics(nodes=nodes_now, wall=opened.clock.utc)
     settings = ControllerSettings(
         holder=identity,
         locked=args.locked,
@@ -173,7 +182,6 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
                            args.git_policy_path, locked=args.locked)
     else:
         source = DirectorySource(args.recipe_paths, args.policy, locked=args.locked)
-    api_client = opened.kube.api_client if opened.kube is not None else None
     if args.source == "crd" and api_client is not None:
         from reconciler.adapters.host import process_identity
         from reconciler.adapters.kube.noderecipes import NodeRecipeEvents, NodeRecipeStatus
@@ -194,7 +202,9 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
     if api_client is not None and not sim:
         from reconciler.adapters.kube.informer import config_map_informer, node_informer, pdb_informer, recipe_informer
 
-        wired.informers.append(node_informer(api_client, ctl.on_node))
+        nodes = node_informer(api_client, ctl.on_node)
+        watched_nodes = nodes.store
+        wired.informers.append(nodes)
         wired.informers.append(pdb_informer(api_client, ctl.on_pdb))
         if isinstance(source, ObjectSource):
             objects = source

@@ -161,7 +161,8 @@ class Controller:
         #: the source revision of the pass running (or last run): what reporters record
         self.revision = ""
         self.status, self.leader, self.events = status, leader, events
-        self.metrics = metrics or ControllerMetrics()
+        self.metrics = metrics or ControllerMetrics(nodes=lambda: ClusterPorts.of(cluster).nodes.list_nodes(),
+                                                    wall=lambda: clock.utc())
         self.queue = WorkQueue()
         self.signal = StopSignal()
         if leader is not None:
@@ -248,7 +249,7 @@ class Controller:
             self.thread_alive.clear()
 
     def _observers(self) -> list[Observer]:
-        out: list[Observer] = [MetricsObserver(self.metrics)]
+        out: list[Observer] = [MetricsObserver(self.metrics), self.metrics.rollout]
         if self.status is not None:
             writer, objects = self.status
             out.append(RecipeStatusObserver(writer, objects, self.clock,

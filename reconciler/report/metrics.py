@@ -1,50 +1,68 @@
-"""Prometheus metrics of a rollout, in the text exposition format (version 0.0.4).
+"""Prometheus metrics of rollouts: the one model of ``reconciler metrics``, ``apply
+--metrics-file/--pushgateway`` and ``reconciler controller``'s ``/metrics`` (same names, labels and
+meaning everywhere, so one Grafana dashboard and one set of alert rules serve all three).
 
-Written as a file for the node-exporter textfile collector (:func:`write_textfile`, atomic: a
-temporary file in the same directory, fsync, rename, :mod:`reconciler.fileio.writing`; name it
-``*.prom``) and/or pushed to a
-Pushgateway (:func:`reconciler.adapters.metrics.pushgateway.push`, HTTP PUT of one group per recipe; the
-network I/O lives in that adapter, :func:`reconciler.adapters.metrics.pushgateway.export` does both).
-Built by :func:`rollout_metrics` from a :class:`~reconciler.model.run.RunResult` (after ``apply``) and/or a
-:class:`~reconciler.model.plan.Plan` (``reconciler metrics``, no run), plus the node records.
+:func:`rollout_metrics` computes a :class:`MetricSet` (pure data) for one recipe from the node
+records and, when there is one, the plan and the rollout as it goes (:class:`Live`: the same folds
+of the timeline the NodeRecipe status and the terminal's live view use,
+:class:`~reconciler.report.status.RolloutProgress` and
+:class:`~reconciler.report.progress.ProgressBoard`), so the gauges move *during* a rollout.
+A :class:`MetricSet` is a ``prometheus_client`` collector; ``prometheus_client`` writes the
+exposition text (:func:`exposition`) and pushes it (:mod:`reconciler.adapters.metrics.pushgateway`).
+:mod:`reconciler.report.rolloutmetrics` feeds :class:`Live` from the application service's
+observer calls.
 
-Metrics (all gauges; names follow NodeWright's ``skyhook_*`` set, semantics-nodewright.md §5.1,
-with our prefix). Compartment series carry ``recipe``, ``policy``, ``compartment``, ``strategy``:
+Gauges (prefix ``node_reconciler_``; names after NodeWright's ``skyhook_*`` set, semantics-nodewright.md
+§5.1). Compartment series carry ``recipe``, ``policy``, ``compartment``, ``strategy``:
 
-==============================================  ==============================================
-``node_reconciler_rollout_matched_nodes``       selected nodes in the compartment
-``node_reconciler_rollout_ceiling``             budget ceiling (nodes disrupted at once)
-``node_reconciler_rollout_in_progress``         nodes with a lifecycle in flight (record on node)
-``node_reconciler_rollout_completed``           nodes with nothing left to do
-``node_reconciler_rollout_failed``              nodes with a failure record
-``node_reconciler_rollout_blocked``             nodes whose status is ``blocked``
-``node_reconciler_rollout_progress_percent``    completed × 100 / matched
-``node_reconciler_rollout_current_batch``       number of the last batch started (run only)
-``node_reconciler_rollout_halted``              1 when the compartment halted (run only)
-``node_reconciler_rollout_max_disrupted``       most nodes held disrupted at once (run only)
-``node_reconciler_node_target_count``           selected nodes of the recipe
-``node_reconciler_node_status_count``           nodes per recorded status (``none``: no status)
-``node_reconciler_package_state_count``         nodes per package, version and state
-``node_reconciler_package_stage_count``         nodes per package, version and stage
-``node_reconciler_package_restarts_count``      summed restarts per package and version
-``node_reconciler_run_result``                  1 for the run's result (succeeded/failed/halted)
-``node_reconciler_run_nodes``                   nodes per outcome of the run
-``node_reconciler_run_duration_seconds``        duration of the run
-``node_reconciler_last_update_timestamp_seconds``  when these metrics were computed
-``node_reconciler_recipe_paused`` / ``_disabled``  control switches (``reconciler pause``/``disable``)
-==============================================  ==============================================
+====================================  =========================================================
+``rollout_matched_nodes``             selected nodes in the compartment
+``rollout_ceiling``                   budget ceiling (nodes disrupted at once)
+``rollout_completed``                 nodes up to date (nothing left to do)
+``rollout_in_progress``               nodes being worked on
+``rollout_failed``                    nodes failed
+``rollout_blocked``                   nodes blocked (protected pods, retried later)
+``rollout_progress_percent``          completed × 100 / matched
+``rollout_current_batch``             batch k of the rollout in progress or last run (live only)
+``rollout_batches``                   batches N to run
+``rollout_disrupted``                 budget in use: nodes held cordoned now (live only)
+``rollout_halted``                    1 when the compartment halted (live only)
+``rollout_max_disrupted``             most nodes held cordoned at once in the rollout (live only)
+====================================  =========================================================
 
-Series whose value is unknown (current batch without a run) are left out rather than reported as 0.
+Recipe series carry ``recipe``:
+
+=============================================  ===========================================================
+``rollout_nodes{state}``                       nodes per state, as the NodeRecipe status counts them
+                                               (pending, inProgress, complete, failed, blocked, removed)
+``recipe_phase{phase}``                        1 for the rollout's phase (Progressing, Complete, Failed,
+                                               Halted, Waiting, Paused; live only)
+``rollout_start_timestamp_seconds``            when the rollout in progress or last run started (live only)
+``rollout_last_progress_timestamp_seconds``    when a node last changed state in it (live only; the
+                                               "rollout stalled" alert)
+``run_duration_seconds``                       its duration so far (live only)
+``run_result{result}``                         1 for the rollout's result (live only; all 0 until it ends)
+``node_target_count``                          selected nodes
+``node_status_count{status}``                  nodes per recorded status (``none``: no status)
+``package_state_count{package,version,state}``  nodes per package, version and state
+``package_stage_count{package,version,stage}``  nodes per package, version and stage
+``package_restarts_count{package,version}``    summed restarts per package and version
+``recipe_paused`` / ``recipe_disabled``        control switches (``reconciler pause``/``disable``)
+``last_update_timestamp_seconds``              when these metrics were computed
+=============================================  ===========================================================
+
+Series whose value is unknown (the current batch without a rollout) are left out, not reported as 0.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+
 from reconciler.errors import ReconcilerError
-from reconciler.fileio.writing import Output, prepare_output
 from reconciler.model.nodestate import (
     NodeStateError,
     PackageState,
@@ -56,110 +74,145 @@ from reconciler.model.nodestate import (
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import Plan
-from reconciler.model.run import RunResult
-from reconciler.model.vocab import NodeResult, NodeStatus, RunVerdict
+from reconciler.model.run import Event, RunResult
+from reconciler.model.vocab import NodeStatus, RunVerdict
+from reconciler.report.progress import ProgressBoard
+from reconciler.report.status import NodeProgress, RolloutProgress
 
 PREFIX = "node_reconciler_"
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 RESULTS = tuple(str(v) for v in RunVerdict)
+#: Node states of ``rollout_nodes`` (the NodeRecipe status's ``nodes`` counts).
+NODE_STATES: tuple[NodeProgress, ...] = ("pending", "inProgress", "complete", "failed", "blocked", "removed")
+#: Phases of ``recipe_phase`` (the NodeRecipe status's ``phase``).
+PHASES = ("Progressing", "Complete", "Failed", "Halted", "Waiting", "Paused")
 
-_HELP: dict[str, str] = {
+HELP: dict[str, str] = {
     "rollout_matched_nodes": "Selected nodes in the compartment.",
     "rollout_ceiling": "Budget ceiling: nodes the compartment may disrupt at once.",
-    "rollout_in_progress": "Nodes with a lifecycle in flight for the recipe.",
-    "rollout_completed": "Nodes of the compartment with nothing left to do.",
-    "rollout_failed": "Nodes of the compartment with a failure record.",
-    "rollout_blocked": "Nodes of the compartment whose status is blocked.",
+    "rollout_completed": "Nodes of the compartment that are up to date.",
+    "rollout_in_progress": "Nodes of the compartment being worked on.",
+    "rollout_failed": "Nodes of the compartment that failed.",
+    "rollout_blocked": "Nodes of the compartment blocked by protected pods (retried later).",
     "rollout_progress_percent": "Completed nodes as a percentage of matched nodes.",
-    "rollout_current_batch": "Number of the last batch started in the compartment.",
+    "rollout_current_batch": "Batch k of the rollout in progress (or of the last one) in the compartment.",
+    "rollout_batches": "Batches N the compartment's rollout runs.",
+    "rollout_disrupted": "Budget in use: nodes of the compartment held cordoned now.",
     "rollout_halted": "1 when the compartment halted (failure threshold or budget).",
-    "rollout_max_disrupted": "Most nodes held disrupted at once in the compartment during the run.",
+    "rollout_max_disrupted": "Most nodes of the compartment held cordoned at once in the rollout in progress or "
+                             "the last one.",
+    "rollout_nodes": "Nodes of the recipe per state, as its NodeRecipe status counts them.",
+    "recipe_phase": "1 for the phase of the recipe's rollout in progress or last run.",
+    "rollout_start_timestamp_seconds": "Unix time the rollout in progress (or the last one) started.",
+    "rollout_last_progress_timestamp_seconds": "Unix time a node last changed state in the rollout.",
+    "run_duration_seconds": "Duration of the rollout in progress (so far) or of the last one, in seconds.",
+    "run_result": "1 for the result of the recipe's last rollout (every result 0 while it runs).",
     "node_target_count": "Nodes selected by the recipe.",
     "node_status_count": "Nodes per recorded status of the recipe (none: no status recorded).",
     "package_state_count": "Nodes per package, version and state.",
     "package_stage_count": "Nodes per package, version and stage.",
     "package_restarts_count": "Summed stage restarts per package and version.",
-    "run_result": "1 for the result of the last run of the recipe.",
-    "run_nodes": "Nodes per outcome of the last run.",
-    "run_duration_seconds": "Duration of the last run in seconds.",
-    "last_update_timestamp_seconds": "Unix time when these metrics were computed.",
     "recipe_paused": "1 when the recipe is paused (reconciler pause).",
     "recipe_disabled": "1 when the recipe is disabled (reconciler disable).",
+    "last_update_timestamp_seconds": "Unix time when these metrics were computed.",
 }
+
+Labels = tuple[tuple[str, str], ...]
 
 
 class MetricsError(ReconcilerError):
-    """The metrics could not be written or pushed."""
+    """The metrics could not be pushed."""
 
 
-@dataclass
-class Family:
-    """One metric family: name, help and samples ``labels → value``."""
-
-    name: str
-    help: str
-    type: str = "gauge"
-    samples: dict[tuple[tuple[str, str], ...], float] = field(default_factory=dict)
-
-
-@dataclass
+@dataclass(eq=False)  # a collector is registered by identity
 class MetricSet:
-    """Metric families by name; :meth:`render` gives the exposition text (sorted, deterministic)."""
+    """Gauge families by full name, each ``labels → value``; a ``prometheus_client`` collector
+    (:meth:`collect`), so a registry exposes, writes or pushes it."""
 
-    families: dict[str, Family] = field(default_factory=dict)
+    families: dict[str, dict[Labels, float]] = field(default_factory=dict)
 
     def set(self, short: str, labels: Mapping[str, str], value: float) -> None:
-        """Set the sample of family ``node_reconciler_<short>`` with ``labels``."""
-        name = PREFIX + short
-        fam = self.families.get(name)
-        if fam is None:
-            fam = self.families[name] = Family(name, _HELP.get(short, short))
-        fam.samples[tuple(sorted(labels.items()))] = float(value)
+        """Set the sample of ``node_reconciler_<short>`` with ``labels`` (``short`` is in :data:`HELP`)."""
+        self.families.setdefault(PREFIX + short, {})[tuple(sorted(labels.items()))] = float(value)
 
     def update(self, other: MetricSet) -> None:
         """Add every sample of ``other`` (same name and labels: ``other`` wins)."""
-        for name, fam in other.families.items():
-            mine = self.families.setdefault(name, Family(name, fam.help, fam.type))
-            mine.samples.update(fam.samples)
+        for name, samples in other.families.items():
+            self.families.setdefault(name, {}).update(samples)
 
     def value(self, short: str, **labels: str) -> float | None:
-        """The sample of ``node_reconciler_<short>`` whose labels include ``labels`` (first match), or None."""
-        fam = self.families.get(PREFIX + short)
-        if fam is None:
-            return None
-        for key, v in sorted(fam.samples.items()):
+        """The sample of ``node_reconciler_<short>`` whose labels include ``labels`` (first in
+        label order), or None."""
+        for key, v in sorted(self.families.get(PREFIX + short, {}).items()):
             d = dict(key)
             if all(d.get(k) == want for k, want in labels.items()):
                 return v
         return None
 
-    def render(self) -> str:
-        """Prometheus text exposition format 0.0.4."""
-        lines: list[str] = []
+    def describe(self) -> list[Metric]:
+        """Nothing up front (the names depend on the data), so registering does not collect."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """One gauge family per name, in name order."""
         for name in sorted(self.families):
-            fam = self.families[name]
-            lines.append(f"# HELP {name} {_escape_help(fam.help)}")
-            lines.append(f"# TYPE {name} {fam.type}")
-            for key in sorted(fam.samples):
-                lab = ",".join(f'{k}="{_escape_label(v)}"' for k, v in key)
-                lines.append(f"{name}{{{lab}}} {_fmt(fam.samples[key])}" if lab else f"{name} {_fmt(fam.samples[key])}")
-        return "\n".join(lines) + ("\n" if lines else "")
+            samples = self.families[name]
+            keys = [k for k, _ in next(iter(samples))] if samples else []
+            fam = GaugeMetricFamily(name, HELP[name.removeprefix(PREFIX)], labels=keys)
+            for key in sorted(samples):
+                fam.add_metric([v for _, v in key], samples[key])
+            yield fam
 
 
-def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+def exposition(*sets: MetricSet) -> bytes:
+    """The Prometheus text exposition of ``sets`` (merged), as ``prometheus_client`` writes it."""
+    merged = MetricSet()
+    for s in sets:
+        merged.update(s)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(merged)
+    return generate_latest(registry)
 
 
-def _escape_label(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+@dataclass
+class Live:
+    """A rollout as it goes (or as it went): the status's per-node fold, the live view's board,
+    when it started and when a node last changed state (wall-clock seconds), its result once
+    finished."""
 
+    progress: RolloutProgress
+    board: ProgressBoard
+    started: float
+    changed: float
+    result: RunResult | None = None
+    most: dict[str, int] = field(default_factory=dict)  # compartment → most nodes held at once
 
-def _fmt(v: float) -> str:
-    if math.isnan(v):
-        return "NaN"
-    if math.isinf(v):
-        return "+Inf" if v > 0 else "-Inf"
-    return str(int(v)) if v.is_integer() and abs(v) < 2**53 else repr(v)
+    @classmethod
+    def start(cls, plan: Plan, at: float) -> Live:
+        """A rollout of ``plan`` starting at ``at``."""
+        return cls(RolloutProgress(plan), ProgressBoard.for_plan(plan), at, at)
+
+    def on_event(self, ev: Event, at: float) -> None:
+        """Fold one timeline event in (at wall time ``at``)."""
+        if self.progress.on_event(ev):
+            self.changed = at
+        self.board.on_event(ev)
+        for name, c in self.board.compartments.items():
+            self.most[name] = max(self.most.get(name, 0), len(c.held))
+
+    def finish(self, result: RunResult) -> None:
+        """Settle it from the run's result."""
+        self.progress.finish(result)
+        self.result = result
+
+    @classmethod
+    def replay(cls, plan: Plan, result: RunResult, ended: float) -> Live:
+        """A finished run, folded from its timeline (``ended``: wall time it ended at)."""
+        started = ended - result.duration
+        live = cls.start(plan, started)
+        for ev in result.timeline:
+            live.on_event(ev, started + ev.t)
+        live.finish(result)
+        return live
 
 
 def _state(node: NodeInfo, recipe: str) -> dict[str, PackageState]:
@@ -169,95 +222,64 @@ def _state(node: NodeInfo, recipe: str) -> dict[str, PackageState]:
         return {}
 
 
-def rollout_metrics(
-    recipe: str,
-    nodes: Sequence[NodeInfo],
-    *,
-    result: RunResult | None = None,
-    plan: Plan | None = None,
-    policy: str = "",
-    paused: bool | None = None,
-    disabled: bool | None = None,
-    now: float | None = None,
-) -> MetricSet:
-    """The metrics of ``recipe`` (see the module doc).
+def recorded_states(recipe: str, plan: Plan, by_name: Mapping[str, NodeInfo]) -> dict[str, NodeProgress]:
+    """Each planned node's state from its records, without a rollout: a failure record → failed,
+    a lifecycle in flight → inProgress, recorded status blocked → blocked, work left → pending,
+    else complete."""
+    out: dict[str, NodeProgress] = {}
+    for n in plan.nodes:
+        node = by_name.get(n.name)
+        ann = node.annotations if node is not None else {}
+        if failure_key(recipe) in ann:
+            out[n.name] = "failed"
+        elif inflight_key(recipe) in ann:
+            out[n.name] = "inProgress"
+        elif node is not None and recorded_status(node.labels, ann, recipe) == NodeStatus.BLOCKED:
+            out[n.name] = "blocked"
+        else:
+            out[n.name] = "pending" if n.has_work else "complete"
+    return out
 
-    The recipe's nodes and their compartments come from ``result`` (its node outcomes) or else
-    ``plan``; without either, only package and status counts over nodes carrying the recipe's
-    state are produced. ``nodes`` are the current node objects (their records give in progress,
-    failed, blocked, statuses and package states). ``paused``/``disabled`` None: not reported.
-    """
-    ms = MetricSet()
-    by_name = {n.name: n for n in nodes}
-    comp_of: dict[str, str] = {}
-    if result is not None:
-        comp_of = {o.name: o.compartment for o in result.nodes}
-    elif plan is not None:
-        comp_of = {n.name: n.compartment for n in plan.nodes}
-    targets = list(comp_of) if (result is not None or plan is not None) else [
-        n.name for n in nodes if state_key(recipe) in n.annotations]
-    base = {"recipe": recipe}
-    policy = policy or (plan.policy if plan is not None else "")
 
-    # compartments
-    docs = {c["name"]: c for c in result.compartments} if result is not None else {}
-    plans = {c.name: c for c in plan.compartments} if plan is not None else {}
-    outcome = {o.name: o.state for o in result.nodes} if result is not None else {}
-    has_work = {n.name: n.batch > 0 for n in plan.nodes} if plan is not None else {}
-    for comp in sorted(set(comp_of.values()) | set(docs) | set(plans)):
-        members = [n for n, c in comp_of.items() if c == comp]
-        doc, cp = docs.get(comp, {}), plans.get(comp)
-        strategy = str(doc.get("strategy") or (cp.strategy if cp is not None else "") or "unknown")
-        labels = {**base, "policy": policy or "legacy", "compartment": comp, "strategy": strategy}
-        matched = cp.matched if cp is not None else len(members)
-        ceiling = cp.ceiling if cp is not None else int(doc.get("ceiling", 0))
-        untouched = set(doc.get("untouched") or ())
-        in_progress = failed = blocked = completed = 0
-        for name in members:
-            node = by_name.get(name)
-            ann = node.annotations if node is not None else {}
-            flying = inflight_key(recipe) in ann
-            broken = failure_key(recipe) in ann
-            in_progress += flying
-            failed += broken
-            recorded = recorded_status(node.labels, ann, recipe) if node is not None else ""
-            blocked += recorded == NodeStatus.BLOCKED
-            if flying or broken or node is None:
-                continue
-            if result is not None:
-                out = outcome.get(name)
-                completed += out == NodeResult.COMPLETE or (out == NodeResult.UNTOUCHED and name not in untouched
-                                                   and recorded != NodeStatus.BLOCKED)
-            else:
-                completed += not has_work.get(name, True)
-        ms.set("rollout_matched_nodes", labels, matched)
-        ms.set("rollout_ceiling", labels, ceiling)
-        ms.set("rollout_in_progress", labels, in_progress)
-        ms.set("rollout_completed", labels, completed)
-        ms.set("rollout_failed", labels, failed)
-        ms.set("rollout_blocked", labels, blocked)
-        ms.set("rollout_progress_percent", labels, round(completed * 100 / matched, 2) if matched else 100)
-        if result is not None and doc:
-            ms.set("rollout_current_batch", labels, len(doc.get("batches") or ()))
-            ms.set("rollout_halted", labels, 1 if doc.get("halted") else 0)
-            ms.set("rollout_max_disrupted", labels, int(doc.get("maxDisrupted", 0)))
+def _compartments(ms: MetricSet, plan: Plan, states: Mapping[str, NodeProgress], live: Live | None,
+                  base: dict[str, str]) -> None:
+    board = live.board if live is not None else ProgressBoard.for_plan(plan)
+    for cp in plan.compartments:
+        labels = {**base, "policy": plan.policy or "legacy", "compartment": cp.name, "strategy": cp.strategy}
+        counts = {s: 0 for s in NODE_STATES}
+        for n in plan.nodes:
+            if n.compartment == cp.name:
+                counts[states.get(n.name, "pending")] += 1
+        ms.set("rollout_matched_nodes", labels, cp.matched)
+        ms.set("rollout_ceiling", labels, cp.ceiling)
+        ms.set("rollout_completed", labels, counts["complete"])
+        ms.set("rollout_in_progress", labels, counts["inProgress"])
+        ms.set("rollout_failed", labels, counts["failed"])
+        ms.set("rollout_blocked", labels, counts["blocked"])
+        ms.set("rollout_progress_percent", labels,
+               round(counts["complete"] * 100 / cp.matched, 2) if cp.matched else 100)
+        progress = board.compartments.get(cp.name)
+        ms.set("rollout_batches", labels, progress.batches if progress is not None else 0)
+        if live is not None and progress is not None:
+            ms.set("rollout_current_batch", labels, progress.batch)
+            ms.set("rollout_disrupted", labels, len(progress.held))
+            ms.set("rollout_halted", labels, 1 if progress.halted or cp.name in live.progress.halted else 0)
+            ms.set("rollout_max_disrupted", labels, live.most.get(cp.name, 0))
 
-    # nodes and packages
-    ms.set("node_target_count", base, len(targets))
+
+def _records(ms: MetricSet, recipe: str, targets: Sequence[NodeInfo], base: dict[str, str]) -> None:
     statuses: dict[str, int] = {}
     states: dict[tuple[str, str, str], int] = {}
     stages: dict[tuple[str, str, str], int] = {}
     restarts: dict[tuple[str, str], int] = {}
-    for name in targets:
-        node = by_name.get(name)
-        if node is None:
-            continue
+    for node in targets:
         st = recorded_status(node.labels, node.annotations, recipe) or "none"
         statuses[st] = statuses.get(st, 0) + 1
         for e in _state(node, recipe).values():
             states[(e.name, e.version, e.state)] = states.get((e.name, e.version, e.state), 0) + 1
             stages[(e.name, e.version, e.stage)] = stages.get((e.name, e.version, e.stage), 0) + 1
             restarts[(e.name, e.version)] = restarts.get((e.name, e.version), 0) + e.restarts
+    ms.set("node_target_count", base, len(targets))
     for st, count in statuses.items():
         ms.set("node_status_count", {**base, "status": st}, count)
     for (pkg, ver, state), count in states.items():
@@ -267,16 +289,53 @@ def rollout_metrics(
     for (pkg, ver), count in restarts.items():
         ms.set("package_restarts_count", {**base, "package": pkg, "version": ver}, count)
 
-    # run
-    if result is not None:
+
+def rollout_metrics(
+    recipe: str,
+    nodes: Sequence[NodeInfo],
+    *,
+    plan: Plan | None = None,
+    live: Live | None = None,
+    paused: bool | None = None,
+    disabled: bool | None = None,
+    now: float | None = None,
+) -> MetricSet:
+    """The metrics of ``recipe`` (module docstring).
+
+    ``nodes``: the current node objects (records give statuses and package states). ``plan``: the
+    recipe's plan (compartments, matched nodes, batches; ``live.progress.plan`` when ``live`` is
+    given); without a plan only the counts over nodes carrying the recipe's state are produced.
+    ``live``: the rollout in progress or the last one (node states, batch, budget in use, phase,
+    times); without it node states come from the records (:func:`recorded_states`).
+    ``paused``/``disabled`` None: not reported. ``now``: wall-clock seconds of the computation.
+    """
+    ms = MetricSet()
+    base = {"recipe": recipe}
+    by_name = {n.name: n for n in nodes}
+    plan = live.progress.plan if live is not None else plan
+    if plan is not None:
+        states = dict(live.progress.nodes) if live is not None else recorded_states(recipe, plan, by_name)
+        _compartments(ms, plan, states, live, base)
+        for s in NODE_STATES:
+            ms.set("rollout_nodes", {**base, "state": s}, sum(1 for v in states.values() if v == s))
+        targets = [by_name[n.name] for n in plan.nodes if n.name in by_name]
+    else:
+        targets = [n for n in nodes if state_key(recipe) in n.annotations]
+    _records(ms, recipe, targets, base)
+    if live is not None:
+        phase = live.progress.phase(paused=bool(paused))
+        for p in PHASES:
+            ms.set("recipe_phase", {**base, "phase": p}, 1 if p == phase else 0)
+        ms.set("rollout_start_timestamp_seconds", base, round(live.started, 3))
+        ms.set("rollout_last_progress_timestamp_seconds", base, round(live.changed, 3))
+        if live.result is not None:
+            elapsed = live.result.duration
+        else:
+            elapsed = max(live.board.elapsed, now - live.started) if now is not None else live.board.elapsed
+        ms.set("run_duration_seconds", base, round(elapsed, 3))
+        last = live.result.result if live.result is not None else None  # none yet: every result 0
         for r in RESULTS:
-            ms.set("run_result", {**base, "result": r}, 1 if result.result == r else 0)
-        counts: dict[str, int] = {}
-        for o in result.nodes:
-            counts[o.state] = counts.get(o.state, 0) + 1
-        for state, count in counts.items():
-            ms.set("run_nodes", {**base, "outcome": state}, count)
-        ms.set("run_duration_seconds", base, round(result.duration, 3))
+            ms.set("run_result", {**base, "result": r}, 1 if last == r else 0)
     if paused is not None:
         ms.set("recipe_paused", base, 1 if paused else 0)
     if disabled is not None:
@@ -285,38 +344,3 @@ def rollout_metrics(
         ms.set("last_update_timestamp_seconds", base, round(now, 3))
     return ms
 
-
-def write_textfile(path: str | Output, text: str) -> None:
-    """Write ``text`` to ``path`` through the one output writer (:mod:`reconciler.fileio.writing`:
-    a regular file replaced atomically, so the textfile collector never reads a partial file; a
-    device or FIFO written in place). ``path``: the ``--metrics-file`` output checked before any
-    work, or a path checked now.
-
-    Raises:
-        InputError: ``path`` cannot be written (checked now: its directory is missing, ...).
-        OutputError: the write failed (the file is left as it was).
-    """
-    out = path if isinstance(path, Output) else prepare_output("--metrics-file", path)
-    try:
-        out.write(text)
-    finally:
-        if out is not path:
-            out.close()
-
-
-def run_metrics(
-    results: Iterable[RunResult],
-    nodes: Sequence[NodeInfo],
-    *,
-    policies: Mapping[str, str] | None = None,
-    now: float | None = None,
-    controls: Mapping[str, tuple[bool, bool]] | None = None,
-) -> dict[str, MetricSet]:
-    """Metrics of the runs of one ``apply`` (one set per recipe), from the results and the nodes
-    read after the run. ``controls``: recipe → (paused, disabled)."""
-    out: dict[str, MetricSet] = {}
-    for r in results:
-        pd = (controls or {}).get(r.recipe)
-        out[r.recipe] = rollout_metrics(r.recipe, nodes, result=r, policy=(policies or {}).get(r.recipe, ""),
-                                        paused=pd[0] if pd else None, disabled=pd[1] if pd else None, now=now)
-    return out

@@ -156,14 +156,17 @@ def vocabulary_page() -> str:
 
 
 def metric_families() -> list[tuple[str, str, str, str]]:
-    """``(name, type, labels, help)`` of every metric: the textfile/Pushgateway families of
-    reconciler.report.metrics and the controller's registry."""
+    """``(name, type, labels, help)`` of every metric: the rollout families of
+    reconciler.report.metrics (textfile, Pushgateway, the controller's /metrics) and the
+    controller's own."""
     from reconciler.controller.metrics import ControllerMetrics
     from reconciler.report import metrics as export
 
-    out = [(export.PREFIX + short, "gauge", "", text) for short, text in export._HELP.items()]
+    out = [(export.PREFIX + short, "gauge", "", text) for short, text in export.HELP.items()]
     registry = ControllerMetrics().registry
     for collector in registry._collector_to_names:
+        if not hasattr(collector, "_name"):  # the rollout gauges above, registered as one collector
+            continue
         out.append((collector._name, collector._type, ", ".join(collector._labelnames),  # type: ignore[attr-defined]
                     collector._documentation))  # type: ignore[attr-defined]
     return out
@@ -174,13 +177,15 @@ def metrics_page() -> str:
     lines = [GENERATED, "# Metrics", "",
              "`apply --metrics-file x.prom` writes the rollout metrics for node-exporter's textfile collector, "
              "`--pushgateway URL` pushes them, and `reconciler metrics` prints them; `reconciler controller` "
-             "serves them and its own on `/metrics`. A Grafana dashboard for them is "
-             "`docs/grafana/node-reconciler-dashboard.json` (progress, failed, halted, nodes per compartment, "
-             "budget used of ceiling, current batch, package states; its queries are checked against the "
-             "metrics a real `apply` exports by `tests/unit/report/test_grafana_dashboard.py`).", "",
+             "serves the same names on `/metrics` while its rollouts run (nodes by state, batch k of N, budget "
+             "in use, phase, last progress), with its own. A Grafana dashboard for them is "
+             "`docs/grafana/node-reconciler-dashboard.json` and alert rules (rollout halted, node failed, "
+             "rollout stalled) are `docs/prometheus/node-reconciler-rules.yaml`; every query of both is checked "
+             "against what `apply` exports and what a controller serves mid-rollout "
+             "(`tests/unit/report/test_grafana_dashboard.py`, `tests/e2e/test_metrics_e2e.py`).", "",
              "The export's families (`node_reconciler_*`) carry the label `recipe`; the `rollout_*` ones also "
              "`policy`, `compartment` and `strategy`, and the others the dimension their help names (`status`, "
-             "`package`, `version`, `state`, `stage`, `result`, `outcome`).", "",
+             "`package`, `version`, `state`, `stage`, `result`, `phase`).", "",
              "| metric | type | labels | meaning |", "| --- | --- | --- | --- |"]
     for name, kind, labels, text in metric_families():
         lines.append(f"| `{name}` | {kind} | {labels} | {_md(text)} |")

@@ -283,8 +283,8 @@ def test_a_noderecipe_rolls_out_goes_ready_and_a_joining_tainted_node_is_untaint
             stages = pods.stage_seconds()
             print(f"\njoin-to-untainted {took:.2f} s; stage pods {stages:.2f} s; overhead {took - stages:.2f} s")
             code, body = a.get("/metrics", a.metrics)
-            assert code == 200 and "reconciler_controller_passes_total" in body
-            assert 'reconciler_controller_triggers_total{kind="node"}' in body
+            assert code == 200 and "node_reconciler_controller_passes_total" in body
+            assert 'node_reconciler_controller_triggers_total{kind="node"}' in body
             _wait("Current again", lambda: _kstatus(api, name) == "Current", timeout=60)
         finally:
             with contextlib.suppress(Exception):
@@ -427,9 +427,9 @@ def test_a_rollout_with_reboots_is_never_preempted_by_its_own_reboots(
         time.sleep(2)  # the pass queued by the last node's Ready (not preempting) runs and ends
         code, body = a.get("/metrics", a.metrics)
         assert code == 200
-        assert _metric(body, 'reconciler_controller_passes_total{outcome="preempted"}') == 0, body
-        assert _metric(body, f'reconciler_rollouts_total{{recipe="{name}",result="failed"}}') == 0, body
-        assert _metric(body, f'reconciler_recipe_nodes{{recipe="{name}",state="complete"}}') == len(nodes), body
+        assert _metric(body, 'node_reconciler_controller_passes_total{outcome="preempted"}') == 0, body
+        assert _metric(body, f'node_reconciler_rollouts_total{{recipe="{name}",result="failed"}}') == 0, body
+        assert _metric(body, f'node_reconciler_rollout_nodes{{recipe="{name}",state="complete"}}') == len(nodes), body
         log = a.log.read_text(errors="replace")
         errors = [line for line in log.splitlines() if " ERROR " in line]
         assert not errors, errors[:5]

@@ -1,46 +1,44 @@
-"""Pushgateway client: PUT a recipe's metrics (rendered by :mod:`reconciler.report.metrics`) to a
-Prometheus Pushgateway group, and :func:`export` (textfile and/or push) for ``apply`` and ``metrics``.
+"""Export the rollout metrics (:mod:`reconciler.report.metrics`) for ``apply`` and ``metrics``: a
+textfile for the node-exporter textfile collector, and/or a Prometheus Pushgateway, one group
+per recipe, through ``prometheus_client``'s ``push_to_gateway`` (``PUT
+/metrics/job/<job>/recipe/<recipe>``, replacing the group; values with ``/`` or empty in its
+``@base64`` form).
 
-The push API is the Pushgateway's ``PUT /metrics/job/<job>{/<label>/<value>}`` (replace the
-group), with the ``@base64`` form for values that are empty or contain ``/``
-(https://github.com/prometheus/pushgateway#url). The only network I/O of the metrics feature.
+The textfile is ``prometheus_client``'s exposition written through the one output writer
+(:mod:`reconciler.fileio.writing`: temporary file, fsync, rename; ``/dev/stdout`` and FIFOs in
+place) rather than ``write_to_textfile``, whose renamed temporary file cannot serve those and
+whose errors would not name ``--metrics-file``.
 
-The base URL is checked for shape before any work (:func:`push_url`); credentials in its
-user-info are sent as HTTP basic auth (the Pushgateway's ``--web.config.file``) and never shown:
-every message carries the URL without them, redacted (:mod:`reconciler.report.redact`).
+The base URL is checked for shape before any work (:func:`check_url`); credentials in its
+user-info are sent as HTTP basic auth (the Pushgateway's ``--web.config.file``) with
+``prometheus_client``'s ``basic_auth_handler`` and never shown: every message carries the URL
+without them, redacted (:mod:`reconciler.report.redact`).
 """
 
 from __future__ import annotations
 
-import base64
 import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import basic_auth_handler, default_handler, push_to_gateway
 
 from reconciler.errors import InputError
 from reconciler.fileio.writing import Output
-from reconciler.report.metrics import CONTENT_TYPE, MetricsError, MetricSet, write_textfile
+from reconciler.report.metrics import MetricsError, MetricSet, exposition
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
 
 
-def _segment(key: str, value: str) -> str:
-    if value and "/" not in value:
-        return f"/{key}/{urllib.parse.quote(value, safe='')}"
-    enc = base64.urlsafe_b64encode(value.encode()).decode().rstrip("=") or "="
-    return f"/{key}@base64/{enc}"
-
-
-def push_url(base: str, job: str, grouping: Mapping[str, str]) -> str:
-    """The Pushgateway URL of a group: ``<base>/metrics/job/<job>/<label>/<value>…`` (values
-    with ``/`` or empty use the ``@base64`` form). User-info in ``base`` is kept (see :func:`push`).
+def check_url(base: str) -> str:
+    """``base`` when it is a well-formed Pushgateway base URL.
 
     Raises:
-        InputError: ``base`` is not a well-formed http(s) URL: another scheme, no host, a port
-            that is not a number in 1..65535, a query or fragment (the Pushgateway API has
-            none), whitespace or control characters. The message names ``--pushgateway`` and
-            never shows a credential.
+        InputError: another scheme than http(s), no host, a port that is not a number in 1..65535,
+            a query or fragment (the Pushgateway API has none), whitespace or control characters.
+            The message names ``--pushgateway`` and never shows a credential.
     """
     shown = visible(redact(base))
 
@@ -64,27 +62,45 @@ def push_url(base: str, job: str, grouping: Mapping[str, str]) -> str:
         raise bad("a query string is not part of a Pushgateway URL (use the path only)")
     if parts.fragment or "#" in base:
         raise bad("a fragment is not part of a Pushgateway URL")
-    url = base.rstrip("/") + "/metrics" + _segment("job", job)
-    for k in sorted(grouping):
-        url += _segment(k, grouping[k])
-    return url
+    return base
 
 
-def push(base: str, text: str, *, job: str = "node-reconciler", grouping: Mapping[str, str] | None = None,
+def _without_credentials(base: str) -> tuple[str, Callable[..., Any]]:
+    """``base`` without its user-info, and the ``prometheus_client`` handler sending them as
+    basic auth (urllib would otherwise take ``user:token@host`` for the host)."""
+    parts = urllib.parse.urlsplit(base)
+    if parts.username is None:
+        return base, default_handler
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    user = urllib.parse.unquote(parts.username)
+    password = urllib.parse.unquote(parts.password or "")
+
+    def handler(url: str, method: str, timeout: float | None, headers: list[tuple[str, str]],
+                data: bytes) -> Callable[[], None]:
+        return basic_auth_handler(url, method, timeout, headers, data, user, password)
+
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), handler
+
+
+def push(base: str, metrics: MetricSet, *, job: str = "node-reconciler", grouping: Mapping[str, str] | None = None,
          timeout: float = 10.0) -> str:
-    """PUT ``text`` to the Pushgateway group (replacing the group's previous metrics); returns the URL.
+    """Replace the Pushgateway group ``job`` + ``grouping`` with ``metrics``; returns where it went,
+    redacted (for messages).
 
     Raises:
-        InputError: bad URL. MetricsError: connection failure or a non-2xx answer.
+        InputError: bad URL. MetricsError: connection failure or a non-2xx answer (its body's
+            first 300 characters, redacted).
     """
-    url = push_url(base, job, grouping or {})
-    url, headers = _credentials(url)
-    shown = redact(url)
-    req = urllib.request.Request(url, data=text.encode("utf-8"), method="PUT",
-                                 headers={"Content-Type": CONTENT_TYPE, **headers})
+    url, handler = _without_credentials(check_url(base))
+    groups = "".join(f"/{k}/{v}" for k, v in sorted((grouping or {}).items()))
+    shown = redact(f"{url.rstrip('/')}/metrics/job/{job}{groups}")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(metrics)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            status = int(resp.status)
+        push_to_gateway(url, job, registry, grouping_key=dict(grouping or {}), timeout=timeout, handler=handler)
     except urllib.error.HTTPError as e:
         body = e.read(300).decode("utf-8", "replace").strip()
         e.close()
@@ -92,29 +108,10 @@ def push(base: str, text: str, *, job: str = "node-reconciler", grouping: Mappin
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
         raise MetricsError(redact(f"pushgateway {shown}: {reason}")) from None
-    if not 200 <= status < 300:
-        raise MetricsError(f"pushgateway {shown}: HTTP {status}")
     return shown
 
 
-def _credentials(url: str) -> tuple[str, dict[str, str]]:
-    """``url`` without its user-info, and the ``Authorization: Basic`` header it stood for
-    (RFC 7617; the Pushgateway's ``--web.config.file`` basic auth). urllib would otherwise take
-    ``user:token@host`` for the host."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None:
-        return url, {}
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    user = urllib.parse.unquote(parts.username)
-    password = urllib.parse.unquote(parts.password or "")
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), {"Authorization": f"Basic {token}"}
-
-
-def export(sets: Mapping[str, MetricSet], *, file: str | Output | None = None, pushgateway: str | None = None,
+def export(sets: Mapping[str, MetricSet], *, file: Output | None = None, pushgateway: str | None = None,
            job: str = "node-reconciler") -> list[str]:
     """Write every recipe's metrics to one textfile and/or push each recipe as its own group
     (``job``, ``recipe``). Returns what was done, one line per target.
@@ -122,14 +119,10 @@ def export(sets: Mapping[str, MetricSet], *, file: str | Output | None = None, p
     Raises:
         OutputError: the file could not be written; MetricsError: a push failed."""
     done: list[str] = []
-    if file:
-        merged = MetricSet()
-        for name in sorted(sets):
-            merged.update(sets[name])
-        write_textfile(file, merged.render())
-        done.append(f"metrics written to {getattr(file, 'path', file)}")
+    if file is not None:
+        file.write(exposition(*(sets[name] for name in sorted(sets))))
+        done.append(f"metrics written to {file.path}")
     if pushgateway:
         for name in sorted(sets):
-            url = push(pushgateway, sets[name].render(), job=job, grouping={"recipe": name})
-            done.append(f"metrics pushed to {redact(url)}")
+            done.append(f"metrics pushed to {push(pushgateway, sets[name], job=job, grouping={'recipe': name})}")
     return done

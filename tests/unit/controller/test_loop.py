@@ -233,7 +233,9 @@ def test_a_reset_on_a_running_controller_queues_a_pass_and_unstalls_a_halted_rol
 
 
 def _gauge(ctl: Any, recipe: str, state: str) -> float:
-    return float(ctl.metrics.recipe_nodes.labels(recipe, state)._value.get())
+    value = ctl.metrics.rollout.sets()[recipe].value("rollout_nodes", state=state)
+    assert value is not None
+    return float(value)
 
 
 def test_the_node_metrics_agree_with_the_status_and_a_preempted_rollout_is_no_failure() -> None:

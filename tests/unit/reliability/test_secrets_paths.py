@@ -17,7 +17,7 @@ from reconciler.adapters.git.push import StatusPusher
 from reconciler.adapters.git.repo import GitError
 from reconciler.adapters.metrics.pushgateway import push
 from reconciler.cli.main import main
-from reconciler.report.metrics import MetricsError
+from reconciler.report.metrics import MetricsError, MetricSet
 from reconciler.testing.fleetgen import make_node, write_fleet
 from tests.httpfake import QuietHandler, serving
 
@@ -171,7 +171,7 @@ def test_git_adapter_errors_are_redacted(token: str, tmp_path: Path) -> None:
 
 def test_metrics_push_errors_are_redacted() -> None:
     with pytest.raises(MetricsError) as e:
-        push(f"http://u:{TOKEN}@127.0.0.1:9", "x 1\n", grouping={"recipe": "r"})
+        push(f"http://u:{TOKEN}@127.0.0.1:9", MetricSet(), grouping={"recipe": "r"})
     assert "http://127.0.0.1:9/metrics/job/" in str(e.value)  # the credentials are not part of the URL shown
     assert_clean("push", str(e.value))
 
