@@ -64,3 +64,17 @@ def commands(items: Iterable[LoadProblem], title: str = "reconciler") -> list[st
         msg = f"{p.field}: {p.message}" if p.field else p.message
         out.append(f"::error {','.join(props)}::{_data(msg)}")
     return out
+
+
+def emit(lines: Iterable[str]) -> None:
+    """Write the tool's own workflow commands on stderr as they are: through
+    :meth:`reconciler.cli.safeio.CiSafeStream.command` under CI (which makes every other line
+    inert), else printed."""
+    import sys
+
+    command = getattr(sys.stderr, "command", None)
+    for line in lines:
+        if command is not None:
+            command(line)
+        else:
+            print(line, file=sys.stderr)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reconciler import __version__
-from reconciler.cli.safeio import StdoutGuard, error_line, install_log_redaction
+from reconciler.cli.safeio import CiSafeStream, StdoutGuard, ci_log, error_line, install_log_redaction
 from reconciler.errors import EXIT_BAD_INPUT, CrashInjected, InputError, ReconcilerError, suggestion
 
 #: exit code of a run stopped by ``--sim-crash-after`` (as a process killed by SIGKILL: 128 + 9)
@@ -199,16 +199,26 @@ def _main(argv: Sequence[str] | None) -> int:
     # urllib3 logs every retry of a refused connection as a warning; the adapter reports the
     # failure once, in words (reconciler.adapters.kube.conn), so its retries show only with -vv
     logging.getLogger("urllib3").setLevel(logging.DEBUG if args.verbose >= 2 else logging.ERROR)
-    real_stdout = sys.stdout
+    real_stdout, real_stderr = sys.stdout, sys.stderr
     guard = StdoutGuard(real_stdout if real_stdout is not None else open(os.devnull, "w"))  # noqa: SIM115
     sys.stdout = guard
+    if ci_log():  # a CI runner executes commands it finds in the output: every line printed is made inert
+        sys.stdout = CiSafeStream(guard)
+        sys.stderr = CiSafeStream(real_stderr)
     try:
         return _run(args)
     finally:
         from reconciler.cli.clusters import close_sessions
 
         close_sessions()
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, CiSafeStream):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.close_line()
+                    stream.flush()
         sys.stdout = real_stdout
+        if isinstance(sys.stderr, CiSafeStream):
+            sys.stderr = real_stderr
         if guard.broken:
             to_stderr("note: standard output was closed by its reader; the rest of the output was dropped "
                       "(the command itself ran to its end)")
@@ -236,8 +246,8 @@ def _run(args: argparse.Namespace) -> int:
             from reconciler.cli import ghactions
 
             if ghactions.enabled():  # GitHub Actions marks the line in the diff
-                for line in ghactions.commands(ghactions.problems(e)):
-                    to_stderr(line)
+                with contextlib.suppress(OSError, ValueError):
+                    ghactions.emit(ghactions.commands(ghactions.problems(e)))
         return e.exit_code
     except CrashInjected as e:
         to_stderr(error_line("crashed", e))

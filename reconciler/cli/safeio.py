@@ -10,7 +10,13 @@
 * :class:`StdoutGuard` — ``sys.stdout`` for the run: when the reader goes away (``apply | head``,
   a closed pipe: ``BrokenPipeError``/``EPIPE``), further output is dropped instead of raising, so a
   rollout never stops half-way because a line could not be printed; :func:`main` says so once on
-  stderr at the end and the exit code stays the run's own.
+  stderr at the end and the exit code stays the run's own;
+* :class:`CiSafeStream` — under a CI runner that executes commands found in a job's output
+  (:func:`ci_log`: GitHub Actions, GitLab CI, Azure Pipelines) ``sys.stdout`` and ``sys.stderr``
+  pass every line through :func:`reconciler.report.safetext.ci_safe`, so no text from the cluster
+  or an input (a stage log tail, a node name, a message) runs as ``::add-mask::`` or
+  ``::stop-commands::``, whichever view prints it; only the tool's own annotations
+  (:meth:`CiSafeStream.command`) go out as commands.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 from reconciler.errors import PATH_LIMIT, clip
 from reconciler.report.redact import redact
-from reconciler.report.safetext import visible
+from reconciler.report.safetext import ci_safe, visible
 
 #: a word longer than a path :func:`clip` (or a value :func:`~reconciler.errors.shown`) has left
 _LONG_WORD = re.compile(rf"\S{{{PATH_LIMIT + 8},}}")
@@ -62,6 +69,8 @@ def install_log_redaction() -> None:
         except Exception:  # a bad format string: keep the record as logging would show it
             return record
         record.msg = visible(redact(message), multiline=True)
+        if ci_log():
+            record.msg = ci_safe(record.msg)
         record.args = ()
         return record
 
@@ -120,6 +129,84 @@ class StdoutGuard:
     def isatty(self) -> bool:
         """Whether the real stream is a terminal (False once broken)."""
         return not self.broken and self._stream.isatty()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def ci_log(env: Mapping[str, str] | None = None) -> bool:
+    """True when the output is read by a CI runner that executes commands written in it: GitHub
+    Actions (``GITHUB_ACTIONS=true``), GitLab CI (``GITLAB_CI=true``), Azure Pipelines
+    (``TF_BUILD=True``)."""
+    e = os.environ if env is None else env
+    return e.get("GITHUB_ACTIONS") == "true" or e.get("GITLAB_CI") == "true" or e.get("TF_BUILD") == "True"
+
+
+#: What a line may start with and still become a command once the rest of it is written.
+_COMMAND_PREFIXES = ("::", "##[", "##vso[")
+
+
+def _could_start_command(partial: str) -> bool:
+    head = partial.lstrip()
+    return any(p.startswith(head) for p in _COMMAND_PREFIXES)
+
+
+class CiSafeStream:
+    """A stand-in for ``sys.stdout``/``sys.stderr`` under CI (:func:`ci_log`): every line written
+    goes out through :func:`~reconciler.report.safetext.ci_safe`.
+
+    A line is neutralised once it is whole (or at a flush, unless what there is of it could still
+    turn into a command: ``"  :"`` is held until more arrives); the rest of a line flushed early is
+    not at a line start and is written as it is. :meth:`command` writes one of the tool's own
+    workflow commands (``::error file=…``) unchanged.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._pending = ""
+        self._mid_line = False
+
+    def _emit(self, text: str) -> None:
+        if self._mid_line:  # the start of this text is not the start of a line
+            text = ci_safe("x" + text)[1:]
+        else:
+            text = ci_safe(text)
+        self._stream.write(text)
+        self._mid_line = not text.endswith("\n")
+
+    def write(self, s: str) -> int:
+        """Write ``s``, complete lines neutralised now, the last partial one held."""
+        text = self._pending + s
+        head, sep, tail = text.rpartition("\n")
+        if sep:
+            self._emit(head + sep)
+        self._pending = tail
+        return len(s)
+
+    def flush(self) -> None:
+        """Write a held partial line (unless it could still start a command), then flush."""
+        if self._pending and (self._mid_line or not _could_start_command(self._pending)):
+            self._emit(self._pending)
+            self._pending = ""
+        self._stream.flush()
+
+    def command(self, line: str) -> None:
+        """Write ``line`` (one of the tool's own workflow commands) as it is, on a line of its own."""
+        if self._pending or self._mid_line:
+            self._emit(self._pending + "\n")
+            self._pending = ""
+        self._stream.write(line + "\n")
+        self._stream.flush()
+
+    def close_line(self) -> None:
+        """Write what is held (neutralised as a whole line)."""
+        if self._pending:
+            self._emit(self._pending)
+            self._pending = ""
+
+    def isatty(self) -> bool:
+        """Whether the real stream is a terminal."""
+        return bool(self._stream.isatty())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

@@ -118,6 +118,5 @@ def run(args: argparse.Namespace) -> int:
         from reconciler.cli import ghactions
 
         if ghactions.enabled():  # GitHub Actions marks each line in the diff
-            for line in ghactions.commands(ghactions.problems(InputErrors(errors))):
-                print(line, file=sys.stderr)
+            ghactions.emit(ghactions.commands(ghactions.problems(InputErrors(errors))))
     return EXIT_BAD_INPUT if errors else EXIT_OK

@@ -10,7 +10,8 @@ legend. Beyond ``max_nodes`` nodes a lane is a batch (or a run of batches, at mo
 ``max_lanes`` lanes), so the page stays small for any fleet (about 1 MB at most).
 
 No script, no external resource (no font, no stylesheet): the file opens offline and in a CI
-artifact viewer. Every text from recipes, policies or the cluster is HTML-escaped.
+artifact viewer. Every text from recipes, policies or the cluster is shown as the terminal shows it
+(control, bidirectional and zero-width characters as visible escapes) and HTML-escaped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Literal
 from reconciler.model.run import RunResult
 from reconciler.report.estimate import batch_spans, human_duration, run_length
 from reconciler.report.lanes import MARKS, PHASES, Lane, batch_lanes, node_lanes
+from reconciler.report.safetext import visible
 
 #: Nodes drawn one lane each; above, one lane per batch.
 MAX_NODES = 200
@@ -56,7 +58,10 @@ class ReportRun:
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """``text`` for an HTML text node or attribute value: control, bidi and zero-width characters
+    as the terminal shows them (:func:`reconciler.report.safetext.visible`: ``\\x1b``, ``\\u202e``),
+    then HTML-escaped."""
+    return html.escape(visible(text), quote=True)
 
 
 def _tick_step(span: float) -> int:

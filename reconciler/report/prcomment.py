@@ -46,7 +46,7 @@ from reconciler.model.plan import Plan
 from reconciler.report.compare import Comparison, NodeDelta, PackageDelta, RecipeChange, Totals, group_nodes
 from reconciler.report.estimate import REBOOT_ANNOTATION, STAGE_ANNOTATION, human_duration, name_ranges, run_length
 from reconciler.report.mermaid import gantt
-from reconciler.report.render import md_escape
+from reconciler.report.safetext import md_escape
 
 #: GitHub refuses comment bodies over 65,536 characters; we stay below with a margin.
 COMMENT_LIMIT = 60_000

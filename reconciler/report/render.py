@@ -24,7 +24,7 @@ from rich.table import Table
 from reconciler.model.plan import ACTIONS, NodePlan, Plan, Step
 from reconciler.plan.interrupts import describe
 from reconciler.report.estimate import run_length
-from reconciler.report.safetext import text, visible
+from reconciler.report.safetext import md_escape, text
 
 #: Hard cap of the Markdown body: GitHub refuses comments over 65,536 characters; the margin
 #: leaves room for a caller's own header/footer.
@@ -230,29 +230,6 @@ def render_json(plan: Plan) -> str:
 
 # --------------------------------------------------------------------------------------------
 # markdown
-
-#: Inline Markdown metacharacters: emphasis, code, links/images, tables, strikethrough, headings.
-_MD_INLINE = re.compile(r"([\\`*_\[\]|~!#])")
-#: Block markers that only matter where the text starts a line or a list item's content.
-_MD_BLOCK_START = re.compile(r"^(\d{1,9})([.)])(?=\s|\Z)|^([-+])(?=\s|\Z)")
-
-
-def md_escape(text: object) -> str:
-    """Escape untrusted text for GitHub-flavoured Markdown, safe inside table cells and list items.
-
-    HTML metacharacters become entities (no tag, comment or ``<details>`` can be opened or
-    closed); emphasis, code, link/image, table, strikethrough and heading characters are
-    backslash-escaped; a leading list/quote marker (``-``, ``+``, ``1.``) is escaped; line breaks
-    and C0 control characters become spaces, DEL, C1, bidi and zero-width characters visible escapes
-    (:func:`reconciler.report.safetext.visible`); ``@`` is followed by a zero-width space so a name
-    cannot mention (notify) a user or team.
-    """
-    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-    s = visible("".join(ch if ch >= " " else " " for ch in s))  # DEL, C1, bidi, zero-width: shown as escapes
-    s = _MD_INLINE.sub(r"\\\1", s)
-    s = _MD_BLOCK_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", s, count=1)
-    return s.replace("@", "@&#8203;")
-
 
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"

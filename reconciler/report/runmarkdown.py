@@ -1,26 +1,19 @@
 """``apply -o markdown``: the end-of-run summary as GitHub-flavoured Markdown, for
 ``$GITHUB_STEP_SUMMARY`` (issue 16). Pure. Text from inputs and the cluster is escaped so it
-cannot turn into markup, links or HTML (:func:`reconciler.report.safetext.visible` first)."""
+cannot turn into markup, links, HTML or mentions (:func:`reconciler.report.safetext.md_escape`,
+the escaper of every Markdown view)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from reconciler.model.run import RunResult, run_counts
 from reconciler.model.vocab import NodeResult, RunVerdict
-from reconciler.report.safetext import visible
+from reconciler.report.safetext import md_escape as md
 
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
 _ICON = {RunVerdict.SUCCEEDED: "✅", RunVerdict.FAILED: "❌", RunVerdict.HALTED: "⛔", RunVerdict.WAITING: "⏳"}
 #: Nodes listed individually under "not complete" before the rest are counted.
 MAX_LISTED = 50
-
-
-def md(text: str) -> str:
-    """``text`` safe inside a Markdown table cell: control characters shown, Markdown and HTML
-    characters backslash-escaped, newlines as spaces."""
-    return _SPECIAL.sub(r"\\\1", visible(text).replace("\n", " "))
 
 
 def _hms(seconds: float) -> str:

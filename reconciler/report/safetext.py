@@ -13,6 +13,11 @@ are they can
 ``\\u202e``), so it is seen, not interpreted; :func:`markup` additionally escapes rich markup
 (``rich.markup.escape``) for strings embedded in a markup template; :func:`text` builds a
 ``rich.text.Text`` (never parsed as markup) for table cells. Our own templates keep their markup.
+
+:func:`md_escape` is the one Markdown escaper (plan, PR comment and run summary views; mentions
+broken). :func:`ci_safe` makes a CI runner's command lines inert (GitHub Actions' ``::set-output``,
+``::add-mask::``, ``::stop-commands::``; ``##[...]``, ``##vso[...]``; GitLab's section markers):
+the CLI passes every line it prints under CI through it (:class:`reconciler.cli.safeio.CiSafeStream`).
 """
 
 from __future__ import annotations
@@ -72,3 +77,46 @@ def markup(value: object, *, multiline: bool = False) -> str:
 def text(value: object, style: str = "", *, multiline: bool = False) -> Text:
     """A ``rich.text.Text`` of :func:`visible` text: rich renders it literally (no markup, no emoji)."""
     return Text(visible(value, multiline=multiline), style=style)
+
+
+#: A line start a CI runner reads as a command: GitHub Actions' workflow commands (``::name ...``;
+#: the runner trims leading whitespace first, actions/runner ``ActionCommand.TryParseV2``) and its
+#: older ``##[name ...]`` form, Azure Pipelines' ``##vso[...]`` logging commands.
+_CI_COMMAND = re.compile(r"(?m)^([^\S\n]*)(::|##\[|##vso\[)")  # every line
+#: GitLab's collapsible-section markers (``section_start:<unix time>:<name>``), matched anywhere.
+_CI_SECTION = re.compile(r"section_(start|end):(?=\d)")
+
+
+def ci_safe(text: str) -> str:
+    """``text`` with every line that a CI runner would execute made inert: a backslash before a
+    leading ``::``, ``##[`` or ``##vso[`` (``\\::set-output …``), and ``section_start:``/
+    ``section_end:`` followed by a digit written ``section_start\\:`` (GitLab). Unchanged when
+    nothing matches (one regex search each)."""
+    if _CI_COMMAND.search(text):
+        text = _CI_COMMAND.sub(r"\1\\\2", text)
+    if _CI_SECTION.search(text):
+        text = _CI_SECTION.sub(r"section_\1\\:", text)
+    return text
+
+
+#: Inline Markdown metacharacters: emphasis, code, links/images, tables, strikethrough, headings.
+_MD_INLINE = re.compile(r"([\\`*_\[\]|~!#])")
+#: Block markers that only matter where the text starts a line or a list item's content.
+_MD_BLOCK_START = re.compile(r"^(\d{1,9})([.)])(?=\s|\Z)|^([-+])(?=\s|\Z)")
+
+
+def md_escape(text: object) -> str:
+    """Escape untrusted text for GitHub-flavoured Markdown, safe inside table cells and list items.
+
+    HTML metacharacters become entities (no tag, comment or ``<details>`` can be opened or
+    closed); emphasis, code, link/image, table, strikethrough and heading characters are
+    backslash-escaped; a leading list/quote marker (``-``, ``+``, ``1.``) is escaped; line breaks
+    and C0 control characters become spaces, DEL, C1, bidi and zero-width characters visible escapes
+    (:func:`reconciler.report.safetext.visible`); ``@`` is followed by a zero-width space so a name
+    cannot mention (notify) a user or team.
+    """
+    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    s = visible("".join(ch if ch >= " " else " " for ch in s))  # DEL, C1, bidi, zero-width: shown as escapes
+    s = _MD_INLINE.sub(r"\\\1", s)
+    s = _MD_BLOCK_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", s, count=1)
+    return s.replace("@", "@&#8203;")
