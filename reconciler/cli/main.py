@@ -211,6 +211,8 @@ def _main(argv: Sequence[str] | None) -> int:
         from reconciler.cli.clusters import close_sessions
 
         close_sessions()
+        for out in (getattr(args, "prepared_outputs", None) or {}).values():
+            out.close()  # a device or FIFO held open since the check: its reader sees the end now
         for stream in (sys.stdout, sys.stderr):
             if isinstance(stream, CiSafeStream):
                 with contextlib.suppress(OSError, ValueError):

@@ -346,3 +346,18 @@ def test_a_full_filesystem_is_refused_before_any_work(verb: str, world: World, f
     assert option_of(verb) in err and "no room for the file" in err and "No space left on device" in err, err
     assert "stage-start" not in out and _digest(world.fleet) == before
     assert not target.exists() and sorted(p.name for p in full_filesystem.iterdir()) == ["filler"]
+
+
+def test_a_fifo_reader_sees_the_end_when_the_command_returns(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = world.dir / "pipe"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        rc, _, err = _run(["plan", str(world.recipe), "--cluster", f"sim:{world.fleet}", "--report", str(fifo)], capsys)
+        assert rc == 0, err
+        got = b""
+        while chunk := os.read(fd, 1 << 16):  # b"" only once no writer holds the FIFO open
+            got += chunk
+        assert b"<svg" in got
+    finally:
+        os.close(fd)
