@@ -27,6 +27,7 @@ import argparse
 import logging
 import os
 import signal
+import stat
 import sys
 import time
 from typing import Any
@@ -121,10 +122,52 @@ def _check(args: argparse.Namespace) -> None:
                                   < args.leader_elect_lease_duration):
         raise InputError("--leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration "
                          "is required")
+    _check_git_paths(args)
     from reconciler.adapters.kube.probes import parse_bind_address
 
     args.metrics_addr = parse_bind_address(args.metrics_bind_address, "--metrics-bind-address")
     args.probe_addr = parse_bind_address(args.health_probe_bind_address, "--health-probe-bind-address")
+
+
+def _check_git_paths(args: argparse.Namespace) -> None:
+    """``--git-path``/``--git-policy-path`` stay inside the repository (no absolute path, no
+    ``..`` out of it; a symlink out is refused when the commit is laid out:
+    :func:`reconciler.load.pathwords.confined`); ``--git-workdir`` is a directory or can be one.
+
+    Raises:
+        InputError: naming the option.
+    """
+    from reconciler.errors import PATH_LIMIT
+    from reconciler.load.pathwords import relative_path
+
+    for option, attr in (("--git-path", "git_path"), ("--git-policy-path", "git_policy_path")):
+        value = getattr(args, attr)
+        norm = relative_path(value)
+        if norm is None:
+            raise InputError(f"{option} {shown(value, PATH_LIMIT)}: must be a path inside the repository "
+                             "(relative, without '..' leading out of it)")
+        setattr(args, attr, norm)
+    workdir = args.git_workdir
+    if args.source == "git" and workdir:
+        from reconciler.fileio.reading import kind_of
+
+        try:
+            st = os.stat(workdir)
+        except FileNotFoundError:
+            parent = os.path.dirname(os.path.abspath(workdir))
+            if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+                raise InputError(f"--git-workdir {shown(workdir, PATH_LIMIT)}: does not exist and cannot be created "
+                                 f"(directory {shown(parent, PATH_LIMIT)} is missing or not writable)") from None
+            return
+        except OSError as e:
+            from reconciler.fileio.reading import os_reason
+
+            raise InputError(f"--git-workdir {shown(workdir, PATH_LIMIT)}: {os_reason(e)}") from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise InputError(f"--git-workdir {shown(workdir, PATH_LIMIT)}: is {kind_of(st.st_mode)}, not a "
+                             "directory")
+        if not os.access(workdir, os.W_OK | os.X_OK):
+            raise InputError(f"--git-workdir {shown(workdir, PATH_LIMIT)}: directory is not writable")
 
 
 def _log_level(args: argparse.Namespace) -> None:

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from reconciler.errors import InputError, InputErrors
 from reconciler.load import Inputs, load_inputs, load_objects
+from reconciler.load.pathwords import confined
 from reconciler.model.selector import LabelSelector
 
 
@@ -135,8 +136,8 @@ class GitSource:
             self.refresh()
         with self._mutex:
             base, commit = self._dir, self.commit
-        recipes = [os.path.join(base, self.path)] if self.path else [base]
-        policies = [os.path.join(base, self.policy_path)] if self.policy_path else []
+        recipes = [confined(base, self.path, "--git-path")]  # a symlink in the commit may not lead out
+        policies = [confined(base, self.policy_path, "--git-policy-path")] if self.policy_path else []
         self._last = self._warned(load_inputs(recipes, policies, locked=self.locked, allow_empty=True))
         return Desired(self._last, revision=f"git {commit[:12]}")
 

@@ -21,7 +21,7 @@ import stat
 
 from reconciler.fileio.reading import MISSING, SYMLINK_LOOP, os_reason
 
-__all__ = ["MISSING", "SYMLINK_LOOP", "os_reason", "path_problem"]
+__all__ = ["MISSING", "SYMLINK_LOOP", "confined", "inside", "os_reason", "path_problem", "relative_path"]
 
 
 def path_problem(path: str, *, want_file: bool = False) -> str | None:
@@ -42,3 +42,41 @@ def path_problem(path: str, *, want_file: bool = False) -> str | None:
     if want_file and stat.S_ISDIR(st.st_mode):
         return "is a directory, not a file"
     return None
+
+
+def relative_path(value: str) -> str | None:
+    """``value`` as a path inside a root (a repository's ``--git-path``): normalised, ``""`` for
+    the root itself; None when it is absolute, climbs out with ``..``, or holds a NUL. Pure (the
+    link check is :func:`inside`, once the root exists)."""
+    import posixpath
+
+    if "\0" in value or value.startswith("/"):
+        return None
+    norm = posixpath.normpath(value.strip() or ".")
+    if norm == ".":
+        return ""
+    if norm == ".." or norm.startswith("../"):
+        return None
+    return norm
+
+
+def inside(root: str, path: str) -> bool:
+    """Whether ``path`` resolves (symlinks followed) to ``root`` or below it."""
+    top = os.path.realpath(root)
+    real = os.path.realpath(path)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def confined(root: str, relative: str, option: str) -> str:
+    """``root/relative`` when it resolves inside ``root`` (symlinks followed).
+
+    Raises:
+        InputError: it leads outside (a symlink in the tree pointing elsewhere), naming ``option``.
+    """
+    from reconciler.errors import InputError, shown
+
+    path = os.path.join(root, relative) if relative else root
+    if not inside(root, path):
+        raise InputError(f"{option} {shown(relative)}: leads outside the fetched commit (a symlink to "
+                         f"{shown(os.path.realpath(path), 120)}); refused")
+    return path

@@ -14,6 +14,7 @@ Errors: :class:`~reconciler.adapters.git.repo.GitError` (exit 4) with the messag
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -22,6 +23,32 @@ from reconciler.adapters.git.push import token_helper
 from reconciler.adapters.git.repo import GitError, GitRepo, redact
 
 _HELPER = token_helper("RECONCILER_GIT_TOKEN")
+
+
+#: A URL git reads as remote: ``scheme://`` or scp-like ``[user@]host:path`` (a colon before any slash).
+_REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^[^/]+:")
+
+
+def local_url(url: str) -> str:
+    """``url`` as git should fetch it from ``-C <mirror>``: a local path made absolute against the
+    working directory (a relative one would be resolved inside the mirror), anything else as is."""
+    return url if _REMOTE.match(url) else os.path.abspath(url)  # prefix match
+
+
+def cause(stderr: str, limit: int = 600) -> str:
+    """What git said went wrong: its ``fatal:``/``error:`` lines and the line before the first of
+    them (the cause, such as ``remote: Repository not found.``), without ``hint:`` advice, joined
+    with ``; `` and cut to ``limit`` characters; the last line when nothing is marked."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip() and not x.lstrip().startswith("hint:")]
+    if not lines:
+        return "(no message)"
+    marked = [i for i, x in enumerate(lines) if x.startswith(("fatal:", "error:"))]
+    if not marked:
+        text = lines[-1]
+    else:
+        first = max(0, marked[0] - 1)
+        text = "; ".join(lines[first:marked[-1] + 1])
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _verb(args: Sequence[str]) -> str:
@@ -42,7 +69,7 @@ class GitMirror:
     """
 
     def __init__(self, url: str, ref: str, workdir: str, *, git: str = "git", timeout: float = 300.0) -> None:
-        self.url, self.ref, self.workdir, self.git, self.timeout = url, ref, workdir, git, timeout
+        self.url, self.ref, self.workdir, self.git, self.timeout = local_url(url), ref, workdir, git, timeout
         self.gitdir = os.path.join(workdir, "mirror.git")
         self.commit = ""
         self.tree = ""
@@ -55,8 +82,7 @@ class GitMirror:
         except (OSError, subprocess.TimeoutExpired) as e:
             raise GitError(redact(f"git {_verb(args)} of {self.url} ({self.ref}): {e}")) from None
         if cp.returncode != 0:
-            last = (cp.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise GitError(redact(f"git {_verb(args)} of {self.url} ({self.ref}): {last}"))
+            raise GitError(redact(f"git {_verb(args)} of {self.url} ({self.ref}): {cause(cp.stderr)}"))
         return cp.stdout.strip()
 
     def fetch(self) -> str:

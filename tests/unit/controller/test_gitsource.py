@@ -68,3 +68,69 @@ def test_a_failed_fetch_names_the_url_and_never_the_token(tmp_path: Path, monkey
     with pytest.raises(GitError) as e:
         mirror.fetch()
     assert str(tmp_path / "missing") in str(e.value) and "s3cr3t" not in str(e.value)
+
+
+class _Laid:
+    """A fetcher whose commit is a directory laid out by the test (the mirror writes no symlink;
+    the source refuses one leading out whatever laid the tree out)."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+
+    def fetch(self) -> str:
+        return "c" * 40
+
+    def checkout(self, commit: str, prefixes: object) -> str:
+        return str(self.tree)
+
+
+def test_a_symlink_in_the_commit_leading_out_is_refused(tmp_path: Path) -> None:
+    from reconciler.errors import InputError
+
+    tree = tmp_path / "tree"
+    (tree / "recipes").mkdir(parents=True)
+    shutil.copy(ROOT / "recipes" / "gpu-training-tuning.yaml", tree / "recipes")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(ROOT / "recipes" / "containerd-limits.yaml", outside)
+    (tree / "escape").symlink_to(outside)
+    (tree / "pol").symlink_to("/etc")
+    for path, policies, option in (("escape", "", "--git-path"), ("recipes", "pol", "--git-policy-path")):
+        with pytest.raises(InputError, match=f"{option} '[a-z]+': leads outside the fetched commit"):
+            GitSource(_Laid(tree), path, policies).current()
+    assert [r.name for r in GitSource(_Laid(tree), "recipes").current().inputs.recipes] == ["gpu-training-tuning"]
+
+
+def test_a_relative_url_is_the_working_directory_s(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(repo.parent)
+    src = GitSource(GitMirror(repo.name, "main", str(tmp_path / "work")), "recipes", "policies")
+    assert [r.name for r in src.current().inputs.recipes] == ["gpu-training-tuning"]
+
+
+@pytest.mark.parametrize(("url", "local"), [
+    ("fleet", True), ("./fleet", True), ("../a/fleet", True), ("/srv/fleet.git", False),
+    ("https://github.com/o/r.git", False), ("ssh://git@h/r.git", False), ("git@github.com:o/r.git", False),
+    ("file:///srv/r.git", False), ("host:r.git", False),
+])
+def test_local_url(url: str, local: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from reconciler.adapters.git.source import local_url
+
+    monkeypatch.chdir(tmp_path)
+    assert local_url(url) == (os.path.normpath(os.path.join(str(tmp_path), url)) if local else url)
+
+
+def test_a_failed_fetch_keeps_the_cause_not_only_the_advice(tmp_path: Path) -> None:
+    from reconciler.adapters.git.source import cause
+
+    stderr = ("remote: Repository not found.\nfatal: repository 'https://github.com/o/r.git/' not found\n"
+              "hint: Using 'master' as the name for the initial branch.\nhint: see git help\n")
+    assert cause(stderr) == ("remote: Repository not found.; fatal: repository 'https://github.com/o/r.git/' "
+                             "not found")
+    assert cause("warning: x\nerror: src refspec nope does not match any\nerror: failed to push\n") == (
+        "warning: x; error: src refspec nope does not match any; error: failed to push")
+    assert cause("") == "(no message)" and cause("just one line\n") == "just one line"
+    assert len(cause("fatal: " + "x" * 5000)) == 600
+    with pytest.raises(GitError, match="does not appear to be a git repository; fatal: Could not read from"):
+        GitMirror(str(tmp_path / "nowhere"), "nope", str(tmp_path / "w")).fetch()
