@@ -76,20 +76,28 @@ class Endpoints:
         """Start serving; returns the bound ports (metrics first, then probes; -1 when turned off).
 
         Raises:
-            OSError: an address cannot be bound (in use, no permission).
+            InputError: an address cannot be bound (in use, not an address of this host, no
+                permission): the option and the address named, every server started is stopped.
         """
         same = metrics == probes and metrics[1] > 0  # port 0: each gets its own free port
-        plan: list[tuple[tuple[str, int], set[str]]] = []
+        plan: list[tuple[tuple[str, int], set[str], str]] = []
         if same:
-            plan.append((metrics, {"/metrics", "/healthz", "/readyz"}))
+            plan.append((metrics, {"/metrics", "/healthz", "/readyz"},
+                         "--metrics-bind-address and --health-probe-bind-address"))
         else:
             if metrics[1] >= 0:
-                plan.append((metrics, {"/metrics"}))
+                plan.append((metrics, {"/metrics"}, "--metrics-bind-address"))
             if probes[1] >= 0:
-                plan.append((probes, {"/healthz", "/readyz"}))
+                plan.append((probes, {"/healthz", "/readyz"}, "--health-probe-bind-address"))
         ports: dict[str, int] = {}
-        for addr, paths in plan:
-            server = ThreadingHTTPServer(addr, self._handler(frozenset(paths)))
+        for addr, paths, option in plan:
+            try:
+                server = ThreadingHTTPServer(addr, self._handler(frozenset(paths)))
+            except (OSError, OverflowError) as e:
+                self.close()
+                shown = f"[{addr[0]}]:{addr[1]}" if ":" in addr[0] else f"{addr[0]}:{addr[1]}"
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+                raise InputError(f"{option} {shown}: cannot listen there: {reason}") from None
             server.daemon_threads = True
             # poll every 0.1 s: close() (a SIGTERM'd controller) waits for the loop's next poll
             threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, name=f"http-{addr[1]}",
@@ -104,3 +112,4 @@ class Endpoints:
         for s in self.servers:
             s.shutdown()
             s.server_close()
+        self.servers = []
