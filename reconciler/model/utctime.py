@@ -20,6 +20,19 @@ _MIN_EPOCH = 0.0
 _MAX_EPOCH = 253402300799.0  # 9999-12-31T23:59:59Z
 
 
+#: The simulated clock starts within [1970-01-01, 9000-01-01): the records it writes are UTC
+#: instants from 1970 on (:func:`to_rfc3339`), and a rollout simulated from the latest start has
+#: 999 years before RFC 3339's last year (9999) runs out.
+SIM_START_RANGE = (0.0, 221845392000.0)  # 1970-01-01T00:00:00Z, 9000-01-01T00:00:00Z
+#: Its words, for error messages.
+SIM_START_WORDS = "between 1970-01-01T00:00:00Z and 9000-01-01T00:00:00Z"
+
+
+def sim_start_ok(epoch: float) -> bool:
+    """Whether a simulated clock may start at ``epoch`` (:data:`SIM_START_RANGE`)."""
+    return math.isfinite(epoch) and SIM_START_RANGE[0] <= epoch < SIM_START_RANGE[1]
+
+
 def to_rfc3339(epoch: float) -> str:
     """Epoch seconds (UTC) → ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (microseconds kept, so two records
     written within one second still order). Raises ValueError for NaN, infinities or instants

@@ -25,12 +25,13 @@ import difflib
 from collections.abc import Callable, Collection
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, Strict, StringConstraints
+from pydantic import ConfigDict, Field, Strict, StringConstraints, field_validator
 
 from reconciler.load.kubeshapes import DNS_SUBDOMAIN, NAME_OR_PACKAGE, REASON, RFC3339, Labels, QualifiedName
 from reconciler.model.base import Frozen
 from reconciler.model.nodestate import IGNORE_LABEL
 from reconciler.model.recipe import Recipe
+from reconciler.model.utctime import SIM_START_WORDS, from_rfc3339, sim_start_ok
 
 #: Longest simulated duration accepted for one step (seconds; about 31 years).
 MAX_SECONDS = 1e9
@@ -96,6 +97,17 @@ class SimConfig(_Strict):
     neverReturns: tuple[NodeName, ...] = Field(default=(), max_length=1_000_000)
     startTime: Annotated[str, Strict(), StringConstraints(pattern=RFC3339)] | None = None
     validator: SimValidator | None = None
+
+    @field_validator("startTime")
+    @classmethod
+    def _start_in_range(cls, value: str | None) -> str | None:
+        """The simulated clock starts within :data:`reconciler.model.utctime.SIM_START_RANGE`."""
+        if value is not None:
+            epoch = from_rfc3339(value)
+            if epoch is None or not sim_start_ok(epoch):
+                raise ValueError(f"a simulated rollout starts {SIM_START_WORDS} (its times must stay within "
+                                 "RFC 3339's years 0001-9999)")
+        return value
 
     def for_estimate(self, recipe: Recipe) -> SimConfig:
         """The config an *estimate* of ``recipe`` runs with (``simulate``, the plan's and the PR

@@ -54,10 +54,22 @@ from reconciler.adapters.sim.nodes import SimNodes
 from reconciler.adapters.sim.pods import RECREATED_BY, SimPods
 from reconciler.adapters.sim.saved import CLOCK_NAME, SIM_ANN, STAGE_NS, parse_clock
 from reconciler.adapters.sim.store import SimStore
+from reconciler.errors import InputError
 from reconciler.fileio.writing import Output
+from reconciler.model.utctime import SIM_START_WORDS, sim_start_ok
 from reconciler.ports import LeaseInfo, StageSpec
 
 __all__ = ["KINDS", "RECREATED_BY", "SimFleet"]
+
+
+def _instant(epoch: float) -> str:
+    """``epoch`` as RFC 3339 when it is one, else in seconds (a message about an instant out of range)."""
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):
+        return f"{epoch:.0f} s from 1970-01-01T00:00:00Z"
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "DaemonSet", "ConfigMap")
 # SIM_ANN (the annotation carrying the simulation's pending timers on saved objects, so a saved
@@ -124,6 +136,11 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         else:
             start = parse_time(self.config.startTime) if self.config.startTime else None
             self.epoch = start if start is not None else self._newest_timestamp()
+            if not sim_start_ok(self.epoch):  # what it computes from there must stay within 0001-9999
+                where = ("--sim-config startTime" if start is not None else
+                         "the fleet snapshot's newest timestamp (the simulated clock starts there)")
+                raise InputError(f"{where} is {self.config.startTime or _instant(self.epoch)}: a simulated "
+                                 f"rollout starts {SIM_START_WORDS} (set --sim-config startTime)")
         if not read_only:
             self._schedule_deadlines()
         self._restore_timers()
