@@ -199,6 +199,7 @@ def _main(argv: Sequence[str] | None) -> int:
     # urllib3 logs every retry of a refused connection as a warning; the adapter reports the
     # failure once, in words (reconciler.adapters.kube.conn), so its retries show only with -vv
     logging.getLogger("urllib3").setLevel(logging.DEBUG if args.verbose >= 2 else logging.ERROR)
+    _escape_unencodable(sys.stdout)
     real_stdout, real_stderr = sys.stdout, sys.stderr
     guard = StdoutGuard(real_stdout if real_stdout is not None else open(os.devnull, "w"))  # noqa: SIM115
     sys.stdout = guard
@@ -224,6 +225,18 @@ def _main(argv: Sequence[str] | None) -> int:
         if guard.broken:
             to_stderr("note: standard output was closed by its reader; the rest of the output was dropped "
                       "(the command itself ran to its end)")
+
+
+def _escape_unencodable(stream: object) -> None:
+    """Let ``stream`` write a character its encoding lacks as an escape (``\\xb7``) instead of
+    raising ``UnicodeEncodeError`` half-way through a verb (``PYTHONIOENCODING=ascii``, a POSIX
+    locale without UTF-8 mode: the plan's ``·`` and ``→``), as stderr already does."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    # "strict", or "surrogateescape" (what Python sets under the POSIX locale): both raise for a
+    # character the encoding lacks
+    if reconfigure is not None and getattr(stream, "errors", "strict") in ("strict", "surrogateescape"):
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="backslashreplace")
 
 
 def to_stderr(line: str) -> None:

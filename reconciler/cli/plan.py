@@ -99,7 +99,20 @@ def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
         sep = "\n---\n\n"
         limit = (MARKDOWN_LIMIT - len(sep) * max(0, len(plans) - 1)) // max(1, len(plans))
         return sep.join(render_markdown(p, limit=limit) for p in plans)
-    return "\n".join(render_text(p, color=color) for p in plans)
+    ascii_only = not _encodes(sys.stdout, "│·→")
+    return "\n".join(render_text(p, color=color, ascii_only=ascii_only) for p in plans)
+
+
+def _encodes(stream: object, sample: str) -> bool:
+    """Whether ``stream``'s encoding can write ``sample`` (True when it says none)."""
+    encoding = getattr(stream, "encoding", None)
+    if not isinstance(encoding, str):
+        return True
+    try:
+        sample.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
 
 
 def run(args: argparse.Namespace) -> int:

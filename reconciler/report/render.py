@@ -129,14 +129,23 @@ def _batch_sizes(sizes: Sequence[int]) -> str:
 # text
 
 
-def render_text(plan: Plan, *, width: int = 120, color: bool = False) -> str:
+class _AsciiBuffer(io.StringIO):
+    """A buffer rich takes for an ASCII-only stream (its ``encoding``): tables get ASCII borders."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "ascii"
+
+
+def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only: bool = False) -> str:
     """The plan as terminal tables: a summary, compartments with batch sizes, one row per node
     with work (up-to-date nodes are only counted), warnings.
 
     ``color`` enables ANSI styles (the CLI passes whether stdout is a TTY); without it the
-    output is plain text. Recipe and cluster text is never interpreted as ``rich`` markup.
+    output is plain text. ``ascii_only``: table borders in ASCII (stdout cannot encode more).
+    Recipe and cluster text is never interpreted as ``rich`` markup.
     """
-    buf = io.StringIO()
+    buf = _AsciiBuffer() if ascii_only else io.StringIO()
     console = Console(
         file=buf,
         width=width,
