@@ -23,7 +23,7 @@ from reconciler.jsonsafe import json_type
 from reconciler.load.yamlsafe import PathKey, YamlDoc, format_path, validation_errors
 from reconciler.model.graph import find_cycle
 from reconciler.model.recipe import MAX_RECIPE_NAME, OBJECT_NAME, Package, Recipe, parse_duration
-from reconciler.model.redact import redact
+from reconciler.model.redact import redact, redact_image
 from reconciler.model.selector import check_label_key, check_label_value
 from reconciler.model.versions import is_exact
 
@@ -271,6 +271,9 @@ def split_image(image: str, version: Any) -> tuple[str, str | None]:
     if "://" in image:  # a URL (perhaps with user-info, whose "@" is no digest): not an image reference
         return image, (f"image {redact(image)!r} is a URL; give the repository without a scheme or credentials "
                        "(ghcr.io/org/pkg; pull credentials go in an image pull secret)")
+    if "@" in image and not image.rpartition("@")[2].startswith("sha256:"):  # user[:token]@registry/path
+        return image, (f"image {redact_image(image)!r} carries credentials before '@'; give the repository "
+                       "without them (pull credentials go in an image pull secret)")
     if "@" in image:
         return image, f"image {image!r} carries a digest; put it in containerSHA and the image without it"
     head, sep, last = image.rpartition("/")

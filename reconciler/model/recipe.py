@@ -17,6 +17,7 @@ from reconciler.errors import shown
 from reconciler.model.base import Frozen, StrictBool, StrictFloat, StrictInt
 from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY
 from reconciler.model.policy import Budget
+from reconciler.model.redact import redact_image
 from reconciler.model.selector import (
     LabelSelector,
     Taint,
@@ -92,9 +93,21 @@ def check_image(image: str, *, full: bool = False) -> str:
     if len(image) > MAX_IMAGE_NAME + (200 if full else 0) or not pattern.fullmatch(image):
         what = "image reference" if full else "image repository"
         raise ValueError(
-            f"{image[:120]!r} is not a valid {what} (registry/path in lower case, e.g. ghcr.io/org/package)"
+            f"{redact_image(image)[:120]!r} is not a valid {what} "
+            "(registry/path in lower case, e.g. ghcr.io/org/package)"
         )
     return image
+
+
+def check_package_name(name: str) -> str:
+    """``name`` when it can name a package (:data:`PACKAGE_NAME`: 2-43 characters, lower case,
+    starting and ending with a letter). Raises ValueError otherwise."""
+    if not PACKAGE_NAME.fullmatch(name):
+        raise ValueError(
+            f"package name {name[:80]!r} must match {PACKAGE_NAME.pattern} (2-43 chars, lower case, "
+            "start and end with a letter)"
+        )
+    return name
 
 
 def _unitless(v: object) -> object:
@@ -327,12 +340,7 @@ class Package(Frozen):
     @field_validator("name")
     @classmethod
     def _name_shape(cls, v: str) -> str:
-        if not PACKAGE_NAME.fullmatch(v):
-            raise ValueError(
-                f"package name {v!r} must match {PACKAGE_NAME.pattern} (2-43 chars, lower case, "
-                "start and end with a letter)"
-            )
-        return v
+        return check_package_name(v)
 
     @field_validator("version")
     @classmethod

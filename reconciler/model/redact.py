@@ -6,8 +6,8 @@ an error. What is replaced by ``***``:
 
 * in a URL (``scheme://...``, found anywhere in free text): the user-info — everything up to the
   *last* ``@`` of the authority, so a token containing ``@`` is redacted whole —, every query
-  parameter value and the fragment; in an scp-like git remote (``user:token@host:path``) the
-  user-info;
+  parameter value and the fragment; in an scp-like git remote (``user:token@host:path``) and an
+  image reference (``user:token@registry/path``) the user-info (not ``name:tag@sha256:`` digests);
 * ``Authorization: Bearer|Basic|token …`` and bare ``Bearer …`` credentials, ``PRIVATE-TOKEN:``
   and ``Private-Token:`` (GitLab) headers;
 * ``key=value`` pairs whose key names a secret (``token``, ``password``, ``secret``, ``apikey``…);
@@ -29,7 +29,7 @@ MASK = "***"
 # at the beginning of its run (a negative lookbehind) and its runs are possessive (Python 3.11).
 # a URL: scheme, then everything up to whitespace or a quote/bracket that ends it in prose
 _URL = re.compile(r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*+://)(?P<rest>[^\s\"'<>`]*+)")
-_SCP = re.compile(r"(?<![\w/:@.%+-])(?P<user>[\w.%+-]++):(?P<pw>[^\s/]+)@(?P<host>[\w.-]++):")
+_SCP = re.compile(r"(?<![\w/:@.%+$-])(?P<user>[\w.%+$-]++):(?P<pw>[^\s/]+)@(?!sha256:)(?P<host>[\w.-]++)(?P<end>[:/])")
 _AUTH_HEADER = re.compile(
     r"(?P<key>\b(?:proxy-)?authorization\s*+[:=]\s*+)(?:(?P<scheme>bearer|basic|token|digest|negotiate)\s++)?"
     r"(?P<cred>[^\s,;\"']++)",
@@ -92,6 +92,18 @@ def _url_sub(m: re.Match[str]) -> str:
     return m["scheme"] + rest
 
 
+def redact_image(ref: str) -> str:
+    """An image reference with any user-info masked: everything before an ``@`` that starts no
+    ``sha256:`` digest (``tok@ghcr.io/x`` → ``***@ghcr.io/x``), then :func:`redact`. For messages
+    naming an image, where even a bare token before ``@`` is a credential."""
+    head, at, tail = ref.rpartition("@")
+    if at and not tail.startswith("sha256:"):
+        ref = MASK + at + tail
+    elif at and "@" in head:  # user@registry/path@sha256:…
+        ref = MASK + ref[ref.find("@"):]
+    return redact(ref)
+
+
 def redact(text: object) -> str:
     """``str(text)`` with every secret this module knows masked (URLs first, then headers,
     ``key=value`` secrets and token shapes). Idempotent; cheap when there is nothing to mask."""
@@ -99,7 +111,7 @@ def redact(text: object) -> str:
     if "://" in s:
         s = _URL.sub(_url_sub, s)
     if "@" in s:
-        s = _SCP.sub(lambda m: f"{MASK}@{m['host']}:", s)
+        s = _SCP.sub(lambda m: f"{MASK}@{m['host']}{m['end']}", s)
     s = _AUTH_HEADER.sub(lambda m: f"{m['key']}{m['scheme'] + ' ' if m['scheme'] else ''}{MASK}", s)
     s = _BEARER.sub(lambda m: f"{m['key']}{MASK}", s)
     s = _TOKEN_HEADER.sub(lambda m: f"{m['key']}{MASK}", s)

@@ -4,10 +4,12 @@ to node-reconciler without re-running packages (decision (h)).
 For every node carrying ``<old prefix>/nodeState_<NAME>`` (semantics-nodewright.md §2.7) one
 patch writes, for recipe ``RECIPE`` (default ``NAME``):
 
-* ``state_key(RECIPE)``: the same package-state map (validated; our canonical JSON). Entries keep
-  their stage and state, so the planner continues each package where NodeWright left it: complete
-  packages are not re-run, an erroring or in-progress stage runs again from that stage, an
-  interrupt recorded in progress runs again (it may or may not have happened);
+* ``state_key(RECIPE)``: the same package-state map (our canonical JSON), validated as a recipe's
+  packages are (:func:`entry_problem`: a node with one entry no recipe could hold is not imported
+  at all, and says which). Entries keep their stage and state, so the planner continues each
+  package where NodeWright left it: complete packages are not re-run, an erroring or in-progress
+  stage runs again from that stage, an interrupt recorded in progress runs again (it may or may
+  not have happened);
 * ``status_key(RECIPE)`` (label and annotation): the node status from ``<old>/status_<NAME>``
   (annotation, else label) when it is one of ours;
 * ``cordon_key(RECIPE)``: a :class:`CordonRecord` (run id ``import-<source>-<NAME>``) when the
@@ -15,6 +17,9 @@ patch writes, for recipe ``RECIPE`` (default ``NAME``):
   so node-reconciler releases that cordon when the node is done. A node cordoned without the old
   operator's record is someone else's cordon and stays (decision (c));
 * the ignore label when the node has ``<old>/ignore=true``.
+
+Everything a :class:`NodeImport` holds is masked (:func:`reconciler.model.redact.redact`), so
+no view of it, ``--dry-run`` and ``-o json`` included, prints a credential found on a node.
 
 Nodes that already have our state for the recipe are left alone (``overwrite`` replaces it). The
 old annotations stay unless ``remove_legacy`` is set (then ``nodeState_``, ``status_`` annotation
@@ -36,6 +41,7 @@ from reconciler.model.nodestate import (
     IGNORE_LABEL,
     CordonRecord,
     NodeStateError,
+    PackageState,
     cordon_key,
     dump_model,
     dump_state,
@@ -44,7 +50,10 @@ from reconciler.model.nodestate import (
     status_key,
 )
 from reconciler.model.observed import NodeInfo
+from reconciler.model.recipe import SHA256, check_image, check_package_name
+from reconciler.model.redact import redact
 from reconciler.model.utctime import to_rfc3339
+from reconciler.model.versions import parse_version
 from reconciler.model.vocab import NodeStatus
 from reconciler.ops.patches import NodePatch
 
@@ -78,6 +87,32 @@ class NodeImport:
                 "patch": self.patch.body() if self.patch else None}
 
 
+def entry_problem(entry: PackageState) -> str:
+    """Why a package entry of the old operator's state cannot become ours, or ``""``: its name,
+    version, image and digest are checked as a recipe's are (:func:`check_package_name`,
+    :func:`parse_version`, :func:`check_image`, :data:`SHA256`), so no record of ours holds a
+    package no recipe could name (the next plan would uninstall it). Secrets are masked."""
+    checks = (("name", lambda: check_package_name(entry.name)), ("version", lambda: parse_version(entry.version)),
+              ("image", lambda: check_image(entry.image) if entry.image else ""))
+    for field_, check in checks:
+        try:
+            check()
+        except ValueError as e:
+            return redact(f"{field_}: {e}")
+    if entry.containerSHA is not None and not SHA256.fullmatch(entry.containerSHA):
+        return redact(f"containerSHA: {entry.containerSHA[:80]!r} is not sha256:<64 lower-case hex digits>")
+    return ""
+
+
+def state_problem(state: dict[str, PackageState]) -> str:
+    """The first :func:`entry_problem` of a state map, named by its entry, or ``""``."""
+    for key, entry in sorted(state.items()):
+        problem = entry_problem(entry)
+        if problem:
+            return redact(f"entry {key[:80]!r}: {problem}")
+    return ""
+
+
 def legacy_prefix(node: NodeInfo, name: str, source: Source) -> str:
     """The first prefix of ``source`` with ``nodeState_<name>`` on the node, or ``""``."""
     for p in PREFIXES[source]:
@@ -106,7 +141,11 @@ def import_node(
     try:
         state = parse_state(node.annotations[old_key], node=node.name, key=old_key)
     except NodeStateError as e:
-        out.error = str(e)
+        out.error = redact(e)
+        return out
+    problem = state_problem(state)
+    if problem:
+        out.error = f"{old_key}: {problem}; nothing of this node is imported"
         return out
     out.packages = {k: f"{e.stage}/{e.state}" for k, e in sorted(state.items())}
     if state_key(recipe) in node.annotations and not overwrite:
@@ -120,7 +159,7 @@ def import_node(
         ann[status_key(recipe)] = old_status
         labels[status_key(recipe)] = old_status
     elif old_status:
-        out.notes.append(f"status {old_status!r} is not a node status of ours; not imported")
+        out.notes.append(redact(f"status {old_status[:80]!r} is not a node status of ours; not imported"))
     old_cordon = node.annotations.get(f"{prefix}/cordon_{name}", "") in _TRUE
     if old_cordon and node.unschedulable:
         out.cordon = True

@@ -30,6 +30,10 @@ TOKEN = "S3cr3tTok"
     # scp-like git remotes
     ("user:S3cr3tTok@gitlab.com:org/repo.git", "***@gitlab.com:org/repo.git"),
     ("user:S3cr@3tTok@gitlab.com:org/repo.git", "***@gitlab.com:org/repo.git"),
+    # credentials in an image reference (a Skyhook record's image, a recipe's image)
+    ("user:S3cr3tTok@ghcr.io/acme/pkg", "***@ghcr.io/acme/pkg"),
+    ("image 'robot$x:S3cr3tTok@registry.local:5000/pkg' carries a digest",
+     "image '***@registry.local:5000/pkg' carries a digest"),
     # headers and command lines
     ("Authorization: Bearer S3cr3tTok", "Authorization: Bearer ***"),
     ("authorization=token S3cr3tTok", "authorization=token ***"),
@@ -61,6 +65,8 @@ def test_redacts(text: str, expected: str) -> None:
     "http://127.0.0.1:9091/metrics/job/node-reconciler/recipe/gpu",
     "https://registry.npmjs.org/@scope/pkg",
     "git@github.com:acme/gitops.git",
+    "ghcr.io/acme/pkg:1.0.0@sha256:" + "a" * 64,
+    "pkg:1.0.0@sha256:" + "a" * 64,
     "--comment github: GITHUB_TOKEN is not set in the environment",
     "recipes/a.yaml:12:7: spec.packages.x.version: not semver",
     "status/prod/gpu.json: committed 0123456789ab on reconciler-status",
