@@ -39,6 +39,7 @@ from reconciler.ops.patches import (
     ConfigMapPatch,
     NodeOp,
     NodePatch,
+    NodeRefused,
     plan_node_patches,
     select_nodes,
     write_node_patches,
@@ -64,6 +65,9 @@ class Operation:
     changes: tuple[NodePatch | ConfigMapPatch, ...]
     notes: tuple[str, ...]
     _write: Callable[[], int] = field(repr=False, compare=False)
+    #: nodes the operation leaves alone, each with why (``reset`` of a node that still owes an
+    #: interrupt, without ``force``); :meth:`write` adds those a re-read after a conflict refuses
+    refused: list[NodeRefused] = field(default_factory=list)
 
     def write(self) -> int:
         """Send the changes; the number of objects written. Raises ClusterError."""
@@ -268,14 +272,20 @@ class Session:
             raise InputError(f"node {verb}: name the nodes (NODE...) or select them with -l/--selector")
         scope = f"-l {clip(only.kubectl_text())} selects" if only is not None else ""
         chosen = select_nodes(nodes, list(names), scope=scope) if names else nodes
-        patches = plan_node_patches(chosen, op)
+        refused: list[NodeRefused] = []  # issue 34: a node reset refuses leaves the others to be reset
+        patches = plan_node_patches(chosen, op, refused)
         untouched = [n.name for n in chosen if n.name not in {p.node for p in patches}]
         notes = [f"nothing to change on {', '.join(untouched)}"] if untouched and verb != "reset" else []
         uncordon = sum(1 for p in patches if p.unschedulable is False)
         if verb == "reset" and uncordon:
             notes.append(f"{uncordon} node(s) to uncordon (cordon held by the recipe)")
-        return Operation(tuple(patches), tuple(notes),
-                         lambda: len(write_node_patches(self.cluster.nodes, patches, op).written))
+
+        def write() -> int:
+            done = write_node_patches(self.cluster.nodes, patches, op)
+            refused.extend(done.refused)
+            return len(done.written)
+
+        return Operation(tuple(patches), tuple(notes), write, refused)
 
 
 def _hashes(reviewed: Sequence[Plan] | Mapping[str, str] | None) -> Mapping[str, str] | None:

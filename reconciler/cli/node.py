@@ -79,4 +79,4 @@ def run(args: argparse.Namespace) -> int:
         op = opened.reset(args.recipe, args.nodes, selector=args.selector, force=args.force)
         question = f"reset recipe {args.recipe} on {len(op.changes)} node(s)?"
     return finish(args, opened, list(op.changes), list(op.notes), op.write, header=f"node {args.node_cmd}",
-                  question=question)
+                  question=question, refused=op.refused)

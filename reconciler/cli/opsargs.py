@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from reconciler.cli.common import add_cluster_args, add_output_arg
 from reconciler.cli.outputs import dump, print_names
 from reconciler.errors import EXIT_FAILED, EXIT_OK, InputError, shown
+from reconciler.ops.patches import NodeRefused
 from reconciler.report.safetext import visible
 
 
@@ -122,9 +123,12 @@ def show_changes(changes: Sequence[Change], notes: Sequence[str], *, header: str
 
 
 def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], notes: Sequence[str],
-           write: Any, *, header: str, question: str) -> int:
+           write: Any, *, header: str, question: str, refused: Sequence[NodeRefused] = ()) -> int:
     """The common flow: show, stop on ``--dry-run`` / nothing to do, confirm, ``write()``, save the
-    simulated fleet, report. ``write`` returns the number of objects written."""
+    simulated fleet, report. ``write`` returns the number of objects written. ``refused``: nodes the
+    operation leaves alone (``write`` may add some): each is named on stderr (and in the document
+    as ``refused``) and the exit code is 1 — the others were written (issue 34: a reset acts on
+    each node on its own)."""
     fmt = args.output
     as_json = fmt in ("json", "yaml", "name")  # a document (or names) on stdout, not the lines
     server = args.dry_run == "server"
@@ -132,13 +136,23 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
         raise InputError("--dry-run=server needs a real API server; this cluster adapter has no server-side dry "
                          "run (the simulated fleet), use --dry-run (client)")
     doc: dict[str, Any] = {"dryRun": args.dry_run or False, "changes": [c.to_dict() for c in changes],
-                           "written": 0, "notes": list(notes)}
+                           "written": 0, "notes": list(notes),
+                           "refused": [{"node": r.node, "message": r.message} for r in refused]}
 
     def emit() -> None:
         if fmt == "name":
             print_names("", (_object_name(c) for c in changes))
         else:
             dump(doc, fmt)
+
+    def done(rc: int) -> int:
+        """``rc``, or 1 when a node was refused (each named on stderr)."""
+        if not refused:
+            return rc
+        for r in refused:
+            print(visible(f"refused: {r.message}"), file=sys.stderr)
+        print(f"{len(refused)} node(s) refused, left as they were (--force to include them)", file=sys.stderr)
+        return EXIT_FAILED
 
     if not as_json:
         show_changes(changes, notes, header=header if changes else f"{header}: nothing to change")
@@ -147,7 +161,7 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
             emit()
         elif args.dry_run and changes:
             print("dry run: nothing was written")
-        return EXIT_OK
+        return done(EXIT_OK)
     if server:  # the API server checks every write and persists nothing: no question to ask
         opened.kube.server_dry_run = True
         doc["accepted"] = int(write())
@@ -155,19 +169,20 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
             emit()
         else:
             print(f"server dry run: the API server accepted {doc['accepted']} object(s); nothing was persisted")
-        return EXIT_OK
+        return done(EXIT_OK)
     if not confirm(args, question):
         if as_json:
             emit()
         print("aborted: nothing was written", file=sys.stderr)
         return EXIT_FAILED
     doc["written"] = int(write())
+    doc["refused"] = [{"node": r.node, "message": r.message} for r in refused]  # with those a re-read refused
     save_sim(args, opened)
     if as_json:
         emit()
     else:
         print(f"written: {doc['written']} object(s)")
-    return EXIT_OK
+    return done(EXIT_OK)
 
 
 def _object_name(c: Change) -> str:

@@ -47,4 +47,4 @@ def run(args: argparse.Namespace) -> int:
                       ignore_not_found=args.ignore_not_found)
     what = f"package {args.package} of recipe {args.recipe}" if args.package else f"recipe {args.recipe}"
     return finish(args, opened, list(op.changes), list(op.notes), op.write, header=f"reset {what}",
-                  question=f"reset {what} on {len(op.changes)} node(s)?")
+                  question=f"reset {what} on {len(op.changes)} node(s)?", refused=op.refused)

@@ -56,7 +56,7 @@ from reconciler.model.nodestate import (
 )
 from reconciler.model.observed import NodeInfo
 from reconciler.model.vocab import Phase
-from reconciler.ops.patches import NodePatch
+from reconciler.ops.patches import NodePatch, NodeRefused
 
 #: Node label that takes a node out of every recipe's rollout (user-set; value ``"true"``).
 #: Stages ``package rerun --stage`` accepts (as ``kubectl skyhook package rerun``).
@@ -209,13 +209,14 @@ def reset_patch(node: NodeInfo, recipe: str, *, force: bool = False) -> NodePatc
     None when the node holds nothing of ``recipe``.
 
     Raises:
-        InputError: the node still owes an interrupt (a pending reboot or service restart) and
-            ``force`` is not set: resetting it would lose the interrupt (issue 12's scope rules).
+        NodeRefused: the node still owes an interrupt (a pending reboot or service restart) and
+            ``force`` is not set: resetting it would lose the interrupt (issue 12's scope rules);
+            a reset of many nodes goes on with the others (issue 34).
     """
     owed = owed_interrupt(node, recipe)
     if owed and not force:
         rec = parse_model(InFlight, node.annotations.get(inflight_key(recipe)))
-        raise InputError(_owed_refusal(node, recipe, rec, owed))
+        raise NodeRefused(node.name, _owed_refusal(node, recipe, rec, owed))
     ann: dict[str, str | None] = {k: None for k in recipe_annotation_keys(recipe) if k in node.annotations}
     legacy = [f"{p}/nodeState_{recipe}" for p in LEGACY_PREFIXES if f"{p}/nodeState_{recipe}" in node.annotations]
     if legacy and node.annotations.get(state_key(recipe)) == "{}":

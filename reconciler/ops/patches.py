@@ -106,14 +106,33 @@ class ConfigMapPatch:
 
 
 NodeOp = Callable[[NodeInfo], NodePatch | None]
-"""Node → its patch (None: nothing to do on this node). Must be pure: it is re-run after a conflict."""
+"""Node → its patch (None: nothing to do on this node). Must be pure: it is re-run after a conflict.
+Raises :class:`NodeRefused` for a node it must leave alone (the others go on)."""
 
 
-def plan_node_patches(nodes: Iterable[NodeInfo], op: NodeOp) -> list[NodePatch]:
-    """``op`` on every node, keeping the non-empty patches (in node order)."""
+class NodeRefused(InputError):
+    """An operation refuses one node (``reset`` of a node that still owes an interrupt): that node is
+    left alone and named, the others go on (:func:`plan_node_patches` with ``refused``)."""
+
+    def __init__(self, node: str, message: str) -> None:
+        self.node = node
+        super().__init__(message)
+
+
+def plan_node_patches(nodes: Iterable[NodeInfo], op: NodeOp,
+                      refused: list[NodeRefused] | None = None) -> list[NodePatch]:
+    """``op`` on every node, keeping the non-empty patches (in node order). With ``refused``, a node
+    ``op`` refuses (:class:`NodeRefused`) is added there and the others are planned; without it,
+    the first refusal is raised (an operation on one node)."""
     out = []
     for n in nodes:
-        p = op(n)
+        try:
+            p = op(n)
+        except NodeRefused as e:
+            if refused is None:
+                raise
+            refused.append(e)
+            continue
         if p is not None and not p.empty:
             out.append(p)
     return out
@@ -122,11 +141,13 @@ def plan_node_patches(nodes: Iterable[NodeInfo], op: NodeOp) -> list[NodePatch]:
 @dataclass
 class WriteResult:
     """What :func:`write_node_patches` did: patches written (as finally sent), nodes skipped
-    because a re-read showed nothing left to do, nodes gone."""
+    because a re-read showed nothing left to do, nodes gone, nodes the re-read made ``op`` refuse
+    (their lifecycle moved on meanwhile)."""
 
     written: list[NodePatch] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    refused: list[NodeRefused] = field(default_factory=list)
 
 
 def write_node_patches(cluster: NodePort, patches: Sequence[NodePatch], op: NodeOp) -> WriteResult:
@@ -167,6 +188,9 @@ def write_node_patches(cluster: NodePort, patches: Sequence[NodePatch], op: Node
                     cur = op(cluster.get_node(patch.node))
                 except NotFoundError:
                     res.missing.append(patch.node)
+                    break
+                except NodeRefused as e:
+                    res.refused.append(e)
                     break
     return res
 

@@ -125,7 +125,8 @@ EXIT_MEANINGS = {
                "to do; for `plan --detailed-exitcode`: no changes)",
     "EXIT_FAILED": "a node failed, a compartment halted (failure threshold), or nodes wait for an earlier recipe "
                    "(`priority`, `sequencing`), or another run holds a recipe's Lease (`--wait-for-lock` waits); "
-                   "for `controller --once`: the pass failed",
+                   "for `controller --once`: the pass failed; for `reset` / `node reset`: a node that still owes "
+                   "an interrupt was refused, named on stderr (the other nodes were reset)",
     "EXIT_BAD_INPUT": "bad input: a recipe, policy, package, snapshot, kubeconfig or option is invalid; the error "
                       "names the file:line:column (or the object and field, or the option), or an `apply --plan` "
                       "file no longer matches; nothing was changed",
