@@ -35,6 +35,7 @@ from reconciler.execute.memory import MAX_RECORDONS, EvictTrack, Memory, Outcome
 from reconciler.execute.phases_drain import DrainPhases
 from reconciler.execute.phases_end import EndPhases
 from reconciler.execute.phases_gate import GatePhases
+from reconciler.execute.phases_release import ReleasePhases
 from reconciler.execute.phases_stages import StagePhases
 from reconciler.execute.stepcore import _Need, _Raise, _Replaced
 from reconciler.model.observed import NodeInfo
@@ -55,7 +56,7 @@ def step(memory: Memory, view: View, plan: NodePlan, ctx: StepContext, now: floa
     return _Step(memory, view, plan, ctx, now, utc).run()
 
 
-class _Step(EndPhases, GatePhases, StagePhases, DrainPhases):
+class _Step(EndPhases, GatePhases, ReleasePhases, StagePhases, DrainPhases):
     """One invocation of :func:`step`: the phases (mixins over :class:`~reconciler.execute.stepcore.StepCore`)
     and the driver that turns their answer into a :class:`~reconciler.execute.effects.Transition`."""
 

@@ -105,7 +105,8 @@ class Memory:
     failure_args: tuple[str, str, dict[str, Any]] | None = None
     give_up_recording: bool = False
     uid: str = ""  # the node's UID (metadata.uid) when the lifecycle first read it: the machine it works on
-    plan: NodePlan | None = None  # the plan the lifecycle carries out when not the run's (a replaced machine's)
+    plan: NodePlan | None = None  # the plan the lifecycle carries out when not the run's (see StepCore.plan)
+    superseded: tuple[str, ...] | None = None  # finishing an older release: the packages the recipe changed
 
     def copy(self) -> Memory:
         """A copy whose containers are copied; the records in them are immutable, except the

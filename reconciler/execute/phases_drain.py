@@ -37,6 +37,7 @@ from reconciler.model.vocab import (
     Phase,
 )
 from reconciler.plan.nodework import node_work, work_plan
+from reconciler.plan.owed import owed_work
 
 
 class DrainPhases(StepCore):
@@ -72,6 +73,9 @@ class DrainPhases(StepCore):
                 if e.restarts:
                     m.state[k] = e.model_copy(update={"restarts": 0})
         if fl is not None:
+            if not retry and (owed := owed_work(self.recipe, fl, m.state)) is not None:
+                self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
+                return self._finish_owed(owed, node)  # the record is of an older release
             resume = {Phase.INTERRUPT: Phase.INTERRUPT, Phase.POST_INTERRUPT: Phase.POST_INTERRUPT,
                       Phase.READINESS_GATE: Phase.READINESS_GATE, Phase.UNCORDON: Phase.UNCORDON}.get(fl.phase)
             if resume is None and (fl.phase is Phase.STAGES or not self.plan.cordon):

@@ -30,7 +30,10 @@ class GatePhases(StepCore):
     """The readiness-gate phase between the last stage and the uncordon (module docstring)."""
 
     def _after_stages(self) -> float | None:
-        """Every stage is done: on to the readiness gate when the recipe has one, else to the end."""
+        """Every stage is done: when they were an older release's, the recipe's release is taken up
+        (the safe point); else on to the readiness gate when the recipe has one, else to the end."""
+        if self.m.superseded is not None:
+            return self._take_up()
         if self.recipe.readinessGate is not None:
             self.m.phase = Phase.READINESS_GATE
             return self._phase_gate()

@@ -4,6 +4,7 @@ interrupt (reboot by bootID), post-interrupt stages. Pure."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from reconciler.diff import config_digest
 from reconciler.execute.decide import (
@@ -30,6 +31,7 @@ from reconciler.model.nodestate import (
     parse_config_digests,
     state_key,
 )
+from reconciler.model.plan import Step
 from reconciler.model.recipe import Interrupt
 from reconciler.model.utctime import from_rfc3339, to_rfc3339
 from reconciler.model.vocab import (
@@ -41,6 +43,7 @@ from reconciler.model.vocab import (
     Phase,
     Stage,
 )
+from reconciler.plan.owed import UNKNOWN_CONFIG
 from reconciler.ports import StageSpec
 
 
@@ -76,7 +79,10 @@ class StagePhases(StepCore):
         runs = m.runs
         now = self._now
         why = None
-        if any(not r.done and not r.running for r in runs):
+        failed = m.failure_args  # a stage failed for good while others ran: they finish, nothing starts
+        if failed is not None and not any(r.running and not r.done for r in runs):
+            return self._fail(failed[0], failed[1], **failed[2])
+        if failed is None and any(not r.done and not r.running for r in runs):
             why = self._out_of_scope(self._refresh())
             if why is not None and not any(r.running for r in runs):
                 return self._leave(why)
@@ -89,8 +95,8 @@ class StagePhases(StepCore):
         done_pkgs = {r.step.package for r in runs if r.done}
         wakes: list[float] = []
         for i, run in enumerate(runs):
-            if run.done or (why is not None and not run.running):  # out of scope: let what runs finish
-                continue
+            if run.done or ((why is not None or failed is not None) and not run.running):
+                continue  # out of scope, or a stage failed for good: let what runs finish
             if any(dep not in done_pkgs for dep in run.step.after if any(r.step.package == dep for r in runs)):
                 continue
             if run.retry_at is not None and run.retry_at > now:
@@ -104,6 +110,9 @@ class StagePhases(StepCore):
                 return None
             if w is not None:
                 wakes.append(w)
+        if m.failure_args is not None and not any(r.running and not r.done for r in runs):
+            args = m.failure_args
+            return self._fail(args[0], args[1], **args[2])
         if all(r.done for r in runs):
             return self._leave(why) if why is not None else on_done()
         if why is not None and not any(r.running for r in runs):
@@ -121,10 +130,14 @@ class StagePhases(StepCore):
         now = self._now
         stage = run.stages[run.index]
         spec = self._spec(run, stage)
+        if self._awaited(run) and not run.running:
+            run.done = True  # a superseded step's stage that is not running is never started
+            return None
         if not run.running and run.attempt > self.recipe.timeouts.stageRetries + 1:
-            return self._fail(FailureReason.STAGE_FAILED,
-                              f"{run.step.package} {run.version} {stage} failed {run.attempt - 1} "
-                              "time(s); no attempts left", keep_cordon=True, stage=stage, package=run.step.package)
+            return self._stage_gave_up(run, FailureReason.STAGE_FAILED,
+                                       f"{run.step.package} {run.version} {stage} failed {run.attempt - 1} "
+                                       "time(s); no attempts left", keep_cordon=True, stage=stage,
+                                       package=run.step.package)
         if not run.running:
             self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.IN_PROGRESS, run.step,
                             restarts=run.attempt - 1)
@@ -144,6 +157,9 @@ class StagePhases(StepCore):
         first = self._first_start(run, stage)
         j = judge_stage(st.phase, st.reason, utc - (run.started if first is None else first),
                         timeout=self.recipe.timeouts.stage, pull_grace=self.ctx.image_pull_grace)  # pure (decide.py)
+        if j.verdict is StageVerdict.MISSING and self._awaited(run):
+            run.done, run.running = True, False  # it never started (or is gone): not re-created
+            return now
         if j.verdict is StageVerdict.MISSING:
             if run.seen:  # it existed and is gone before its end: deleted by someone else
                 return self._stage_lost(run, stage, spec.pod_name, first)
@@ -228,7 +244,8 @@ class StagePhases(StepCore):
         pkg = self.recipe.packages.get(run.step.package)
         if stage == Stage.CONFIG and pkg is not None and pkg.version == run.version:
             digests = parse_config_digests(self._annotation(config_key(name)))
-            digests[pkg.name] = config_digest(pkg)
+            # a superseded step's config ran with a configuration the recipe no longer describes
+            digests[pkg.name] = UNKNOWN_CONFIG if self._awaited(run) else config_digest(pkg)
             ann[config_key(name)] = dump_config_digests(digests)
         run.index += 1
         run.attempt = 1
@@ -247,6 +264,12 @@ class StagePhases(StepCore):
         retries = self.recipe.timeouts.stageRetries
         self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.ERRORING, run.step,
                         restarts=run.attempt)
+        if self._awaited(run):  # superseded: recorded as it ended, not retried; the newer release follows
+            self._defer({state_key(self.recipe.name): dump_state(self.m.state)})
+            self._event(EventKind.STAGE_END, f"{run.step.package} {run.version} {stage} failed (exit {code}, "
+                                             f"{reason}); superseded: not retried")
+            run.done, run.running = True, False
+            return now
         if run.attempt <= retries:
             self._patch(annotations={state_key(self.recipe.name): dump_state(self.m.state)})
             delay = min(300.0, self.recipe.timeouts.retryBackoff * (2 ** (run.attempt - 1)))
@@ -258,7 +281,8 @@ class StagePhases(StepCore):
             run.seen, run.deleted_by = False, ""
             run.retry_at = now + delay
             return run.retry_at
-        return self._fail(
+        return self._stage_gave_up(
+            run,
             FailureReason(reason) if reason in (FailureReason.STAGE_TIMEOUT, *IMAGE_PULL_REASONS)
             else FailureReason.STAGE_FAILED,
             f"{run.step.package} {run.version} {stage} failed after {run.attempt} attempt(s): "
@@ -270,12 +294,34 @@ class StagePhases(StepCore):
             log_tail=tail,
         )
 
+    def _stage_gave_up(self, run: StageRun, reason: str, message: str, **kw: Any) -> float | None:
+        """A stage failed for good: the node fails — once no other stage pod of it runs any more
+        (a node runs stage pods of one lifecycle only: a retried lifecycle must never start one
+        beside a pod of this one). Until then the failure waits in :attr:`Memory.failure_args`
+        and nothing new starts (:meth:`_drive`)."""
+        run.running, run.done = False, True
+        if any(r.running and not r.done for r in self.m.runs if r is not run):
+            self.m.failure_args = (reason, message, kw)
+            self._patch(annotations={state_key(self.recipe.name): dump_state(self.m.state)})  # erroring, recorded
+            return self._now + self.ctx.poll_seconds
+        return self._fail(reason, message, **kw)
+
+    def _awaited(self, run: StageRun) -> bool:
+        """The run is of a step an older release committed to and the recipe superseded: its
+        running stage is awaited, nothing of it is (re)started (:mod:`reconciler.plan.owed`)."""
+        return self.m.superseded is not None and run.step.package in self.m.superseded
+
     # ------------------------------------------------------------------ interrupt
     def _interrupt_stage(self, interrupt: Interrupt) -> StageSpec:
+        """The interrupt pod: run by the package the commitment named (``InFlight.interruptOwner``),
+        at the version it committed to — whatever the recipe says now."""
         fl = self.m.inflight
+        owner = fl.interruptOwner if fl is not None else ""
+        committed = next((c for c in (fl.steps or ()) if c.package == owner), None) if fl is not None else None
         return interrupt_spec(self.recipe, self.name, self.plan.steps, interrupt,
                               lifecycle=self.m.lifecycle or self.ctx.run_id, agent_image=self.ctx.agent_image,
-                              owner_package=fl.interruptOwner if fl is not None and fl.requestedAt is not None else "")
+                              owner_package=owner, owner_version=(committed.to or committed.from_ or "")
+                              if committed is not None else "", state=self.m.state)
 
     def _phase_interrupt(self) -> float | None:
         self._checkpoint()
@@ -367,7 +413,7 @@ class StagePhases(StepCore):
         m = self.m
         pkgs = m.inflight.interruptPackages if m.inflight else ()
         for s in self.plan.steps:
-            if s.package in pkgs and s.to:
+            if s.package in pkgs and s.to and _follows_interrupt(s):
                 self._set_entry(f"{s.package}|{s.to}", s.package, s.to, Stage.INTERRUPT, PackageStatus.COMPLETE, s)
         self._defer({
             inflight_key(self.recipe.name): self._inflight(Phase.POST_INTERRUPT),
@@ -382,7 +428,7 @@ class StagePhases(StepCore):
             if m.node is None or m.inflight is None:
                 self._read()
             pkgs = m.inflight.interruptPackages if m.inflight else interrupt_packages(self.plan.steps)
-            steps = [s for s in self.plan.steps if s.package in pkgs and s.to]
+            steps = [s for s in self.plan.steps if s.package in pkgs and s.to and _follows_interrupt(s)]
             m.runs = []
             for s in steps:
                 run = build_runs(self.recipe, m.state,
@@ -399,3 +445,9 @@ class StagePhases(StepCore):
 
     def _post_done(self) -> float | None:
         return self._after_stages()
+
+
+def _follows_interrupt(step: Step) -> bool:
+    """The step's package is one the merged interrupt completes (its own interrupt, or its
+    post-interrupt stage): not a superseded step awaited only for its running stage."""
+    return step.interrupt is not None or Stage.POST_INTERRUPT in step.stages

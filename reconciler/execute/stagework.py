@@ -11,7 +11,8 @@ from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, CommittedStep
 from reconciler.model.plan import Step
 from reconciler.model.recipe import Interrupt, Package, Recipe, parse_duration
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
-from reconciler.model.vocab import Action, PackageStatus, Stage
+from reconciler.model.vocab import Action, Stage
+from reconciler.plan.owed import stage_progress
 from reconciler.ports import StageSpec
 
 
@@ -96,19 +97,8 @@ def build_runs(recipe: Recipe, state: Mapping[str, PackageState],
         run = StageRun(step=st, stages=stages, new_version=version,
                        new_pull=pull_of(recipe, state, st.package, version),
                        old_version=old, old_pull=pull_of(recipe, state, st.package, old) if old else "")
-        for i, stage in enumerate(stages):
-            run.index = i
-            entry = state.get(run.key)
-            if entry is None or entry.stage != stage:
-                continue
-            run.index = i + 1 if entry.state == PackageStatus.COMPLETE else i
-            run.attempt = entry.restarts + 1
-            run.running = entry.state == PackageStatus.IN_PROGRESS
-            break
-        else:
-            run.index = 0
-            if st.action == Action.DOWNGRADE and f"{st.package}|{old}" not in state:
-                run.index = 1  # the old version is already uninstalled
+        p = stage_progress(st.package, st.action, stages, st.to, st.from_, state)  # the planner's own reading
+        run.index, run.attempt, run.running = p.index, p.attempt, p.running
         if run.index >= len(stages):
             run.done = True
         runs.append(run)
@@ -205,19 +195,23 @@ def interrupt_packages(steps: tuple[Step, ...]) -> tuple[str, ...]:
 
 
 def interrupt_spec(recipe: Recipe, node: str, steps: tuple[Step, ...], interrupt: Interrupt, *, lifecycle: str,
-                   agent_image: str | None, owner_package: str = "") -> StageSpec:
+                   agent_image: str | None, owner_package: str = "", owner_version: str = "",
+                   state: Mapping[str, PackageState] | None = None) -> StageSpec:
     """The stage pod that performs the merged ``interrupt``. ``owner_package``: the package recorded
-    when the interrupt was requested (``InFlight.interruptOwner``); otherwise :func:`owner_step`."""
+    with the commitment (``InFlight.interruptOwner``); otherwise :func:`owner_step`.
+    ``owner_version``: the version that package committed to (``InFlight.steps``; default: the
+    recipe's), its image then the recorded one when the recipe is at another version (``state``)."""
     owner = owner_step(steps, interrupt)
     if owner_package and (owner is None or owner.package != owner_package):
         owner = next((s for s in steps if s.package == owner_package), None) or Step(
             package=owner_package, action=Action.RECONFIGURE, stages=(), reason="interrupt")
     pkg = recipe.packages.get(owner.package) if owner else None
+    version = owner_version or (pkg.version if pkg else "")
     fake = StageRun(
         step=owner or Step(package="node", action=Action.RECONFIGURE, stages=(), reason="interrupt"),
         stages=[Stage.INTERRUPT],
-        new_version=(pkg.version if pkg else ""),
-        new_pull=(pkg.pull_ref if pkg else ""),
+        new_version=version,
+        new_pull=pull_of(recipe, state or {}, owner.package, version) if owner and version else "",
     )
     return stage_spec(recipe, node, fake, Stage.INTERRUPT, lifecycle=lifecycle, agent_image=agent_image,
                       interrupt=interrupt)

@@ -104,7 +104,8 @@ class StepCore:
     @property
     def plan(self) -> NodePlan:
         """The plan the lifecycle carries out: the run's, unless the lifecycle planned the node
-        again (:attr:`Memory.plan`: the node turned out to be another machine)."""
+        itself (:attr:`Memory.plan`): another machine under the node's name, the work an older
+        release's record still owes, or the recipe's release taken up after it."""
         return self.m.plan if self.m.plan is not None else self._run_plan
 
     # ------------------------------------------------------------------ reads
@@ -421,4 +422,13 @@ class StepCore:
         raise NotImplementedError
 
     def _after_stages(self) -> float | None:
+        raise NotImplementedError
+
+    def _phase_cordon(self) -> float | None:
+        raise NotImplementedError
+
+    def _take_up(self, node: NodeInfo | None = None) -> float | None:
+        raise NotImplementedError
+
+    def _finish_owed(self, owed: Any, node: NodeInfo) -> float | None:
         raise NotImplementedError

@@ -59,6 +59,11 @@ class NodePlan(Frozen):
     failed (:func:`~reconciler.model.nodestate.not_retried`; ``--retry-failed`` retries it): its
     failure record; the node then has no steps, no interrupt and no batch, and is not counted as
     changing. None otherwise.
+    ``owed``, ``owedInterrupt``, ``owedRelease``: the node's lifecycle in flight is of an older
+    release (``owedRelease``, its recipe version): ``apply`` first finishes what its record owes —
+    these steps (a step of a package the recipe changed only while its stage runs) and this
+    interrupt (:func:`reconciler.plan.owed.owed_work`) — and then runs ``steps`` and
+    ``interrupt``, planned from what the node will record by then. Empty otherwise.
     """
 
     name: str
@@ -76,6 +81,9 @@ class NodePlan(Frozen):
     imported: bool = False
     note: str = ""
     notRetried: FailureRecord | None = None
+    owed: tuple[Step, ...] = ()
+    owedInterrupt: Interrupt | None = None
+    owedRelease: str = ""
 
     @property
     def has_work(self) -> bool:
@@ -84,7 +92,7 @@ class NodePlan(Frozen):
         failed (``notRetried``: the run reports it failed and does not touch it). False: up to
         date (a run leaves it ``untouched`` and every report counts it complete)."""
         return bool(self.steps or self.interrupt is not None or self.batch > 0 or self.untaint
-                    or self.notRetried is not None)
+                    or self.notRetried is not None or self.owed or self.owedInterrupt is not None)
 
 
 class CompartmentPlan(Frozen):

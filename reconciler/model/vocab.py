@@ -94,6 +94,8 @@ class EventKind(StrEnum):
     GATE_PASSED = "gate-passed"  # the external validator said ready
     REPLACED = "replaced"  # another machine under the node's name (another UID): planned from scratch
     NOT_STARTED = "not-started"  # the node was not Ready within timeouts.nodeReady: nothing started, waiting
+    SUPERSEDED = "superseded"  # a lifecycle of an older release: it finishes what its record owes first
+    RELEASE = "release"  # at a safe point, a lifecycle took up the recipe's release
 
 
 class Stage(StrEnum):

@@ -117,6 +117,7 @@ from reconciler.model.selector import LabelSelector
 from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, predict_batches
 from reconciler.plan.drain import classify_pods
 from reconciler.plan.nodework import order_steps
+from reconciler.plan.owed import release_work
 from reconciler.plan.taints import is_new_node
 
 #: Hash document version: bump when the hashed document's shape changes.
@@ -182,6 +183,15 @@ class _Draft:
     note: str
     hash_part: dict[str, Any] = field(default_factory=dict)
     not_retried: FailureRecord | None = None
+    owed: tuple[Step, ...] = ()
+    owed_interrupt: Interrupt | None = None
+    owed_release: str = ""
+
+    def clear(self) -> None:
+        """No work for this run (left as it is, or left failed)."""
+        self.steps, self.interrupt, self.untaint, self.has_work = [], None, False, False
+        self.drain, self.pdbs = DrainView(), {}
+        self.owed, self.owed_interrupt, self.owed_release = (), None, ""
 
     @property
     def first(self) -> bool:
@@ -255,7 +265,11 @@ def _plan_node(
         warnings.append(f"node {info.name} skipped: {d.state_error}")
     # a node whose state cannot be read is skipped entirely, even an interrupt its InFlight owes
     intr = None if d.state_error else merge_interrupts([*(s.interrupt for s in steps), d.owed_interrupt])
-    cordon = intr is not None
+    rel = None if d.state_error or d.void else release_work(recipe, info, deps)
+    if rel is not None:  # a lifecycle of an older release: what it owes, then the recipe's release
+        work = rel[1]
+        steps, intr = list(work.steps), work.interrupt
+    cordon = intr is not None or (rel is not None and rel[0].interrupt is not None)
     view = DrainView()
     pdbs: dict[str, int] = {}
     if cordon:
@@ -304,7 +318,12 @@ def _plan_node(
         notes.append("records of another machine under this name (another UID) are void: planned from scratch")
     if d.imported:
         notes.append(f"state imported from {d.state_source}")
-    if d.inflight is not None:
+    if rel is not None:
+        o = rel[0]
+        notes.append(f"finishes what run {o.run}'s lifecycle of release {o.release or '?'} owes (at phase "
+                     f"{d.inflight.phase if d.inflight else '?'}; superseded: {', '.join(o.superseded) or 'none'}), "
+                     f"then release {recipe.version}")
+    elif d.inflight is not None:
         notes.append(f"resumes run {d.inflight.runId} at phase {d.inflight.phase}")
     if d.cordoned_by_us and not steps and intr is None:
         notes.append("our cordon is released")
@@ -329,6 +348,8 @@ def _plan_node(
             f"node {info.name}: our cordon record is present but the node is schedulable (uncordoned by someone else?)"
         )
     draft = _Draft(info, d, steps, intr, view, pdbs, untaint, has_work, "; ".join(notes))
+    if rel is not None:
+        draft.owed, draft.owed_interrupt, draft.owed_release = rel[0].steps, rel[0].interrupt, rel[0].release
     draft.hash_part = {
         "name": info.name,
         "labels": dict(info.labels),
@@ -480,8 +501,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             warnings.append(f"{len(held)} selected node(s) with work do not match -l {sel} and are left as they are "
                             f"for this run (still counted in their compartment): {_names(held)}")
         for d in outside:
-            d.steps, d.interrupt, d.untaint, d.has_work = [], None, False, False
-            d.drain, d.pdbs = DrainView(), {}
+            d.clear()
             d.note = (d.note + "; " if d.note else "") + f"outside -l {sel}: left as it is"
 
     # failed earlier with these very inputs: apply leaves them failed (the rollout's own rule)
@@ -492,8 +512,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         if rec is None:
             continue
         failed.append(d.info.name)
-        d.steps, d.interrupt, d.untaint, d.has_work = [], None, False, False
-        d.drain, d.pdbs = DrainView(), {}
+        d.clear()
         d.not_retried, d.note = rec, not_retried_message(rec, recipe.name, d.info.name)
         d.hash_part["notRetried"] = True
     if failed:
@@ -565,7 +584,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             batch=batch_of.get(d.info.name, 0),
             steps=tuple(d.steps),
             interrupt=d.interrupt,
-            cordon=d.interrupt is not None,
+            cordon=d.interrupt is not None or d.owed_interrupt is not None,
             waitFor=tuple(p.ref for p in d.drain.wait),
             evict=tuple(p.ref for p in d.drain.evict),
             finished=tuple(p.ref for p in d.drain.evict if p.finished),
@@ -575,16 +594,20 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             imported=d.diff.imported,
             note=d.note,
             notRetried=d.not_retried,
+            owed=d.owed,
+            owedInterrupt=d.owed_interrupt,
+            owedRelease=d.owed_release,
         )
         for d in drafts
     )
     actions = {a: 0 for a in ACTIONS}
     interrupts = {"reboot": 0, "service": 0, "restartAllServices": 0, "noop": 0}
     for np_ in node_plans:
-        for s in np_.steps:
+        for s in (*np_.owed, *np_.steps):
             actions[s.action] += 1
-        if np_.interrupt is not None:
-            interrupts[np_.interrupt.type] += 1
+        for intr_ in (np_.owedInterrupt, np_.interrupt):
+            if intr_ is not None:
+                interrupts[intr_.type] += 1
     summary: dict[str, Any] = {
         "nodes": len(selected),
         "nodesChanging": sum(1 for d in drafts if d.has_work),

@@ -61,6 +61,25 @@ def step_text(s: Step) -> str:
     return f"{s.package}: {s.action} {ver} [{', '.join(s.stages)}]{extra}"
 
 
+def owed_lines(n: NodePlan) -> list[str]:
+    """What a node's lifecycle of an older release still owes, before the recipe's steps (one
+    line per step, then its interrupt): ``owed by release 2026.1.1: tuned: upgrade 6.8.0 → 6.8.1
+    [config]``."""
+    head = f"owed by release {n.owedRelease or '?'}: "
+    out = [head + step_text(st) for st in n.owed]
+    if n.owedInterrupt is not None:
+        out.append(f"{head}{describe(n.owedInterrupt)} interrupt")
+    return out
+
+
+def interrupt_text(n: NodePlan) -> str:
+    """The node's interrupt(s) in order: the one an older release owes first, then the recipe's."""
+    if n.owedInterrupt is None:
+        return describe(n.interrupt)
+    owed = f"{describe(n.owedInterrupt)} (owed)"
+    return owed if n.interrupt is None else f"{owed}, then {describe(n.interrupt)}"
+
+
 def gate_text(plan: Plan) -> str:
     """What the plan's readiness gate does, in one line ("" without one): e.g. ``condition
     example.com/Validated=True (timeout 30m): after its packages each node is held until then
@@ -194,7 +213,7 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only
         for col in ("node", "batch", "steps", "interrupt", "drain"):
             nt.add_column(col, overflow="fold")
         for n in sorted(changing, key=lambda x: (x.compartment, x.batch or 10**9, x.name)):
-            steps = "\n".join(step_text(st) for st in n.steps) or "-"
+            steps = "\n".join([*owed_lines(n), *(step_text(st) for st in n.steps)]) or "-"
             if n.note:
                 steps += f"\n({n.note})"
             drain = []
@@ -214,7 +233,7 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only
                 text(n.name),
                 text(batch_cell(n)),
                 text(steps, multiline=True),
-                text(describe(n.interrupt)),
+                text(interrupt_text(n)),
                 text(", ".join(drain) or "-"),
             )
         console.print(nt)
@@ -324,7 +343,7 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
     changing = sorted(_changing(plan), key=lambda x: (x.compartment, x.batch or 10**9, x.name))
     node_rows = []
     for n in changing:
-        steps = "<br>".join(_md_step(st) for st in n.steps) or "-"
+        steps = "<br>".join([*(md_escape(x) for x in owed_lines(n)), *(_md_step(st) for st in n.steps)]) or "-"
         if n.note:
             steps += f"<br>_{md_escape(n.note)}_"
         drain = []
@@ -347,7 +366,7 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
                 md_escape(n.compartment),
                 "failed, not retried" if n.notRetried is not None else n.batch or "-",
                 steps,
-                md_escape(describe(n.interrupt)),
+                md_escape(interrupt_text(n)),
                 "yes" if n.cordon else "no",
                 "<br>".join(drain) or "-",
             )

@@ -12,9 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.adapters.sim.fleet import SimFleet
-from reconciler.model.nodestate import InFlight, cordon_key, failure_key, inflight_key, parse_model
+from reconciler.model.nodestate import (
+    InFlight,
+    PackageState,
+    cordon_key,
+    failure_key,
+    inflight_key,
+    parse_model,
+    parse_state,
+    state_key,
+)
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import Event
+from reconciler.ports import StageSpec
 from reconciler.testing.faults import FaultyCluster
 
 
@@ -27,7 +37,9 @@ class Watch:
 
     ``max_held[compartment]`` is the most nodes held cordoned by the recipe at once (node →
     compartment from ``compartments``), counted after every node write; ``evicted`` lists
-    ``ns/name`` of every accepted eviction with the pod's labels and phase at that moment.
+    ``ns/name`` of every accepted eviction with the pod's labels and phase at that moment;
+    ``overlaps`` every stage pod created while another of the recipe's stage pods ran on its node
+    of another lifecycle, or of the same package (:func:`check_stage_pods`).
     """
 
     sim: SimFleet
@@ -35,11 +47,13 @@ class Watch:
     compartments: Mapping[str, str]
     max_held: dict[str, int] = field(default_factory=dict)
     evicted: list[tuple[str, dict[str, str], str]] = field(default_factory=list)
+    overlaps: list[str] = field(default_factory=list)
     port: FaultyCluster = field(init=False, repr=False)
     _asked: dict[tuple[str, str], tuple[dict[str, str], str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.port = FaultyCluster(self.sim, clock=self.sim, before={"evict_pod": self._before_evict},
+        self.port = FaultyCluster(self.sim, clock=self.sim,
+                                  before={"evict_pod": self._before_evict, "start_stage": self._before_stage},
                                   after={"patch_node": self._after_patch, "evict_pod": self._after_evict})
         self._count()
 
@@ -49,6 +63,20 @@ class Watch:
     def _before_evict(self, namespace: str, name: str, uid: str, grace: int | None) -> None:
         pod = self.sim.get_pod(namespace, name)
         self._asked[(namespace, name)] = (dict(pod.labels) if pod else {}, pod.phase if pod else "")
+
+    def _before_stage(self, spec: StageSpec) -> None:
+        pods = self.sim.stage_pods()
+        if spec.pod_name in pods:
+            return  # exists: nothing is created
+        for other in pods.values():
+            if other.node != spec.node or other.recipe != spec.recipe:
+                continue
+            if self.sim.stage_status(other).phase != "running":
+                continue  # ended, or never started (an image it cannot pull): it runs nothing
+            if other.run_id != spec.run_id or other.package == spec.package:
+                self.overlaps.append(f"{spec.node}: {spec.package} {spec.version} {spec.stage} (lifecycle "
+                                     f"{spec.run_id}) started while {other.package} {other.version} {other.stage} "
+                                     f"(lifecycle {other.run_id}) runs")
 
     def _after_evict(self, namespace: str, name: str, uid: str, grace: int | None) -> None:
         labels, phase = self._asked.pop((namespace, name), ({}, ""))
@@ -104,6 +132,45 @@ def check_cordons(sim: SimFleet, recipe: str, failed_nodes: Iterable[str]) -> li
     return out
 
 
+def check_stage_pods(watch: Watch) -> list[str]:
+    """Violations of "a node runs stage pods of one lifecycle only, at most one per package" (a
+    stage pod created while one of another lifecycle, or of the same package, ran on its node)."""
+    return list(watch.overlaps)
+
+
+_BODY = ("apply", "upgrade")
+
+
+def check_recorded_ran(sim: SimFleet, recipe: str,
+                       before: Mapping[str, Mapping[str, PackageState]] | None = None) -> list[str]:
+    """Violations of "a node is recorded complete at a version only if that version's stages ran
+    on that machine": every package entry recorded complete at ``config``, ``interrupt`` or
+    ``post-interrupt`` needs its ``config`` (and ``post-interrupt`` for that stage) and an
+    ``apply`` or ``upgrade`` of that version to have succeeded on the node since its machine
+    registered (the simulated fleet's stage log; :meth:`SimFleet.replace_node` starts a new
+    machine). An entry the node already had in ``before`` (its state when the runs began, by node)
+    needs only its own stage again when it changed."""
+    out: list[str] = []
+    for n in sim.list_nodes():
+        start = sim.machine_log_start.get(n.name, 0)
+        ran = {(p, v, s) for _t, ev, node, p, v, s in sim.stage_log[start:] if node == n.name and ev == "succeeded"}
+        had = {} if start else dict((before or {}).get(n.name, {}))
+        for key, e in parse_state(n.annotations.get(state_key(recipe))).items():
+            if e.state != "complete" or e.stage not in ("config", "interrupt", "post-interrupt"):
+                continue
+            old = had.get(key)
+            if old == e:
+                continue
+            need = {e.stage} - {"interrupt"} if old is not None else {"config", e.stage} - {"interrupt"}
+            missing = [s for s in sorted(need) if (e.name, e.version, s) not in ran]
+            if old is None and not any((e.name, e.version, b) in ran for b in _BODY):
+                missing.insert(0, "apply or upgrade")
+            if missing:
+                out.append(f"{n.name}: {key} recorded {e.stage}/complete but never ran on this machine: "
+                           f"{', '.join(missing)}")
+    return out
+
+
 def check_no_rerun(sim: SimFleet) -> list[str]:
     """Violations of "a stage that completed is never run again" (within one lifecycle of a node:
     the simulated fleet's log of stage pod starts and ends)."""
@@ -131,7 +198,9 @@ def check_one_interrupt(sim: SimFleet) -> list[str]:
 
 def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -> list[str]:
     """Violations of "stages in dependency order" and "at most one interrupt per node per run",
-    per machine: a node found replaced by another machine (event ``replaced``) starts over.
+    per machine and commitment: a node found replaced by another machine (event ``replaced``), or
+    whose lifecycle took up a newer release after finishing an older one's (event ``release``),
+    starts over — one interrupt request per interrupt a commitment owes.
 
     ``deps``: package → packages it depends on (the recipe's ``dependsOn`` names).
     """
@@ -140,7 +209,7 @@ def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -
     ended: dict[str, dict[str, float]] = {}
     interrupts: dict[str, int] = {}
     for ev in events:
-        if ev.event == "replaced":
+        if ev.event in ("replaced", "release"):
             out += _order_problems(ev.node, started.pop(ev.node, {}), ended.pop(ev.node, {}), deps)
             interrupts.pop(ev.node, None)
         elif ev.event == "stage-start":

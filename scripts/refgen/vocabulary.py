@@ -73,6 +73,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "gate-passed": "The external validator said the node is ready.",
         "replaced": "Another machine under the node's name (another UID): its lifecycle starts from scratch.",
         "not-started": "The node was not Ready within timeouts.nodeReady: nothing started; it is left waiting.",
+        "superseded": "A lifecycle of an older release: it finishes what its record owes before the newer one.",
+        "release": "At a safe point a lifecycle took up the recipe's release, planned from what the node has.",
     },
     "Stage": {
         "apply": "Install the package (then apply-check).",

@@ -115,6 +115,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         self._stages: dict[str, Obj] = {}
         self._pod_parts: dict[tuple[object, ...], Obj] = {}  # see SimKubelet._share_parts
         self.stage_log: list[tuple[float, str, str, str, str, str]] = []  # (t, event, node, package, version, stage)
+        self.machine_log_start: dict[str, int] = {}  # node → stage_log index where its machine began (replace_node)
         self._failures_used: dict[int, int] = {}
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
@@ -403,6 +404,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         self._bump(new)
         self.nodes[name] = new
         self._index.node_changed(name)
+        self.machine_log_start[name] = len(self.stage_log)
         return uid
 
     def dump_state(self) -> str:

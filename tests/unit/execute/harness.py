@@ -13,6 +13,7 @@ from typing import Any
 
 from reconciler.adapters.sim.config import SimConfig
 from reconciler.adapters.sim.fleet import SimFleet
+from reconciler.diff import read_state
 from reconciler.execute.rollout import Rollout
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.model.plan import Plan
@@ -22,7 +23,15 @@ from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
 from reconciler.testing.builders import policy
 from reconciler.testing.faults import FaultyCluster
-from reconciler.testing.invariants import Watch, check_budget, check_cordons, check_protected, check_timeline
+from reconciler.testing.invariants import (
+    Watch,
+    check_budget,
+    check_cordons,
+    check_protected,
+    check_recorded_ran,
+    check_stage_pods,
+    check_timeline,
+)
 
 #: The digest every package of these tests is pinned by (``package(..., sha=SHA)``).
 SHA = "sha256:" + "a" * 64
@@ -64,6 +73,7 @@ def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: Deployment
     makes the world move on around a call (an admin uncordons the node right after an eviction)
     or watches the calls (``Run.port.calls``)."""
     sim = objs_or_sim if isinstance(objs_or_sim, SimFleet) else SimFleet(objs_or_sim, config or SimConfig())
+    had = {n.name: read_state(r.name, n.annotations)[0] for n in sim.list_nodes()}
     plan = compute_plan(r, p, observe(sim), retry_failed=kw.get("retry_failed", False))  # as apply plans it
     comp = {n.name: n.compartment for n in plan.nodes}
     watch = Watch(sim, r.name, comp)
@@ -77,6 +87,8 @@ def apply(objs_or_sim: list[dict[str, Any]] | SimFleet, r: Recipe, p: Deployment
             + check_protected(watch, r)
             + check_cordons(sim, r.name, failed)
             + check_timeline(result.timeline, {k: list(v.dependsOn) for k, v in r.packages.items()})
+            + check_stage_pods(watch)
+            + check_recorded_ran(sim, r.name, had)
         )
         assert not problems, problems
     return Run(result, sim, watch, plan, port)

@@ -15,7 +15,9 @@ see every write of both runs, so the invariants hold across the crash boundary:
 * stages start in dependency order, at most one interrupt per node per run, and at most one
   interrupt pod per node across the crash and the resume;
 * "drained" means the pods are gone: when a package stage starts on a cordoned node, no pod that
-  the drain must remove is still on it (:class:`DrainProbe`).
+  the drain must remove is still on it (:class:`DrainProbe`);
+* a node runs stage pods of one lifecycle only, at most one per package (``check_stage_pods``),
+  and no version is recorded complete on a node where its stages did not run (``check_recorded_ran``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from reconciler.testing.invariants import (
     check_no_rerun,
     check_one_interrupt,
     check_protected,
+    check_recorded_ran,
+    check_stage_pods,
     check_timeline,
 )
 from tests.unit.execute.test_crash_resume import CONFIG, KEEP, POLICY, RECIPE, fleet
@@ -192,6 +196,8 @@ def run_scenario(
     problems += check_cordons(sim, recipe.name, ())
     problems += check_no_rerun(sim)
     problems += check_one_interrupt(sim)
+    problems += check_stage_pods(watch)
+    problems += check_recorded_ran(sim, recipe.name)
     problems += probe.problems
     if reference is not None:
         got = recorded_state(sim, recipe.name)
