@@ -9,8 +9,9 @@ Reads the node annotations the executor writes (``model/nodestate.py``) and deci
 * **reconfigure**: the spec version is complete and the recorded :class:`ConfigDigest` differs →
   ``config``; ``changedKeys`` = added or changed configMap keys (removed keys re-run ``config``
   but select no ``configInterrupts``); env/resources-only changes → ``restartOnly``, no interrupt;
-* **uninstall**: an entry whose name is not in the recipe (or whose package has
-  ``uninstall.apply: true``) → ``uninstall``;
+* **uninstall**: the package has ``uninstall.apply: true`` → ``uninstall``; an entry whose name
+  is not in the recipe any more stays as a marker and nothing runs (NodeWright HEAD;
+  :func:`diff_removed`);
 * **unchanged**: the spec version is complete and its configuration is the recorded one.
 
 Rules (semantics-nodewright.md §2.2, §2.3, §2.7):
@@ -568,14 +569,16 @@ def diff_package(
 
 
 def diff_removed(name: str, entries: Sequence[PackageState]) -> PackageChange:
-    """A package name recorded on the node but absent from the recipe: uninstall its (highest)
-    recorded version. Its interrupt is unknown (the recipe no longer describes it), so none."""
+    """A package name recorded on the node but absent from the recipe: nothing runs; its entry
+    stays as a marker (NodeWright HEAD: a package removed without ``uninstall.enabled`` is left
+    in place; one with it cannot be removed before ``uninstall.apply`` ran everywhere — v0.15 ran
+    the uninstall, a destructive surprise). To uninstall it, keep it in the recipe with
+    ``uninstall: {enabled: true, apply: true}`` until no node records it."""
     hi = _highest(sorted(entries, key=lambda e: e.key))
-    resumed = hi.stage == "uninstall"
-    why = f"resume: uninstall at {_state_text(hi)}" if resumed else "not in the recipe any more"
+    why = "not in the recipe any more: its entry stays as a marker, nothing is uninstalled"
     if len(entries) > 1:
         why += " (versions recorded: " + ", ".join(sorted(e.version for e in entries)) + ")"
-    return PackageChange(name, "uninstall", hi.version, None, ("uninstall",), why, resumed=resumed)
+    return PackageChange(name, "unchanged", hi.version, None, (), why)
 
 
 # --------------------------------------------------------------------------------------------

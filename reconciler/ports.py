@@ -279,6 +279,12 @@ class StageRunner(Protocol):
         """Read the stage pod's state (``missing`` when it does not exist)."""
         ...
 
+    def delete_stage(self, spec: StageSpec) -> None:
+        """One write: delete the stage pod of ``spec`` (absent is fine): a stage given up on while
+        its pod still runs (its timeout, an image that never pulls), so no pod of it runs beside
+        the next attempt's."""
+        ...
+
     def delete_stages(self, recipe: str, node: str) -> None:
         """One write: delete every stage pod of ``recipe`` on ``node`` (a delete-collection by
         labels), once the node is complete; failed nodes keep theirs for the logs."""

@@ -65,6 +65,13 @@ class StartStage:
 
 
 @dataclass(frozen=True)
+class DeleteStage:
+    """Delete one stage pod: a stage given up on while its pod still runs."""
+
+    spec: StageSpec
+
+
+@dataclass(frozen=True)
 class DeleteStages:
     """Delete the recipe's stage pods on the node (the node is complete)."""
 
@@ -113,8 +120,8 @@ class Log:
     message: str
 
 
-Effect = PatchNode | Evict | StartStage | DeleteStages | SetCondition | EmitEvent | Announce | Log
-WRITES = (PatchNode, StartStage, DeleteStages, SetCondition, EmitEvent)
+Effect = PatchNode | Evict | StartStage | DeleteStage | DeleteStages | SetCondition | EmitEvent | Announce | Log
+WRITES = (PatchNode, StartStage, DeleteStage, DeleteStages, SetCondition, EmitEvent)
 
 # --------------------------------------------------------------------------------------- reads
 

@@ -161,6 +161,11 @@ class FencedCluster:
         self.fence.check()
         self.roles.stages.end_run(run_id, if_unused=if_unused)
 
+    def delete_stage(self, spec: StageSpec) -> None:
+        """Fenced :meth:`Cluster.delete_stage`."""
+        self.fence.check()
+        self.roles.stages.delete_stage(spec)
+
     def delete_stages(self, recipe: str, node: str) -> None:
         """Fenced :meth:`Cluster.delete_stages`."""
         self.fence.check()

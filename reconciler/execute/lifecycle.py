@@ -35,6 +35,7 @@ from reconciler.errors import (
 from reconciler.execute.effects import (
     Announce,
     DaemonSetExists,
+    DeleteStage,
     DeleteStages,
     EmitEvent,
     Evict,
@@ -303,6 +304,8 @@ class NodeRun:
                         taints=eff.taints, resource_version=eff.resource_version, uid=eff.uid)
                 elif isinstance(eff, StartStage):
                     ports.stages.start_stage(eff.spec)
+                elif isinstance(eff, DeleteStage):
+                    ports.stages.delete_stage(eff.spec)
                 elif isinstance(eff, DeleteStages):
                     ports.stages.delete_stages(eff.recipe, self.name)
                 elif isinstance(eff, SetCondition):

@@ -115,6 +115,7 @@ class _Step(EndPhases, GatePhases, ReleasePhases, StagePhases, DrainPhases):
 #: Each phase's handler method of :class:`_Step` (a table made once, not at every step).
 _HANDLERS: dict[Phase, str] = {
     Phase.START: "_phase_start",
+    Phase.PRE_CORDON: "_phase_pre_cordon",
     Phase.CORDON: "_phase_cordon",
     Phase.WAIT: "_phase_wait",
     Phase.DRAIN: "_phase_drain",

@@ -107,6 +107,7 @@ class Memory:
     uid: str = ""  # the node's UID (metadata.uid) when the lifecycle first read it: the machine it works on
     plan: NodePlan | None = None  # the plan the lifecycle carries out when not the run's (see StepCore.plan)
     superseded: tuple[str, ...] | None = None  # finishing an older release: the packages the recipe changed
+    awaited: tuple[str, ...] = ()  # ... and those whose running stage is only awaited (reconciler.plan.owed)
 
     def copy(self) -> Memory:
         """A copy whose containers are copied; the records in them are immutable, except the

@@ -13,6 +13,7 @@ from reconciler.execute.effects import (
     EvictResult,
 )
 from reconciler.execute.memory import MAX_RECORDONS, EvictTrack
+from reconciler.execute.stagework import build_runs, commit_state
 from reconciler.execute.stepcore import StepCore
 from reconciler.model.nodestate import (
     CordonRecord,
@@ -36,7 +37,7 @@ from reconciler.model.vocab import (
     NodeStatus,
     Phase,
 )
-from reconciler.plan.nodework import node_work, work_plan
+from reconciler.plan.nodework import free_steps, node_work, work_plan
 from reconciler.plan.owed import owed_work
 
 
@@ -72,11 +73,14 @@ class DrainPhases(StepCore):
             for k, e in list(m.state.items()):
                 if e.restarts:
                     m.state[k] = e.model_copy(update={"restarts": 0})
+            if m.plan is None:  # committed from what the node records now, with the planner's own function
+                m.plan = work_plan(self._run_plan, node_work(self.recipe, node))
         if fl is not None:
             if not retry and (owed := owed_work(self.recipe, fl, m.state)) is not None:
                 self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
                 return self._finish_owed(owed, node)  # the record is of an older release
-            resume = {Phase.INTERRUPT: Phase.INTERRUPT, Phase.POST_INTERRUPT: Phase.POST_INTERRUPT,
+            resume = {Phase.PRE_CORDON: Phase.PRE_CORDON, Phase.INTERRUPT: Phase.INTERRUPT,
+                      Phase.POST_INTERRUPT: Phase.POST_INTERRUPT,
                       Phase.READINESS_GATE: Phase.READINESS_GATE, Phase.UNCORDON: Phase.UNCORDON}.get(fl.phase)
             if resume is None and (fl.phase is Phase.STAGES or not self.plan.cordon):
                 resume = Phase.STAGES
@@ -99,7 +103,37 @@ class DrainPhases(StepCore):
         m.waiting_logged = False
         if fl is not None:
             self._event(EventKind.RESUME, f"resuming at {fl.phase} (run {fl.runId})")
-        m.phase = Phase.CORDON
+        return self._begin()
+
+    def _begin(self) -> float | None:
+        """Carry out the plan: the stages of packages without an interrupt first, before any
+        cordon (``pre-cordon``), when the node also has packages with one; else on to the cordon
+        (which a plan without an interrupt skips)."""
+        if self.plan.cordon and free_steps(self.plan.steps):
+            self.m.phase = Phase.PRE_CORDON
+            return self._phase_pre_cordon()
+        self.m.phase = Phase.CORDON
+        return self._phase_cordon()
+
+    def _phase_pre_cordon(self) -> float | None:
+        """The stages of the packages without an interrupt (:func:`free_steps`), on the node as it
+        is — schedulable, its pods running (NodeWright gates only packages with an interrupt). The
+        commitment is recorded with the first of them (phase ``pre-cordon``: nothing owed yet; a
+        node that leaves the scope now is released); then the cordon, the wait and the drain."""
+        m = self.m
+        if not m.runs:
+            name = self.recipe.name
+            if self._fresh_commit():
+                m.state = commit_state(m.state, self.plan.steps)
+                self._defer({inflight_key(name): self._inflight(Phase.PRE_CORDON),
+                             status_key(name): NodeStatus.IN_PROGRESS, state_key(name): dump_state(m.state)})
+                m.pending_labels[status_key(name)] = NodeStatus.IN_PROGRESS
+            m.runs = build_runs(self.recipe, m.state, free_steps(self.plan.steps))
+        return self._drive(self._pre_cordon_done)
+
+    def _pre_cordon_done(self) -> float | None:
+        self.m.runs = []  # the stages phase plans every step again from the node's state
+        self.m.phase = Phase.CORDON
         return self._phase_cordon()
 
     def _phase_cordon(self) -> float | None:
@@ -109,6 +143,8 @@ class DrainPhases(StepCore):
         name = self.recipe.name
         # decided from the node as it is now: our claim there (a cordon whose answer was lost) is ours
         m.owns_cordon = holds_claim(node.annotations, name, node.uid)
+        if self._fresh_commit():
+            m.state = commit_state(m.state, self.plan.steps)
         if not self.plan.cordon:
             # nothing disruptive happens before the first stage: its record carries these too
             self._defer({inflight_key(name): self._inflight(Phase.STAGES), status_key(name): NodeStatus.IN_PROGRESS,

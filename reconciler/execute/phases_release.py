@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from reconciler.execute.stepcore import StepCore
-from reconciler.model.nodestate import inflight_key
+from reconciler.model.nodestate import dump_state, inflight_key, state_key
 from reconciler.model.observed import NodeInfo
 from reconciler.model.plan import NodePlan, Step
-from reconciler.model.vocab import EventKind, Phase
+from reconciler.model.vocab import EventKind
 from reconciler.plan.interrupts import describe
 from reconciler.plan.nodework import node_work, work_plan
-from reconciler.plan.owed import Owed
+from reconciler.plan.owed import Owed, settle
 
 
 def _steps_text(steps: tuple[Step, ...]) -> str:
@@ -30,7 +30,7 @@ class ReleasePhases(StepCore):
         """Resume a lifecycle whose record is of another release: carry out what it owes."""
         m = self.m
         fl = m.inflight
-        m.superseded = owed.superseded
+        m.superseded, m.awaited = owed.superseded, owed.awaited
         m.plan = NodePlan(name=self.name, compartment=self._run_plan.compartment, batch=self._run_plan.batch,
                           steps=owed.steps, interrupt=owed.interrupt, cordon=bool(fl is not None and fl.interrupt))
         parts = [_steps_text(owed.steps)] if owed.steps else []
@@ -52,17 +52,18 @@ class ReleasePhases(StepCore):
         self._checkpoint()
         m = self.m
         node = node if node is not None else self._read()
-        key = inflight_key(self.recipe.name)
-        work = node_work(self.recipe, replace(node, annotations={k: v for k, v in node.annotations.items()
-                                                                  if k != key}))
+        name = self.recipe.name
+        m.state = settle(m.state, m.superseded or ())
+        after = {k: v for k, v in node.annotations.items() if k != inflight_key(name)}
+        after[state_key(name)] = dump_state(m.state)  # written with the new commitment
+        work = node_work(self.recipe, replace(node, annotations=after))
         old = m.lifecycle or self.ctx.run_id
         m.lifecycle = self.ctx.run_id if self.ctx.run_id != old else f"{old}-r"
         m.plan = work_plan(self._run_plan, work)
-        m.superseded = None
+        m.superseded, m.awaited = None, ()
         m.runs, m.evictions, m.recordons, m.waiting_logged = [], {}, 0, False
         todo = _steps_text(work.steps) or "nothing to do"
         if work.interrupt is not None:
             todo += f", then {describe(work.interrupt)}"
         self._event(EventKind.RELEASE, f"release {self.recipe.version}: {todo}")
-        m.phase = Phase.CORDON
-        return self._phase_cordon()
+        return self._begin()

@@ -13,6 +13,7 @@ from reconciler.execute.decide import (
     reboot_confirmed,
 )
 from reconciler.execute.effects import (
+    DeleteStage,
     EmitEvent,
     ReadStage,
     StartStage,
@@ -163,13 +164,16 @@ class StagePhases(StepCore):
         if j.verdict is StageVerdict.MISSING:
             if run.seen:  # it existed and is gone before its end: deleted by someone else
                 return self._stage_lost(run, stage, spec.pod_name, first)
+            if self.m.pending:
+                self._patch()  # the records the stage needs first (its commitment, when it is the first)
             self._write(StartStage(spec))  # never created (a run stopped before it did)
             run.started, run.launched = utc, now
             return now + self.ctx.poll_seconds
         if j.verdict is StageVerdict.SUCCEEDED:
             return self._stage_succeeded(run)
         if j.verdict is StageVerdict.FAILED:
-            return self._stage_failed(run, st.exit_code, j.reason, st.log_tail)
+            live = spec if st.phase in ("running", "pending") else None  # given up on while its pod runs
+            return self._stage_failed(run, st.exit_code, j.reason, st.log_tail, live=live)
         return now + min(self.ctx.poll_seconds, j.wake_in)
 
     def _attempt_key(self, run: StageRun, stage: str) -> str:
@@ -202,9 +206,9 @@ class StagePhases(StepCore):
                                  "the cluster's audit log does)")
         what = f"stage pod {pod} ({pkg} {run.version} {stage}, attempt {run.attempt} of {limit})"
         if run.attempt >= limit:
-            return self._fail(FailureReason.STAGE_POD_DELETED,
-                              f"{what} was deleted before it ended, by {who}; no attempts left",
-                              keep_cordon=True, stage=stage, package=pkg)
+            return self._stage_gave_up(run, FailureReason.STAGE_POD_DELETED,
+                                       f"{what} was deleted before it ended, by {who}; no attempts left",
+                                       keep_cordon=True, stage=stage, package=pkg)
         chain = first if first is not None else (run.started if run.started is not None else utc)
         run.attempt += 1
         run.started, run.launched, run.seen, run.deleted_by = utc, now, False, ""
@@ -245,7 +249,8 @@ class StagePhases(StepCore):
         if stage == Stage.CONFIG and pkg is not None and pkg.version == run.version:
             digests = parse_config_digests(self._annotation(config_key(name)))
             # a superseded step's config ran with a configuration the recipe no longer describes
-            digests[pkg.name] = UNKNOWN_CONFIG if self._awaited(run) else config_digest(pkg)
+            superseded = self.m.superseded is not None and run.step.package in self.m.superseded
+            digests[pkg.name] = UNKNOWN_CONFIG if superseded else config_digest(pkg)
             ann[config_key(name)] = dump_config_digests(digests)
         run.index += 1
         run.attempt = 1
@@ -258,7 +263,13 @@ class StagePhases(StepCore):
         self._defer(ann)
         return self._now
 
-    def _stage_failed(self, run: StageRun, code: int | None, reason: str, tail: str) -> float | None:
+    def _stage_failed(self, run: StageRun, code: int | None, reason: str, tail: str,
+                      live: StageSpec | None = None) -> float | None:
+        """A stage failed (its exit code, a timeout, an image that never pulls): recorded
+        erroring, then retried after the backoff or, out of attempts, the node fails. ``live``:
+        the stage's pod still runs (a timeout, a pull that never ends): it is deleted once the
+        failure is recorded, so no pod of the stage runs beside the next attempt's, nor beside a
+        retried lifecycle's."""
         stage = run.stages[run.index]
         now = self._now
         retries = self.recipe.timeouts.stageRetries
@@ -272,6 +283,8 @@ class StagePhases(StepCore):
             return now
         if run.attempt <= retries:
             self._patch(annotations={state_key(self.recipe.name): dump_state(self.m.state)})
+            if live is not None:
+                self._write(DeleteStage(live))
             delay = min(300.0, self.recipe.timeouts.retryBackoff * (2 ** (run.attempt - 1)))
             self._event(EventKind.STAGE_RETRY,
                         f"{run.step.package} {stage} failed (exit {code}, {reason}); retry in {delay:.0f} s")
@@ -281,6 +294,8 @@ class StagePhases(StepCore):
             run.seen, run.deleted_by = False, ""
             run.retry_at = now + delay
             return run.retry_at
+        if live is not None:
+            self._write(DeleteStage(live))
         return self._stage_gave_up(
             run,
             FailureReason(reason) if reason in (FailureReason.STAGE_TIMEOUT, *IMAGE_PULL_REASONS)
@@ -307,9 +322,10 @@ class StagePhases(StepCore):
         return self._fail(reason, message, **kw)
 
     def _awaited(self, run: StageRun) -> bool:
-        """The run is of a step an older release committed to and the recipe superseded: its
-        running stage is awaited, nothing of it is (re)started (:mod:`reconciler.plan.owed`)."""
-        return self.m.superseded is not None and run.step.package in self.m.superseded
+        """The run is of a step an older release committed to that is only awaited (the recipe
+        superseded it, or the lifecycle was before its cordon): its running stage ends, nothing of
+        it is (re)started (:mod:`reconciler.plan.owed`)."""
+        return run.step.package in self.m.awaited
 
     # ------------------------------------------------------------------ interrupt
     def _interrupt_stage(self, interrupt: Interrupt) -> StageSpec:

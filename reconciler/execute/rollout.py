@@ -458,7 +458,10 @@ class Rollout:
             pool.close()
 
     def _disrupted(self, c: _Compartment) -> int:
-        active = {r.name for r in c.active if r.holds_cordon or (r.plan.cordon and r.phase is not Phase.START)}
+        # a node counts from its cordon on (one of its packages has an interrupt); its packages
+        # without one run first on the schedulable node and disrupt nothing (``pre-cordon``)
+        active = {r.name for r in c.active
+                  if r.holds_cordon or (r.plan.cordon and r.phase not in (Phase.START, Phase.PRE_CORDON))}
         failed_held = {r.name for r in c.failed if r.holds_cordon}
         return len(active | failed_held | c.held)
 

@@ -11,8 +11,8 @@ from reconciler.model.nodestate import RUNTIME_REQUIRED_TAINT_KEY, CommittedStep
 from reconciler.model.plan import Step
 from reconciler.model.recipe import Interrupt, Package, Recipe, parse_duration
 from reconciler.model.selector import UNSCHEDULABLE_TAINT_KEY, Toleration
-from reconciler.model.vocab import Action, Stage
-from reconciler.plan.owed import stage_progress
+from reconciler.model.vocab import Action, PackageStatus, Stage
+from reconciler.plan.owed import stage_progress, stage_version
 from reconciler.ports import StageSpec
 
 
@@ -228,3 +228,23 @@ def commitment(recipe: Recipe, steps: tuple[Step, ...] | list[Step]) -> tuple[Co
             "spec": package_digest(recipe.packages.get(s.package)),
         })
         for s in steps)
+
+
+def commit_state(state: Mapping[str, PackageState], steps: tuple[Step, ...] | list[Step]) -> dict[str, PackageState]:
+    """The package state a new commitment of ``steps`` starts from. The steps were planned from
+    ``state``: each lists the stages still to run, so an entry that reads as progress through
+    them predates the commitment — a configuration changed on a package recorded at
+    ``config/complete`` plans ``config`` again — and is rewritten to the step's first stage in
+    progress (NodeWright sets a changed package's entry to ``config/in_progress``), in the
+    commitment's own write, so ``apply`` runs every stage ``plan`` showed."""
+    out = dict(state)
+    for s in steps:
+        body = [x for x in s.stages if x != Stage.POST_INTERRUPT]
+        if not body or stage_progress(s.package, s.action, body, s.to, s.from_, out).index == 0:
+            continue
+        key = f"{s.package}|{stage_version(s.action, body[0], s.to, s.from_)}"
+        old = out.get(key)
+        if old is not None:
+            out[key] = old.model_copy(update={"stage": Stage(body[0]), "state": PackageStatus.IN_PROGRESS,
+                                              "restarts": 0})
+    return out

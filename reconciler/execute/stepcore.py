@@ -296,7 +296,7 @@ class StepCore:
                         bootID=node.boot_id if node is not None else "", **self._commitment())
         elif fl is not None and fl.steps is None:
             base.update(self._commitment())
-        if phase in (Phase.WAIT, Phase.DRAIN, Phase.STAGES) and self.plan.interrupt is not None:
+        if phase in (Phase.PRE_CORDON, Phase.WAIT, Phase.DRAIN, Phase.STAGES) and self.plan.interrupt is not None:
             # the interrupt is owed from the start, so a restart after the stages never loses it
             owner = owner_step(self.plan.steps, self.plan.interrupt)
             base.update(interrupt=self.plan.interrupt.model_dump(mode="json"),
@@ -305,6 +305,11 @@ class StepCore:
         base.update(extra)
         self.m.inflight = InFlight.model_validate(base)
         return dump_model(self.m.inflight)
+
+    def _fresh_commit(self) -> bool:
+        """The next record is this lifecycle's first (its commitment is made with it)."""
+        fl = self.m.inflight
+        return fl is None or fl.lifecycle_id != (self.m.lifecycle or self.ctx.run_id)
 
     def _commitment(self) -> dict[str, Any]:
         """The commitment fields of a new record: the release, the plan's steps, the node's UID."""
@@ -425,6 +430,12 @@ class StepCore:
         raise NotImplementedError
 
     def _phase_cordon(self) -> float | None:
+        raise NotImplementedError
+
+    def _begin(self) -> float | None:
+        raise NotImplementedError
+
+    def _drive(self, on_done: Any) -> float | None:
         raise NotImplementedError
 
     def _take_up(self, node: NodeInfo | None = None) -> float | None:

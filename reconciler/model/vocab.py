@@ -17,6 +17,7 @@ class Phase(StrEnum):
     memory."""
 
     START = "start"
+    PRE_CORDON = "pre-cordon"  # stages of packages without an interrupt, before the cordon (NodeWright's gating)
     CORDON = "cordon"
     WAIT = "wait"
     DRAIN = "drain"

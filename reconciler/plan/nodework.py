@@ -95,3 +95,17 @@ def work_plan(plan: NodePlan, work: NodeWork) -> NodePlan:
     lists them itself)."""
     return NodePlan(name=plan.name, compartment=plan.compartment, batch=plan.batch, steps=work.steps,
                     interrupt=work.interrupt, cordon=work.interrupt is not None)
+
+
+def free_steps(steps: tuple[Step, ...] | list[Step]) -> tuple[Step, ...]:
+    """The steps that run before the cordon: a step without an interrupt of its own whose
+    dependencies on the node (``after``) are such steps too (NodeWright gates only packages with
+    an interrupt behind the cordon, the wait and the drain; semantics §2.2, §2.5). ``steps`` in
+    dependency order, as the planner orders them."""
+    free: list[Step] = []
+    names: set[str] = set()
+    for s in steps:
+        if s.interrupt is None and all(a in names for a in s.after):
+            free.append(s)
+            names.add(s.package)
+    return tuple(free)

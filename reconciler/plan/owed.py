@@ -7,7 +7,9 @@ another release, the lifecycle finishes what its record owes before the newer re
 up, at a *safe point* (docs/semantics.md, "The supersede rule"):
 
 * before any stage ran (the record is at ``cordon``, ``wait`` or ``drain``) nothing is owed: the
-  newer release is taken up at once (the cordon and the drain are checked again);
+  newer release is taken up at once (the cordon and the drain are checked again); so it is
+  before the cordon (``pre-cordon``: packages without an interrupt run first), once the stage
+  pods running then have ended (awaited, whatever their package);
 * a committed step whose package the newer release left as it was (the same spec digest) is
   finished: its remaining stages, then the committed interrupt, then its ``post-interrupt`` stage;
 * a committed step whose package the newer release changed (another digest; also a step that
@@ -110,8 +112,9 @@ class Owed:
     committed steps still to run, each with its remaining stages (``post-interrupt`` last when it
     follows the interrupt), in the committed order; a superseded step appears only while a stage
     of it runs, with that one stage and no interrupt. ``superseded``: the packages whose committed
-    steps the newer release replaced. ``interrupt``: the committed interrupt still owed (None when
-    done or not owed)."""
+    steps the newer release replaced. ``awaited``: the packages whose steps are only awaited
+    (their running stage ends, nothing of them starts): the superseded ones, or every one before
+    the cordon. ``interrupt``: the committed interrupt still owed (None when done or not owed)."""
 
     release: str
     run: str
@@ -119,6 +122,7 @@ class Owed:
     steps: tuple[Step, ...]
     superseded: tuple[str, ...]
     interrupt: Interrupt | None
+    awaited: tuple[str, ...] = ()
 
     @property
     def nothing(self) -> bool:
@@ -162,11 +166,26 @@ def owed_work(recipe: Recipe, record: InFlight, state: Mapping[str, PackageState
     gone = superseded_packages(recipe, committed)
     interrupt = interrupt_from_record(record.interrupt) if record.interrupt else None
     phase = record.phase
+    if phase is Phase.PRE_CORDON:  # nothing owed but the stage pods running now (one per package)
+        gone_all = {c.package for c in committed}
+        running = [_step(c, (body[p.index],), None) for c in committed
+                   if (body := tuple(s for s in c.stages if s != Stage.POST_INTERRUPT))
+                   and (p := stage_progress(c.package, c.action, body, c.to, c.from_, state)).running
+                   and p.index < len(body)]
+        if not running:
+            return Owed(record.recipeVersion, record.runId, Phase.UNCORDON, (), tuple(sorted(gone)), None)
+        return Owed(record.recipeVersion, record.runId, Phase.STAGES, tuple(running), tuple(sorted(gone)), None,
+                    tuple(sorted(gone_all)))
     if phase in _BEFORE_STAGES or (phase not in (Phase.STAGES, Phase.INTERRUPT, Phase.POST_INTERRUPT)):
         return Owed(record.recipeVersion, record.runId, Phase.UNCORDON, (), tuple(sorted(gone)), None)
     steps: list[Step] = []
     needs_interrupt = phase is Phase.INTERRUPT  # requested: it is awaited, whatever it was for
     for c in committed:
+        if phase is Phase.POST_INTERRUPT and c.package in gone and c.interrupt and c.to:
+            entry = state.get(f"{c.package}|{c.to}")
+            if entry is not None and entry.stage == Stage.POST_INTERRUPT and entry.state == PackageStatus.IN_PROGRESS:
+                steps.append(_step(c, (Stage.POST_INTERRUPT,), None))  # awaited: it runs now
+            continue
         post = c.interrupt and interrupt is not None and c.package not in gone
         body = tuple(s for s in c.stages if s != Stage.POST_INTERRUPT)
         p = stage_progress(c.package, c.action, body, c.to, c.from_, state) if phase is Phase.STAGES \
@@ -186,7 +205,8 @@ def owed_work(recipe: Recipe, record: InFlight, state: Mapping[str, PackageState
     owed_interrupt = interrupt if needs_interrupt and phase in (Phase.STAGES, Phase.INTERRUPT) else None
     if not steps and owed_interrupt is None:
         return Owed(record.recipeVersion, record.runId, Phase.UNCORDON, (), tuple(sorted(gone)), None)
-    return Owed(record.recipeVersion, record.runId, phase, tuple(steps), tuple(sorted(gone)), owed_interrupt)
+    return Owed(record.recipeVersion, record.runId, phase, tuple(steps), tuple(sorted(gone)), owed_interrupt,
+                tuple(sorted(gone)))
 
 
 def _post_done(entry: PackageState | None) -> bool:
@@ -215,7 +235,22 @@ def after_owed(recipe: Recipe, owed: Owed, state: Mapping[str, PackageState],
     for s in owed.steps:
         if s.stages and s.stages[-1] == Stage.POST_INTERRUPT and s.to:
             _mark(out, s.package, s.to, Stage.POST_INTERRUPT)
-    return out, dig
+    return settle(out, owed.superseded), dig
+
+
+def settle(state: Mapping[str, PackageState], superseded: Sequence[str]) -> dict[str, PackageState]:
+    """The package state the newer release is planned from at the safe point: a superseded
+    package left at its ``interrupt`` or ``post-interrupt`` stage (the interrupt it owed ran; its
+    post-interrupt stage, of a spec the recipe no longer describes, does not) reads as
+    ``config/complete`` — its configuration applied and settled — so the newer release runs from
+    its own first stage (``config`` for the same version with another configuration, ``upgrade``
+    for a newer one), never a post-interrupt stage whose earlier stages did not run."""
+    out = dict(state)
+    for key, e in state.items():
+        if e.name in superseded and e.stage in (Stage.INTERRUPT, Stage.POST_INTERRUPT) and not (
+                e.stage == Stage.POST_INTERRUPT and e.state == PackageStatus.COMPLETE):
+            out[key] = e.model_copy(update={"stage": Stage.CONFIG, "state": PackageStatus.COMPLETE, "restarts": 0})
+    return out
 
 
 def _mark(state: dict[str, PackageState], package: str, version: str, stage: str) -> None:

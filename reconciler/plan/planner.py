@@ -14,8 +14,10 @@ Per selected node (nodes not matching ``recipe.nodeSelector`` are untouched and 
   record still owes (:mod:`reconciler.model.interrupts`).
 * **cordon** — decision: a node is cordoned and drained *exactly when it has an interrupt*
   (``noop`` included), as NodeWright's interrupt flow does (semantics §2.5); steps without an
-  interrupt run on a schedulable node. Only then are ``waitFor``, ``evict``, ``drainBlockers`` and
-  ``pdbs`` computed (a node that is not drained waits for nothing and evicts nothing).
+  interrupt run on a schedulable node — on a node that also has steps with one, before its cordon
+  (:func:`~reconciler.plan.nodework.free_steps`; the node's note names them). Only then are
+  ``waitFor``, ``evict``, ``drainBlockers`` and ``pdbs`` computed (a node that is not drained
+  waits for nothing and evicts nothing).
 * **waitFor**: Running/Pending pods matching ``podNonInterruptLabels`` (an empty selector means
   "never wait", as in NodeWright). They are never evicted, whatever the drain flags.
 * **evict / drainBlockers**: :func:`classify_drain` — the executor's own pure filter chain
@@ -116,7 +118,7 @@ from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
 from reconciler.model.selector import LabelSelector
 from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, predict_batches
 from reconciler.plan.drain import classify_pods
-from reconciler.plan.nodework import order_steps
+from reconciler.plan.nodework import free_steps, order_steps
 from reconciler.plan.owed import release_work
 from reconciler.plan.taints import is_new_node
 
@@ -325,6 +327,9 @@ def _plan_node(
                      f"then release {recipe.version}")
     elif d.inflight is not None:
         notes.append(f"resumes run {d.inflight.runId} at phase {d.inflight.phase}")
+    free = [s.package for s in free_steps(steps)] if intr is not None else []
+    if free and len(free) < len(steps):
+        notes.append(f"without an interrupt, {', '.join(free)} run before the cordon")
     if d.cordoned_by_us and not steps and intr is None:
         notes.append("our cordon is released")
     if d.failure is not None:
@@ -526,6 +531,17 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         warnings.append(
             f"{len(imported)} node(s) have state imported from NodeWright/Skyhook annotations (config "
             f"digests unknown, configuration treated as unchanged): {_names(imported)}"
+        )
+    markers: dict[str, list[str]] = {}
+    for d in drafts:
+        for c in d.diff.changes:
+            if c.package not in recipe.packages and not c.changing:
+                markers.setdefault(c.package, []).append(d.info.name)
+    for pkg_name, nodes in sorted(markers.items()):
+        warnings.append(
+            f"package {pkg_name} is not in the recipe any more: {len(nodes)} node(s) keep its entry as a marker and "
+            f"nothing is uninstalled (to remove it from the hosts, keep it in the recipe with uninstall: {{enabled: "
+            f"true, apply: true}} until no node records it): {_names(nodes)}"
         )
     sha: dict[str, list[str]] = {}
     for d in drafts:

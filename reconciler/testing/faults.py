@@ -419,6 +419,11 @@ class FaultyCluster:
         self._call("end_run", f"run/{run_id}", f"end run {run_id}", self.roles.stages.end_run, run_id,
                    if_unused=if_unused)
 
+    def delete_stage(self, spec: StageSpec) -> None:
+        """Forwarded ``Cluster.delete_stage``."""
+        self._call("delete_stage", f"stage/{spec.node}/{spec.package}/{spec.stage}", f"delete pod {spec.pod_name}",
+                   self.roles.stages.delete_stage, spec)
+
     def delete_stages(self, recipe: str, node: str) -> None:
         """Forwarded ``Cluster.delete_stages``."""
         self._call("delete_stages", f"stages/{recipe}/{node}", f"delete stage pods of {recipe} on {node}",

@@ -12,6 +12,8 @@ from refgen.common import GENERATED, _md, _md_keep_code
 MEANINGS: dict[str, dict[str, str]] = {
     "Phase": {
         "start": "In memory only: the node has not been read yet.",
+        "pre-cordon": "Running the stages of packages without an interrupt, before any cordon: only "
+                      "packages with an interrupt wait for the cordon, the wait and the drain (NodeWright).",
         "cordon": "Cordoning the node (our cordon claim is recorded first).",
         "wait": "Waiting for the node's protected pods (podNonInterruptLabels) to finish.",
         "drain": "Evicting the node's pods through the Eviction API, PodDisruptionBudgets honoured.",

@@ -59,20 +59,20 @@ def test_action_kinds(spec, entries, action, from_, stages):
     assert ch.reason
 
 
-def test_uninstall_of_a_package_no_longer_in_the_recipe():
+def test_a_package_no_longer_in_the_recipe_stays_as_a_marker():
+    """Issue 34, item 9: nothing runs for a removed package (NodeWright HEAD); v0.15 uninstalled it."""
     ch = diff_removed("old-agent", [entry("old-agent", "2.0.0", "config", "complete")])
-    assert (ch.action, ch.from_, ch.to, ch.stages) == ("uninstall", "2.0.0", None, ("uninstall",))
-    assert ch.interrupt is None
-    assert "not in the recipe" in ch.reason
+    assert (ch.action, ch.from_, ch.to, ch.stages) == ("unchanged", "2.0.0", None, ())
+    assert ch.interrupt is None and not ch.changing
+    assert "not in the recipe" in ch.reason and "marker" in ch.reason
 
 
-def test_uninstall_resumes_and_lists_every_recorded_version():
+def test_a_removed_package_lists_every_recorded_version():
     ch = diff_removed(
         "old-agent",
         [entry("old-agent", "2.0.0", "uninstall", "erroring", restarts=2), entry("old-agent", "1.0.0")],
     )
-    assert ch.from_ == "2.0.0" and ch.resumed
-    assert ch.reason.startswith("resume: uninstall at uninstall/erroring (2 restarts)")
+    assert ch.from_ == "2.0.0" and not ch.changing
     assert "1.0.0, 2.0.0" in ch.reason
 
 
@@ -360,7 +360,7 @@ def test_diff_node_sorts_changes_and_marks_removed():
     assert [(c.package, c.action) for c in d.changes] == [
         ("base-tools", "install"),
         ("tuned", "upgrade"),
-        ("zzz-old", "uninstall"),
+        ("zzz-old", "unchanged"),  # removed from the recipe: a marker (issue 34)
     ]
     assert not d.imported and d.state_source == state_key("gpu")
 

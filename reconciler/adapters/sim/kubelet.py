@@ -274,6 +274,14 @@ class SimKubelet(SimCore):
     def end_run(self, run_id: str, *, if_unused: bool = False) -> None:
         """Nothing shared to release in the simulated fleet (stage pods go with ``delete_stages``)."""
 
+    def delete_stage(self, spec: StageSpec) -> None:
+        """One write: delete the stage pod of ``spec`` (absent: no write, as a 404)."""
+        if spec.pod_name not in self._stages:
+            return
+        self._write("delete-pod", f"pod/{spec.pod_name}")
+        del self._stages[spec.pod_name]
+        self._after_write()
+
     def delete_stages(self, recipe: str, node: str) -> None:
         """One write: delete every stage pod of ``recipe`` on ``node``."""
         names = [k for k, v in self._stages.items() if v["spec"].recipe == recipe and v["spec"].node == node]

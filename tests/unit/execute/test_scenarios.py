@@ -46,8 +46,11 @@ def test_full_install_with_reboot_runs_the_lifecycle_in_order() -> None:
                selector=GPU, protect=TRAINING)
     run = apply(nodes(3) + [rs_pod("web", "web-1", "n1", "web")], r, ONE_AT_A_TIME)
     assert run.result.result == "succeeded"
-    kinds = [e.event for e in run.events("n1")]
-    order = ["cordon", "evict", "drained", "stage-start", "interrupt", "rebooted", "uncordon", "complete"]
+    kinds = [(e.event, e.detail.split(" ")[0]) for e in run.events("n1")]
+    # base (no interrupt) first, on the schedulable node (NodeWright gates only packages with one)
+    order = [("stage-start", "base"), ("cordon", ""), ("evict", "web/web-1"), ("drained", "1"),
+             ("stage-start", "tuned"), ("interrupt", "reboot"), ("rebooted", "bootID"), ("uncordon", ""),
+             ("complete", "")]
     positions = [kinds.index(k) for k in order]
     assert positions == sorted(positions), kinds
     state = parse_state(run.sim.get_node("n1").annotations[state_key("tune")])
@@ -372,20 +375,24 @@ def _installed(objs: list[dict[str, Any]], *entries: tuple[str, str, str]) -> No
 
 
 def test_upgrade_downgrade_and_uninstall_leave_exactly_the_recipe_versions() -> None:
+    """An upgrade, a downgrade, an explicit uninstall (``uninstall.apply``), and a package removed
+    from the recipe without it: its entry stays as a marker and nothing runs (NodeWright HEAD;
+    v0.15 uninstalled it — issue 34, item 9)."""
     objs = nodes(2)
     _installed(objs, ("base", "1.0.0", "config"), ("tuned", "2.0.0", "post-interrupt"),
-               ("old-agent", "0.1.0", "config"))
+               ("old-agent", "0.1.0", "config"), ("gone", "0.2.0", "config"))
     r = recipe("tune", package("base", "1.1.0", sha=SHA), package("tuned", "1.5.0", sha=SHA, interrupt="reboot"),
-               selector=GPU, protect=TRAINING)
+               package("gone", "0.2.0", sha=SHA, uninstall=True), selector=GPU, protect=TRAINING)
     run = apply(objs, r, ONE_AT_A_TIME)
     assert run.result.result == "succeeded"
     actions = {s.package: s.action for s in run.plan.node("n1").steps}
-    assert actions == {"base": "upgrade", "tuned": "downgrade", "old-agent": "uninstall"}
+    assert actions == {"base": "upgrade", "tuned": "downgrade", "gone": "uninstall"}
+    assert any("old-agent is not in the recipe any more" in w and "marker" in w for w in run.plan.warnings)
     state = parse_state(run.sim.get_node("n1").annotations[state_key("tune")])
-    assert sorted(state) == ["base|1.1.0", "tuned|1.5.0"]
+    assert sorted(state) == ["base|1.1.0", "old-agent|0.1.0", "tuned|1.5.0"]
     log = [(e[3], e[4], e[5]) for e in run.sim.stage_log if e[1] == "start" and e[2] == "n1"]
     assert ("tuned", "2.0.0", "uninstall") in log and ("tuned", "1.5.0", "apply") in log
-    assert ("old-agent", "0.1.0", "uninstall") in log
+    assert ("gone", "0.2.0", "uninstall") in log and not [x for x in log if x[0] == "old-agent"]
     assert ("base", "1.1.0", "upgrade") in log and ("base", "1.1.0", "apply") not in log
     # removals first: the uninstall of the old version ends before the new version's apply starts
     starts = {(p, v, s): t for t, ev, n, p, v, s in run.sim.stage_log if ev == "start" and n == "n1"}

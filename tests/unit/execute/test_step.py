@@ -72,6 +72,13 @@ INTERRUPT_POD = interrupt_spec(RECIPE, "n1", PLAN.steps, REBOOT, lifecycle="run-
 VALIDATED = "example.com/Validated"
 GATED = RECIPE.model_copy(update={"readinessGate": ReadinessGate(conditionType=VALIDATED, timeout="10m")})
 GCTX = replace(CTX, recipe=GATED)
+#: A package without an interrupt (runs before the cordon) beside one with a reboot (issue 34, item 10).
+FREE = Step(package="base", action="install", to="1.0", stages=("apply",), reason="new")
+BOTH = PLAN.model_copy(update={"steps": (FREE, STEP)})
+#: A new lifecycle plans the node from what it records (the planner's function): the recipe of BOTH.
+BOTH_CTX = replace(CTX, recipe=b.recipe(R, b.package("base", "1.0"), b.package("drv", "2.0", interrupt="reboot"),
+                                        selector={"pool": "gpu"}, protect={"protect": "yes"},
+                                        drain=DrainOptions(timeoutSeconds=100)))
 NO_INTERRUPT = PLAN.model_copy(update={"interrupt": None, "steps": (STEP.model_copy(update={"interrupt": None}),)})
 PASSED = (NodeCondition(VALIDATED, "True", "Validated", "all checks passed"),)
 NOT_YET = (NodeCondition(VALIDATED, "False", "Validating", "running checks"),)
@@ -197,6 +204,14 @@ class Row:
     ctx: StepContext = CTX
 
 
+def _pre_cordon_done() -> Memory:
+    m = mem(Phase.PRE_CORDON, inflight=fl("pre-cordon"), node=node(inflight=fl("pre-cordon")))
+    runs = build_runs(RECIPE, {}, (FREE,))
+    runs[0].done = True
+    m.runs = runs
+    return m
+
+
 def _two_pdbs() -> tuple[Memory, View]:
     m, v = drain_mem(EvictResult(EvictAnswer.SERVER, "This pod has more than one PodDisruptionBudget"))
     pdbs = (b.pdb("a", {"app": "web"}), b.pdb("b", {"app": "web"}))
@@ -208,6 +223,16 @@ def _two_pdbs() -> tuple[Memory, View]:
 ROWS = [
     # ---- START
     Row("start/nothing-read", Memory(), View(), needs=(ReadNode,), phase=Phase.START),
+    Row("start/a-package-without-interrupt->pre-cordon-no-cordon", Memory(), View(nodes=(node(),)),
+        effects=(PatchNode, StartStage, Announce), phase=Phase.PRE_CORDON, wake=5.0, plan=BOTH, ctx=BOTH_CTX,
+        announce=(EventKind.STAGE_START,),
+        check=lambda t: (t.effects[0].unschedulable is None and cordon_key(R) not in t.effects[0].annotations
+                         and '"phase":"pre-cordon"' in t.effects[0].annotations[inflight_key(R)]
+                         and t.effects[1].spec.package == "base")),
+    # ---- PRE-CORDON (issue 34): the package without an interrupt done, then the cordon
+    Row("pre-cordon/done->cordon", _pre_cordon_done(), View(fresh=node(inflight=fl("pre-cordon"))),
+        effects=(PatchNode, Announce), phase=Phase.WAIT, again=True, plan=BOTH, announce=(EventKind.CORDON,),
+        check=lambda t: t.effects[0].unschedulable is True and t.memory.runs == []),
     Row("start/ready-schedulable->cordon", Memory(), View(nodes=(node(),)),
         effects=(PatchNode, Announce), phase=Phase.WAIT, again=True, announce=(EventKind.CORDON,),
         check=lambda t: (t.effects[0].unschedulable is True and cordon_key(R) in t.effects[0].annotations

@@ -123,8 +123,10 @@ def test_uninstalls_first_then_downgrades_then_the_rest():
         package("app-pkg", "2.0.0", depends_on={"lib-pkg": "1.0.0"}),
         package("lib-pkg", "1.0.0"),
         package("zeta-pkg", "1.0.0"),
+        package("old-pkg", "1.0.0", uninstall=True),
     ]
-    installed = [package("app-pkg", "1.0.0"), package("lib-pkg", "2.0.0"), package("old-pkg", "1.0.0")]
+    installed = [package("app-pkg", "1.0.0"), package("lib-pkg", "2.0.0"), package("old-pkg", "1.0.0"),
+                 package("gone-pkg", "1.0.0")]  # removed from the recipe: a marker, no step (issue 34)
     p = plan_of(recipe("r", *spec), [node("n1", recipe="r", installed=installed)])
     assert steps_of(p, "n1") == [
         ("old-pkg", "uninstall", ()),
@@ -501,7 +503,8 @@ def test_sha_mismatch_warning_is_aggregated():
 
 
 def test_summary_counts_steps_and_interrupts():
-    spec = [package("aaa-pkg", "2.0.0", interrupt="reboot"), package("bbb-pkg", "1.0.0", config={"k": "new"})]
+    spec = [package("aaa-pkg", "2.0.0", interrupt="reboot"), package("bbb-pkg", "1.0.0", config={"k": "new"}),
+            package("ccc-pkg", uninstall=True)]
     old = [package("aaa-pkg", "1.0.0"), package("bbb-pkg", "1.0.0", config={"k": "old"}), package("ccc-pkg")]
     p = plan_of(recipe("r", *spec), [node("n1", recipe="r", installed=old), node("n2")])
     assert p.summary["actions"] == {"install": 2, "upgrade": 1, "downgrade": 0, "reconfigure": 1, "uninstall": 1}
