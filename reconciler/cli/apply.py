@@ -242,8 +242,8 @@ class _CliObserver:
     def started(self, recipe: Any, plan: Any, run_id: str) -> None:
         if self.text:
             self.console.print(
-                f"[bold]{markup(recipe.name)}[/bold] {markup(recipe.version)}: {plan.summary['nodesChanging']} of "
-                f"{plan.summary['nodes']} selected nodes change; plan {plan.planHash[:12]} on {markup(self.where)}",
+                f"[bold]{markup(recipe.name)}[/bold] {markup(recipe.version)}: {plan.summary.nodesChanging} of "
+                f"{plan.summary.nodes} selected nodes change; plan {plan.planHash[:12]} on {markup(self.where)}",
                 soft_wrap=whole_lines(self.console),
             )
             for w in plan.warnings:

@@ -18,7 +18,7 @@ from typing import Any
 
 from reconciler.errors import EXIT_OK, InputError
 from reconciler.jsonsafe import json_type
-from reconciler.model.run import Event, RunResult
+from reconciler.model.run import BatchRecord, CompartmentResult, Event, RunResult
 from reconciler.model.vocab import RunVerdict
 
 #: Largest result file read (a 100,000-node run's timeline is a few hundred MB of JSON).
@@ -116,14 +116,16 @@ def _result(d: Any, where: tuple[str | int, ...], bad: Any) -> RunResult:
     comps = d.get("compartments")
     if not isinstance(comps, list):
         raise bad((*where, "compartments"), "compartments must be a list")
+    compartments = []
     for i, c in enumerate(comps):
         at = (*where, "compartments", i)
         if not isinstance(c, dict):
             raise bad(at, "a compartment must be an object")
-        _str(c, "name", at, bad)
+        name = _str(c, "name", at, bad)
         batches = c.get("batches", [])
         if not isinstance(batches, list):
             raise bad((*at, "batches"), "batches must be a list")
+        records = []
         for j, b in enumerate(batches):
             bt = (*at, "batches", j)
             if not isinstance(b, dict) or isinstance(b.get("number"), bool) or not isinstance(b.get("number"), int):
@@ -131,7 +133,12 @@ def _result(d: Any, where: tuple[str | int, ...], bad: Any) -> RunResult:
             nodes = b.get("nodes")
             if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
                 raise bad((*bt, "nodes"), "nodes must be a list of node names")
+            failed = b.get("failed", 0)
+            if type(failed) is not int or failed < 0:
+                raise bad((*bt, "failed"), "failed must be a count of nodes")
+            records.append(BatchRecord(b["number"], tuple(nodes), failed=failed))
+        compartments.append(CompartmentResult(name, batches=tuple(records), halted=c.get("halted") is True))
     duration = _seconds(d.get("durationSeconds", max((e.t for e in events), default=0.0)),
                         (*where, "durationSeconds"), bad)
     return RunResult(_str(d, "runId", where, bad, required=False), _str(d, "planHash", where, bad, required=False),
-                     recipe, result, [], comps, events, duration)  # type: ignore[arg-type]
+                     recipe, result, [], tuple(compartments), events, duration)  # type: ignore[arg-type]

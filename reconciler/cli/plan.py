@@ -78,7 +78,7 @@ def add_parser(sub: Any) -> None:
 def pending(plan: Plan) -> bool:
     """True when the plan would change something (a node with work or a taint to remove; a node
     left failed, ``notRetried``, is not: ``apply`` does not touch it)."""
-    return bool(plan.summary.get("nodesChanging") or plan.summary.get("untaint"))
+    return bool(plan.summary.nodesChanging or plan.summary.untaint)
 
 
 def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
@@ -155,7 +155,7 @@ def write_predicted(args: argparse.Namespace, inputs: Any, opened: Any, plans: l
     fleet = observe(opened.cluster)
     runs = []
     for plan in plans:
-        if not plan.summary.get("nodesChanging"):
+        if not plan.summary.nodesChanging:
             continue
         recipe = inputs.recipe(plan.recipe.name)
         cfg, assumed = assumptions(recipe, inputs, args, config)

@@ -71,7 +71,7 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
         if wide:
             row[7:7] = [str(counts.batches)]
             row += [str(counts.removed),
-                    text(", ".join(f"{c['name']} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-")]
+                    text(", ".join(f"{c.name} {c.max_disrupted}/{c.ceiling}" for c in r.compartments) or "-")]
         t.add_row(*row)
         totals["complete"] += counts.complete
         totals["failed"] += counts.failed
@@ -89,9 +89,9 @@ def print_summary(console: Console, results: Sequence[RunResult], *, title: str 
     )
     for r in results:
         for c in r.compartments:
-            if c.get("haltReason"):
-                console.print(f"  [red]{markup(r.recipe)}[/red] compartment {markup(c['name'])} halted: "
-                              f"{markup(c['haltReason'])}", soft_wrap=True)
+            if c.halt_reason:
+                console.print(f"  [red]{markup(r.recipe)}[/red] compartment {markup(c.name)} halted: "
+                              f"{markup(c.halt_reason)}", soft_wrap=True)
         waiting = {n.name: n.message for n in r.nodes if n.state == NodeResult.WAITING}
         if waiting:  # one line per recipe: these nodes did nothing wrong
             names = sorted(waiting)

@@ -47,7 +47,7 @@ def end_event(result: RunResult) -> tuple[str, str, str]:
     states = [str(n.state) for n in result.nodes]
     msg = (f"run {result.run_id}: {states.count('complete')} complete, {states.count('failed')} failed, "
            f"{states.count('blocked')} blocked, {states.count('waiting')} waiting")
-    halted = [c["name"] for c in result.compartments if c.get("halted")]
+    halted = [c.name for c in result.compartments if c.halted]
     if halted:
         msg += f"; halted: {', '.join(halted)}"
     waiting = {n.name: n.message for n in result.nodes if n.state == NodeResult.WAITING}
@@ -82,10 +82,10 @@ class RecipeEventsObserver:
 
     def started(self, recipe: Recipe, plan: Plan, run_id: str) -> None:
         """A rollout with work begins."""
-        changing = int(plan.summary.get("nodesChanging", 0))
+        changing = plan.summary.nodesChanging
         if changing:
             self._emit(recipe.name, "RolloutStarted",
-                       f"run {run_id}: {changing} of {plan.summary.get('nodes', 0)} node(s) change; "
+                       f"run {run_id}: {changing} of {plan.summary.nodes} node(s) change; "
                        f"plan {plan.planHash[:12]}")
 
     def event(self, plan: Plan, event: Event) -> None:
@@ -98,7 +98,7 @@ class RecipeEventsObserver:
         if recipe.name in self._stopped:
             self._stopped.discard(recipe.name)
             return
-        if not int(plan.summary.get("nodesChanging", 0)) and result.result == RunVerdict.SUCCEEDED:
+        if not plan.summary.nodesChanging and result.result == RunVerdict.SUCCEEDED:
             return
         reason, type_, msg = end_event(result)
         self._emit(recipe.name, reason, msg, type_)

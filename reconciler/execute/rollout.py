@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.errors import (
@@ -47,7 +47,7 @@ from reconciler.model.nodestate import (
 from reconciler.model.plan import NodePlan, Plan
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strategy
 from reconciler.model.recipe import Recipe
-from reconciler.model.run import run_verdict
+from reconciler.model.run import CompartmentResult, run_verdict
 from reconciler.model.vocab import NodeResult, Phase
 from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
 from reconciler.ports import ChangeFeed, Clock, Cluster, ClusterPorts, NodeInterest
@@ -500,7 +500,7 @@ class Rollout:
                         f"recipe or cordoned by someone else), ceiling {c.ceiling}; fix or uncordon them to continue")
             self.timeline.add(self.clock.now(), c.name, "halted", c.halted)
             return
-        c.batch = BatchRecord(number=len(c.batches) + 1, nodes=picked)
+        c.batch = BatchRecord(number=len(c.batches) + 1, nodes=tuple(picked))
         c.batches.append(c.batch)
         self.timeline.add(self.clock.now(), c.name, "batch-start", f"batch {c.batch.number}: {', '.join(picked)}")
         for name in picked:
@@ -535,10 +535,9 @@ class Rollout:
             return
         b = c.batch
         outcomes = [self.runs[n].outcome for n in b.nodes]
-        b.succeeded = sum(o is Outcome.COMPLETE for o in outcomes)
-        b.failed = sum(o is Outcome.FAILED for o in outcomes)
-        b.blocked = sum(o is Outcome.BLOCKED for o in outcomes)
-        waiting = sum(o is Outcome.WAITING for o in outcomes)  # never started (not Ready): out of the count
+        b = replace(b, succeeded=outcomes.count(Outcome.COMPLETE), failed=outcomes.count(Outcome.FAILED),
+                    blocked=outcomes.count(Outcome.BLOCKED))
+        waiting = outcomes.count(Outcome.WAITING)  # never started (not Ready): out of the count
         counted = b.succeeded + b.failed
         for n in b.nodes:
             if self.runs[n].outcome is Outcome.BLOCKED and n not in c.retried_blocked:
@@ -546,9 +545,8 @@ class Rollout:
                 c.queue.append(n)  # retried once at the end of the compartment (S09)
         if counted:
             c.state = evaluate_batch(c.strategy, c.total, c.state, counted, b.succeeded, b.failed)
-            b.passed = not c.state.last_batch_failed
-        else:
-            b.passed = None
+            b = replace(b, passed=not c.state.last_batch_failed)
+        c.batches[-1] = b
         self.timeline.add(
             self.clock.now(), c.name, "batch-end",
             f"batch {b.number}: {b.succeeded} ok, {b.failed} failed, {b.blocked} blocked"
@@ -613,19 +611,12 @@ class Rollout:
         halted = any(c.halted or c.state.should_stop for c in comps)
         running = any(r.outcome is Outcome.RUNNING for r in self.runs.values())
         result = run_verdict(halted=halted, failed=any_failed or running, waiting=any_waiting)
-        comp_docs = [
-            {
-                "name": c.name,
-                "ceiling": c.ceiling,
-                "strategy": c.strategy.kind if c.strategy else "legacy-fixed",
-                "batches": [b.to_dict() for b in c.batches],
-                "halted": bool(c.halted or c.state.should_stop),
-                "haltReason": c.halted,
-                "maxDisrupted": self.max_disrupted.get(c.name, 0),
-                "untouched": list(c.queue),
-            }
+        comp_docs = tuple(
+            CompartmentResult(c.name, c.ceiling, c.strategy.kind if c.strategy else "legacy-fixed", tuple(c.batches),
+                              halted=bool(c.halted or c.state.should_stop), halt_reason=c.halted,
+                              max_disrupted=self.max_disrupted.get(c.name, 0), untouched=tuple(c.queue))
             for c in comps
-        ]
+        )
         for gone in self.plan.outOfScope:
             left = self.runs.get(gone.name)
             why = left.message if left is not None else gone.reason

@@ -105,6 +105,51 @@ class CompartmentPlan(Frozen):
     batches: tuple[tuple[str, ...], ...]
 
 
+class ActionCounts(Frozen):
+    """Steps per :class:`~reconciler.model.vocab.Action` over every node of a plan."""
+
+    install: int = 0
+    upgrade: int = 0
+    downgrade: int = 0
+    reconfigure: int = 0
+    uninstall: int = 0
+
+
+class InterruptCounts(Frozen):
+    """Nodes per merged interrupt type (:class:`~reconciler.model.vocab.InterruptType`), in the
+    order the renderers list them."""
+
+    reboot: int = 0
+    restartAllServices: int = 0
+    service: int = 0
+    noop: int = 0
+
+
+class SelectorScope(Frozen):
+    """What ``-l/--selector`` narrowed a plan to: the selector's kubectl text, the ``nodes`` it
+    picks of those the recipe selects, and the nodes with work it leaves out (``leftOut``)."""
+
+    selector: str
+    nodes: int
+    leftOut: int
+
+
+class PlanSummary(Frozen):
+    """A plan's counts: the ``nodes`` the recipe selects, ``nodesChanging`` (with work), steps by
+    action, nodes by interrupt type, ``batches`` over all compartments, nodes whose
+    runtime-required taint is removed (``untaint``), nodes left failed (``notRetried``) and, with
+    ``-l``, its :class:`SelectorScope` (absent from the JSON form without one)."""
+
+    nodes: int
+    nodesChanging: int
+    actions: ActionCounts
+    interrupts: InterruptCounts
+    batches: int
+    untaint: int
+    notRetried: int
+    selector: SelectorScope | None = None
+
+
 class RecipeRef(Frozen):
     """The recipe a plan is for."""
 
@@ -135,7 +180,7 @@ class Plan(Frozen):
     recipe: RecipeRef
     policy: str
     revision: str = ""
-    summary: dict[str, Any]
+    summary: PlanSummary
     compartments: tuple[CompartmentPlan, ...]
     nodes: tuple[NodePlan, ...]
     warnings: tuple[str, ...] = ()
@@ -150,10 +195,12 @@ class Plan(Frozen):
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON contract as a plain dict (aliases used: ``from``; ``readinessGate`` only when
-        the recipe has one, so plans without a gate keep the contract's shape)."""
-        return self.model_dump(mode="json", by_alias=True,
-                               exclude={"readinessGate"} if self.readinessGate is None else None)
+        """The JSON contract as a plain dict (aliases used: ``from``; ``readinessGate`` and
+        ``summary.selector`` only when set, so plans without them keep the contract's shape)."""
+        exclude: dict[str, Any] = {"readinessGate": True} if self.readinessGate is None else {}
+        if self.summary.selector is None:
+            exclude["summary"] = {"selector"}
+        return self.model_dump(mode="json", by_alias=True, exclude=exclude or None)
 
     def to_json(self) -> str:
         """Canonical JSON: sorted keys, two-space indent, trailing newline; non-ASCII characters

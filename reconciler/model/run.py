@@ -47,7 +47,7 @@ class Event:
         return {"t": round(self.t, 3), "node": self.node, "event": self.event, "detail": self.detail}
 
 
-@dataclass
+@dataclass(frozen=True)
 class NodeOutcome:
     """Final state of one node in a run."""
 
@@ -78,12 +78,13 @@ class NodeOutcome:
         return d
 
 
-@dataclass
+@dataclass(frozen=True)
 class BatchRecord:
-    """One batch of a compartment: its nodes and how they ended."""
+    """One batch of a compartment: its nodes and how they ended (``passed`` None: no node of it
+    was counted, or it has not ended)."""
 
     number: int
-    nodes: list[str]
+    nodes: tuple[str, ...]
     succeeded: int = 0
     failed: int = 0
     blocked: int = 0
@@ -93,7 +94,7 @@ class BatchRecord:
         """JSON form."""
         return {
             "number": self.number,
-            "nodes": self.nodes,
+            "nodes": list(self.nodes),
             "succeeded": self.succeeded,
             "failed": self.failed,
             "blocked": self.blocked,
@@ -101,7 +102,30 @@ class BatchRecord:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
+class CompartmentResult:
+    """How one compartment of a run went: its budget ``ceiling``, ``strategy`` (``legacy-fixed``
+    without one), its batches, whether it ``halted`` (with ``halt_reason``), the most nodes it had
+    disrupted at once (``max_disrupted``) and the nodes it never started (``untouched``)."""
+
+    name: str
+    ceiling: int = 0
+    strategy: str = ""
+    batches: tuple[BatchRecord, ...] = ()
+    halted: bool = False
+    halt_reason: str = ""
+    max_disrupted: int = 0
+    untouched: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (``apply -o json``)."""
+        return {"name": self.name, "ceiling": self.ceiling, "strategy": self.strategy,
+                "batches": [b.to_dict() for b in self.batches], "halted": self.halted,
+                "haltReason": self.halt_reason, "maxDisrupted": self.max_disrupted,
+                "untouched": list(self.untouched)}
+
+
+@dataclass(frozen=True)
 class RunResult:
     """The result document of one ``apply`` run (issue #3 §5).
 
@@ -115,7 +139,7 @@ class RunResult:
     recipe: str
     result: RunVerdict
     nodes: list[NodeOutcome]
-    compartments: list[dict[str, Any]]
+    compartments: tuple[CompartmentResult, ...]
     timeline: list[Event]
     duration: float
     writes: int = 0
@@ -129,7 +153,7 @@ class RunResult:
             "result": self.result,
             "durationSeconds": round(self.duration, 3),
             "nodes": [n.to_dict() for n in self.nodes],
-            "compartments": self.compartments,
+            "compartments": [c.to_dict() for c in self.compartments],
             "timeline": [e.to_dict() for e in self.timeline],
         }
 
@@ -162,5 +186,5 @@ def run_counts(r: RunResult) -> RunCounts:
         reboots=sum(1 for e in r.timeline if e.event == EventKind.REBOOTED),
         evicted=len(evicts) - removed,
         removed=removed,
-        batches=sum(len(c["batches"]) for c in r.compartments),
+        batches=sum(len(c.batches) for c in r.compartments),
     )

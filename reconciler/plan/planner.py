@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -112,7 +113,18 @@ from reconciler.model.nodestate import (
     state_key,
 )
 from reconciler.model.observed import NodeInfo, ObservedFleet, PodInfo
-from reconciler.model.plan import ACTIONS, CompartmentPlan, NodePlan, OutOfScopeNode, Plan, RecipeRef, Step
+from reconciler.model.plan import (
+    ActionCounts,
+    CompartmentPlan,
+    InterruptCounts,
+    NodePlan,
+    OutOfScopeNode,
+    Plan,
+    PlanSummary,
+    RecipeRef,
+    SelectorScope,
+    Step,
+)
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy
 from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
 from reconciler.model.selector import LabelSelector
@@ -494,14 +506,14 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             )
     memo: dict[tuple[str | None, ...], tuple[NodeDiff, list[Step]]] = {}
     drafts = [_plan_node(recipe, fleet, n, deps, warnings, memo) for n in selected]
-    narrowed: dict[str, Any] | None = None
+    narrowed: SelectorScope | None = None
     if only is not None:
         sel = only.kubectl_text()
         outside = [d for d in drafts if not only.matches(d.info.labels)]
         # the per-node warnings of nodes left alone do not concern this run
         _drop_node_warnings(warnings, {d.info.name for d in outside})
         held = [d.info.name for d in outside if d.has_work or d.untaint]
-        narrowed = {"selector": sel, "nodes": len(drafts) - len(outside), "leftOut": len(held)}
+        narrowed = SelectorScope(selector=sel, nodes=len(drafts) - len(outside), leftOut=len(held))
         if held:
             warnings.append(f"{len(held)} selected node(s) with work do not match -l {sel} and are left as they are "
                             f"for this run (still counted in their compartment): {_names(held)}")
@@ -616,25 +628,18 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         )
         for d in drafts
     )
-    actions = {a: 0 for a in ACTIONS}
-    interrupts = {"reboot": 0, "service": 0, "restartAllServices": 0, "noop": 0}
-    for np_ in node_plans:
-        for s in (*np_.owed, *np_.steps):
-            actions[s.action] += 1
-        for intr_ in (np_.owedInterrupt, np_.interrupt):
-            if intr_ is not None:
-                interrupts[intr_.type] += 1
-    summary: dict[str, Any] = {
-        "nodes": len(selected),
-        "nodesChanging": sum(1 for d in drafts if d.has_work),
-        "actions": actions,
-        "interrupts": interrupts,
-        "batches": sum(len(c.batches) for c in compartments),
-        "untaint": sum(1 for d in drafts if d.untaint),
-        "notRetried": len(failed),
-    }
-    if narrowed is not None:
-        summary["selector"] = narrowed
+    actions = Counter(s.action for np_ in node_plans for s in (*np_.owed, *np_.steps))
+    interrupts = Counter(i.type for np_ in node_plans for i in (np_.owedInterrupt, np_.interrupt) if i is not None)
+    summary = PlanSummary(
+        nodes=len(selected),
+        nodesChanging=sum(1 for d in drafts if d.has_work),
+        actions=ActionCounts(**{str(a): n for a, n in actions.items()}),
+        interrupts=InterruptCounts(**{str(t): n for t, n in interrupts.items()}),
+        batches=sum(len(c.batches) for c in compartments),
+        untaint=sum(1 for d in drafts if d.untaint),
+        notRetried=len(failed),
+        selector=narrowed,
+    )
     released = [{"name": o.name, "outOfScope": o.reason, "cordon": o.holdsCordon, "owes": o.owes}
                 for o in out_of_scope]
     return Plan(

@@ -151,16 +151,15 @@ class Totals:
         if plan is None:
             return Totals()
         s = plan.summary
-        intr = s.get("interrupts", {})
         return Totals(
-            nodes=int(s.get("nodes", 0)),
-            nodes_changing=int(s.get("nodesChanging", 0)),
-            actions={a: int(s.get("actions", {}).get(a, 0)) for a in ACTIONS},
-            reboots=int(intr.get("reboot", 0)),
-            interrupts=sum(int(v) for v in intr.values()),
+            nodes=s.nodes,
+            nodes_changing=s.nodesChanging,
+            actions={a: getattr(s.actions, a) for a in ACTIONS},
+            reboots=s.interrupts.reboot,
+            interrupts=sum(n for _, n in s.interrupts),
             cordons=sum(1 for n in plan.nodes if n.cordon),
             evictions=sum(len(n.evict) - len(n.finished) for n in plan.nodes),  # finished pods: removed
-            batches=int(s.get("batches", 0)),
+            batches=s.batches,
             batch_sizes=tuple(
                 f"{c.name}: {run_length(len(b) for b in c.batches) or 'none'}" for c in plan.compartments
             ),
@@ -565,9 +564,9 @@ def compare_recipe(
         kind = "removed"
     base_est = head_est = None
     if estimator is not None:
-        if b is not None and base_plan is not None and base_plan.summary.get("nodesChanging"):
+        if b is not None and base_plan is not None and base_plan.summary.nodesChanging:
             base_est = estimator(b, policy_for(b, base_inputs), base_plan)
-        if head_plan.summary.get("nodesChanging"):
+        if head_plan.summary.nodesChanging:
             run_recipe = h if h is not None else uninstall_recipe(b)  # type: ignore[arg-type]
             run_policy = policy_for(h, head_inputs) if h is not None else policy_for(b, base_inputs)  # type: ignore[arg-type]
             head_est = estimator(run_recipe, run_policy, head_plan)

@@ -111,8 +111,8 @@ def batch_spans(run: RunResult) -> list[BatchSpan]:
     ended lasts until the run's end); sizes from ``run.compartments[].batches``."""
     sizes: dict[tuple[str, int], int] = {}
     for c in run.compartments:
-        for b in c.get("batches", ()):
-            sizes[(str(c.get("name", "")), int(b.get("number", 0)))] = len(b.get("nodes", ()))
+        for b in c.batches:
+            sizes[(c.name, b.number)] = len(b.nodes)
     starts: dict[tuple[str, int], float] = {}
     ends: dict[tuple[str, int], float] = {}
     for ev in run.timeline:
@@ -136,14 +136,14 @@ def estimate_from_run(run: RunResult, assumptions: Assumptions) -> Estimate:
     spans = batch_spans(run)
     comps: list[CompartmentEstimate] = []
     for c in run.compartments:
-        name = str(c.get("name", ""))
-        batches = [b for b in c.get("batches", ()) if b.get("nodes")]
+        name = c.name
+        batches = [b for b in c.batches if b.nodes]
         mine = [s for s in spans if s.compartment == name]
         comps.append(
             CompartmentEstimate(
                 name=name,
-                nodes=sum(len(b["nodes"]) for b in batches),
-                batch_sizes=tuple(len(b["nodes"]) for b in batches),
+                nodes=sum(len(b.nodes) for b in batches),
+                batch_sizes=tuple(len(b.nodes) for b in batches),
                 seconds=max((s.end for s in mine), default=0.0),
             )
         )

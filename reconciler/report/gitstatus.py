@@ -127,7 +127,7 @@ def status_document(result: RunResult, plan: Plan, *, cluster: str, revision: st
         for n in sorted(result.nodes, key=lambda x: x.name)
         if n.state in _FAILED
     ]
-    halted = [c["name"] for c in result.compartments if c.get("halted")]
+    halted = [c.name for c in result.compartments if c.halted]
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

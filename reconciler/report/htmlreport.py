@@ -143,12 +143,12 @@ def _summary(run: RunResult) -> str:
     spans = batch_spans(run)
     rows = []
     for c in run.compartments:
-        name = str(c.get("name", ""))
-        sizes = [len(b.get("nodes", ())) for b in c.get("batches", ()) if b.get("nodes")]
+        name = c.name
+        sizes = [len(b.nodes) for b in c.batches if b.nodes]
         mine = [s for s in spans if s.compartment == name]
         took = max((s.end for s in mine), default=0.0)
-        failed = sum(int(b.get("failed", 0)) for b in c.get("batches", ()))
-        halted = " (halted)" if c.get("halted") else ""
+        failed = sum(b.failed for b in c.batches)
+        halted = " (halted)" if c.halted else ""
         rows.append(f"<tr><td>{_e(name)}</td><td>{sum(sizes)}</td><td>{len(sizes)}: {_e(run_length(sizes) or '-')}"
                     f"</td><td>{_e(human_duration(took))}</td><td>{failed}{halted}</td></tr>")
     return ("<table><thead><tr><th>Compartment</th><th>Nodes</th><th>Batches</th><th>Ends after</th>"

@@ -113,10 +113,10 @@ def node_lanes(run: RunResult) -> list[Lane]:
         by_node.setdefault(ev.node, []).append(ev)
     lanes: list[Lane] = []
     for c in run.compartments:
-        comp = str(c.get("name", ""))
-        for b in c.get("batches", ()):
-            number = int(b.get("number", 0))
-            for name in sorted(b.get("nodes", ())):
+        comp = c.name
+        for b in c.batches:
+            number = b.number
+            for name in sorted(b.nodes):
                 segs, state = _segments(by_node.get(name, []), end_of_run)
                 lanes.append(Lane(name, comp, (number, number), segs, state))
     return lanes

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
 
-from reconciler.model.plan import ACTIONS, NodePlan, Plan, Step
+from reconciler.model.plan import ActionCounts, InterruptCounts, NodePlan, Plan, Step
 from reconciler.plan.interrupts import describe
 from reconciler.report.estimate import run_length
 from reconciler.report.safetext import md_escape, text
@@ -30,7 +30,6 @@ from reconciler.report.safetext import md_escape, text
 #: leaves room for a caller's own header/footer.
 MARKDOWN_LIMIT = 60_000
 
-_INTERRUPT_TYPES = ("reboot", "restartAllServices", "service", "noop")
 
 #: Room kept for the truncation note.
 _NOTE_RESERVE = 400
@@ -102,8 +101,8 @@ def nodes_line(plan: Plan, what: str = "selected") -> str:
     ``apply`` leaves failed when there are any (``…; 2 failed with the same inputs before: not
     retried (use --retry-failed)``)."""
     s = plan.summary
-    line = f"{s.get('nodesChanging', 0)} of {s.get('nodes', 0)} {what} change"
-    failed = s.get("notRetried", 0)
+    line = f"{s.nodesChanging} of {s.nodes} {what} change"
+    failed = s.notRetried
     if failed:
         line += f"; {failed} failed with the same inputs before: not retried (use --retry-failed)"
     return line
@@ -112,11 +111,11 @@ def nodes_line(plan: Plan, what: str = "selected") -> str:
 def no_changes_text(plan: Plan) -> str:
     """The line shown when no node is listed: every selected node is up to date, or — with
     ``-l/--selector`` — what the selector picks is, and how many nodes with work it leaves out."""
-    narrowed = plan.summary.get("selector")
-    if not isinstance(narrowed, dict):
+    narrowed = plan.summary.selector
+    if narrowed is None:
         return "No changes: every selected node is up to date."
-    sel, picked, left = narrowed.get("selector", ""), narrowed.get("nodes", 0), narrowed.get("leftOut", 0)
-    total = plan.summary.get("nodes", 0)
+    sel, picked, left = narrowed.selector, narrowed.nodes, narrowed.leftOut
+    total = plan.summary.nodes
     if not picked:
         line = f"No changes: -l {sel} picks none of the {total} node(s) the recipe selects"
     elif left:
@@ -134,8 +133,8 @@ def batch_cell(n: NodePlan) -> str:
     return f"{n.compartment} #{n.batch}" if n.batch else n.compartment
 
 
-def _count_line(counts: dict[str, int], keys: Iterable[str]) -> str:
-    parts = [f"{counts.get(k, 0)} {k}" for k in keys if counts.get(k, 0)]
+def _count_line(counts: ActionCounts | InterruptCounts) -> str:
+    parts = [f"{n} {k}" for k, n in counts if n]
     return ", ".join(parts) if parts else "none"
 
 
@@ -187,9 +186,9 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only
     meta += f" · plan hash {plan.planHash[:12]}"
     console.print(text(meta), soft_wrap=True)
     console.print(text(f"Nodes: {nodes_line(plan)}"), soft_wrap=True)
-    console.print(text(f"Actions: {_count_line(s.get('actions', {}), ACTIONS)}"), soft_wrap=True)
-    console.print(text(f"Interrupts: {_count_line(s.get('interrupts', {}), _INTERRUPT_TYPES)}"), soft_wrap=True)
-    console.print(text(f"Batches: {s.get('batches', 0)}"))
+    console.print(text(f"Actions: {_count_line(s.actions)}"), soft_wrap=True)
+    console.print(text(f"Interrupts: {_count_line(s.interrupts)}"), soft_wrap=True)
+    console.print(text(f"Batches: {s.batches}"))
     if plan.readinessGate is not None:
         console.print(text(f"Readiness gate: {gate_text(plan)}"), soft_wrap=True)
 
@@ -299,15 +298,13 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
     meta.append(f"plan hash {plan.planHash[:12]}")
     head.append(" · ".join(meta))
     head.append("")
-    actions = s.get("actions", {})
-    intr = s.get("interrupts", {})
     head.append(f"**{md_escape(nodes_line(plan, 'selected nodes'))}.**")
     head.append("")
     head.append("| | |")
     head.append("|---|---|")
-    head.append(f"| Actions | {_count_line(actions, ACTIONS)} |")
-    head.append(f"| Interrupts | {_count_line(intr, _INTERRUPT_TYPES)} |")
-    head.append(f"| Reboots | {intr.get('reboot', 0)} |")
+    head.append(f"| Actions | {_count_line(s.actions)} |")
+    head.append(f"| Interrupts | {_count_line(s.interrupts)} |")
+    head.append(f"| Reboots | {s.interrupts.reboot} |")
     cordons = sum(1 for n in plan.nodes if n.cordon)
     finished = sum(len(n.finished) for n in plan.nodes)
     evicts = sum(len(n.evict) for n in plan.nodes) - finished
@@ -321,9 +318,9 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
             1000,
         )
     )
-    head.append(f"| Batches | {s.get('batches', 0)}" + (f" — {batch_txt}" if batch_txt else "") + " |")
-    if s.get("untaint"):
-        head.append(f"| Runtime-required taint removed | {s['untaint']} node(s) |")
+    head.append(f"| Batches | {s.batches}" + (f" — {batch_txt}" if batch_txt else "") + " |")
+    if s.untaint:
+        head.append(f"| Runtime-required taint removed | {s.untaint} node(s) |")
     if plan.readinessGate is not None:
         head.append(f"| Readiness gate | {md_escape(gate_text(plan))} |")
     head.append("")

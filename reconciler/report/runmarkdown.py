@@ -33,7 +33,7 @@ def run_markdown(results: Sequence[RunResult], *, title: str = "node-reconciler 
     problems: list[tuple[str, str, str, str]] = []
     for r in results:
         counts = run_counts(r)
-        budget = ", ".join(f"{md(c['name'])} {c['maxDisrupted']}/{c['ceiling']}" for c in r.compartments) or "-"
+        budget = ", ".join(f"{md(c.name)} {c.max_disrupted}/{c.ceiling}" for c in r.compartments) or "-"
         verdict = RunVerdict(r.result)
         lines.append(
             f"| {md(r.recipe)} | {_ICON[verdict]} {verdict} | {_hms(r.duration)} | {counts.complete} | "

@@ -140,7 +140,7 @@ class RolloutProgress:
             if n.state in (NodeResult.FAILED, NodeResult.BLOCKED):
                 stage = f" at {n.failed_stage}" if n.failed_stage else ""
                 self.messages[n.name] = f"{n.state}{stage}: {n.message}".strip()
-        self.halted = sorted({c["name"] for c in result.compartments if c.get("halted")} | set(self.halted))
+        self.halted = sorted({c.name for c in result.compartments if c.halted} | set(self.halted))
         self.finished = True
         self.result = result.result
 

@@ -63,7 +63,7 @@ def test_apply_end_to_end_on_the_simulated_fleet_with_observers() -> None:
     assert seen[0] == "started" and seen[-1] == "finished" and "event" in seen
     assert not sim.leases  # released
     again = reconciler.plan_recipes(inputs, sim)
-    assert again[0].summary["nodesChanging"] == 0
+    assert again[0].summary.nodesChanging == 0
 
 
 def test_a_paused_recipe_is_refused_through_the_library_too() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.cli.main import main
-from reconciler.model.run import Event, RunResult
+from reconciler.model.run import BatchRecord, CompartmentResult, Event, RunResult
 from reconciler.report.htmlreport import COLORS, MAX_LANES, ReportRun, render_html
 from tests.unit.browser.conftest import Browser, colours, near
 
@@ -74,10 +74,10 @@ def _big_run(nodes_per_zone: int = 1000, batch: int = 3) -> RunResult:
                            Event(t + 35, n, "interrupt", "reboot"), Event(t + 155, n, "rebooted"),
                            Event(t + 160, n, "uncordon"), Event(t + 160, n, "complete")]
             events.append(Event(t + 160, f"zone-{z}", "batch-end", f"batch {number}: ok"))
-            batches.append({"number": number, "nodes": members, "succeeded": len(members), "failed": 0})
+            batches.append(BatchRecord(number, tuple(members), succeeded=len(members)))
             t += 160
-        comps.append({"name": f"zone-{z}", "batches": batches})
-    return RunResult("r1", "h" * 64, "drivers", "succeeded", [], comps, events, max(e.t for e in events))
+        comps.append(CompartmentResult(f"zone-{z}", batches=tuple(batches)))
+    return RunResult("r1", "h" * 64, "drivers", "succeeded", [], tuple(comps), events, max(e.t for e in events))
 
 
 @pytest.mark.slow

@@ -28,7 +28,7 @@ def test_planner_keeps_the_compartment_but_gives_work_only_to_matching_nodes() -
     (c,) = part.compartments
     assert c.matched == 6 and c.ceiling == full.compartments[0].ceiling == 2
     assert sorted(n for b in c.batches for n in b) == ["n0", "n1", "n2"]
-    assert part.summary["nodesChanging"] == 3 and part.planHash != full.planHash
+    assert part.summary.nodesChanging == 3 and part.planHash != full.planHash
     assert all(not n.steps and n.batch == 0 for n in part.nodes if n.name >= "n3")
     assert any("3 selected node(s) with work do not match -l rack=a" in w for w in part.warnings)
     assert compute_plan(r, pol, fleet(nodes), only=parse_selector("rack=a")).planHash == part.planHash
@@ -93,7 +93,8 @@ def test_no_changes_text_counts_the_nodes_the_selector_picks() -> None:
     done = [node(f"a{i}", labels={"pool": "gpu", "rack": "a"}, recipe="t", installed=[pkg]) for i in range(2)]
     todo = [node("b0", labels={"pool": "gpu", "rack": "b"})]
     some = compute_plan(r, pol, fleet(done + todo), only=parse_selector("rack=a"))
-    assert some.summary["selector"] == {"selector": "rack=a", "nodes": 2, "leftOut": 1}
+    assert some.summary.selector is not None
+    assert some.summary.selector.model_dump() == {"selector": "rack=a", "nodes": 2, "leftOut": 1}
     line = "No changes for the 2 node(s) -l rack=a picks; 1 node(s) with work left out by -l."
     assert line in render_text(some)
     clean = compute_plan(r, pol, fleet(done), only=parse_selector("rack=a"))

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from reconciler.cli.runsummary import print_summary
-from reconciler.model.run import Event, NodeOutcome, RunResult
+from reconciler.model.run import BatchRecord, CompartmentResult, Event, NodeOutcome, RunResult
 
 
 def _result() -> RunResult:
@@ -15,7 +15,7 @@ def _result() -> RunResult:
                 Event(3.0, "n1", "rebooted", "bootID a -> b")]
     return RunResult(run_id="run-1", plan_hash="h", recipe="gpu-training-tuning", result="succeeded",
                      nodes=[NodeOutcome("n1", "complete", "zone-a")],
-                     compartments=[{"name": "zone-a", "ceiling": 2, "batches": [{}], "maxDisrupted": 1}],
+                     compartments=(CompartmentResult("zone-a", 2, batches=(BatchRecord(1, ()),), max_disrupted=1),),
                      timeline=timeline, duration=3725.0, writes=10)
 
 
@@ -50,7 +50,7 @@ def test_nodes_waiting_for_an_earlier_recipe_are_one_line_per_recipe_not_a_failu
     nodes = [NodeOutcome(f"n{i:02d}", "waiting", "zone-a", message=why) for i in range(12)]
     nodes.append(NodeOutcome("n99", "complete", "zone-a"))
     run = RunResult(run_id="run-1", plan_hash="h", recipe="gpu-training-tuning", result="waiting", nodes=nodes,
-                    compartments=[{"name": "zone-a", "ceiling": 2, "batches": [], "maxDisrupted": 0}],
+                    compartments=(CompartmentResult("zone-a", 2),),
                     timeline=[], duration=5.0)
     out = io.StringIO()
     print_summary(Console(file=out, width=200, color_system=None), [run])

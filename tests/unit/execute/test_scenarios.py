@@ -158,7 +158,7 @@ def test_s10_admin_cordon_is_never_undone_and_counts_against_the_budget() -> Non
     assert run.node("n3").state == "complete"
     n3 = run.sim.get_node("n3")
     assert n3.unschedulable and cordon_key("tune") not in n3.annotations
-    held = run.result.compartments[0]["maxDisrupted"]
+    held = run.result.compartments[0].max_disrupted
     assert held <= 2
     # while n3 is unavailable only one more node may be disrupted: no batch has two cordoned-by-us nodes
     assert run.watch.max_held["__default__"] <= 1
@@ -216,7 +216,7 @@ def test_s22_selector_matching_nothing_ends_at_once_with_no_writes() -> None:
     run = apply(nodes(3), recipe("tune", REBOOT, selector={"pool": "storage"}, protect=TRAINING),
                 policy(percent=25, default_strategy="exponential"))
     assert run.result.result == "succeeded" and run.sim.writes == 0
-    assert all(c["batches"] == [] for c in run.result.compartments)
+    assert all(c.batches == () for c in run.result.compartments)
 
 
 def test_failed_stage_is_retried_with_backoff_then_terminal_and_reported_with_exit_code() -> None:
@@ -244,7 +244,7 @@ def test_failure_threshold_halts_and_held_failed_nodes_use_the_budget() -> None:
     run = apply(nodes(10), r, policy(count=3, default_strategy="exponential", failureThreshold=2, safetyLimit=50), cfg)
     assert run.result.result == "halted"
     comp = run.result.compartments[0]
-    assert comp["halted"] and len(comp["batches"]) <= 3
+    assert comp.halted and len(comp.batches) <= 3
     assert run.watch.max_held["__default__"] <= 3
 
 
@@ -341,7 +341,7 @@ def test_image_pull_failure_fails_the_stage_instead_of_hanging() -> None:
 def test_second_run_with_no_changes_writes_nothing() -> None:
     first = apply(nodes(3), TUNE, ONE_AT_A_TIME)
     second = apply(first.sim, TUNE, ONE_AT_A_TIME)
-    assert second.plan.summary["nodesChanging"] == 0
+    assert second.plan.summary.nodesChanging == 0
     assert second.sim.writes == first.sim.writes
 
 
@@ -355,7 +355,7 @@ def test_same_inputs_leave_a_failed_node_failed_and_retry_failed_retries_it() ->
     # the plan said so: n1 left failed, in no batch, not changing (plan and rollout: one rule)
     planned = again.plan.node("n1")
     assert planned is not None and planned.notRetried is not None and planned.batch == 0
-    assert again.plan.summary["notRetried"] == 1
+    assert again.plan.summary.notRetried == 1
     assert "n1" not in {n for c in again.plan.compartments for b in c.batches for n in b}
     assert again.plan.node("n1").note == again.node("n1").message  # type: ignore[union-attr]
     retried = apply(first.sim, r, ONE_AT_A_TIME, retry_failed=True)

@@ -40,8 +40,8 @@ def test_a_node_failed_with_the_same_inputs_is_left_failed_out_of_every_batch() 
     assert "`reconciler package rerun tuned --recipe r --node n1 --force`" in n1.note  # as apply says it
     assert n1.has_work  # not up to date: no report counts it complete
     assert [b for c in p.compartments for b in c.batches] == [("n2",)]
-    assert p.summary["nodesChanging"] == 1 and p.summary["notRetried"] == 1
-    assert p.summary["interrupts"]["reboot"] == 1 and p.summary["actions"]["install"] == 1 and p.summary["batches"] == 1
+    assert p.summary.nodesChanging == 1 and p.summary.notRetried == 1
+    assert p.summary.interrupts.reboot == 1 and p.summary.actions.install == 1 and p.summary.batches == 1
     # one warning names it; the warnings about a lifecycle that does not run are gone
     assert [w for w in p.warnings if "n1" in w] == [
         "1 node(s) failed in an earlier run with these same inputs and are left failed: apply does not retry them "
@@ -53,7 +53,7 @@ def test_retry_failed_plans_it_as_any_other_node() -> None:
     n1 = p.node("n1")
     assert n1 is not None and n1.notRetried is None and n1.batch >= 1 and n1.steps and n1.cordon
     assert n1.waitFor == ("default/web",)
-    assert p.summary["nodesChanging"] == 2 and p.summary["notRetried"] == 0
+    assert p.summary.nodesChanging == 2 and p.summary.notRetried == 0
     assert not any("left failed" in w for w in p.warnings)
     assert any(w.startswith("node n1 is not Ready: apply waits for it up to timeouts.nodeReady (600 s")
                for w in p.warnings)  # its lifecycle runs
@@ -102,7 +102,7 @@ def test_hash_covers_the_decision_and_nothing_else() -> None:
 def test_views_say_failed_not_retried_not_no_changes() -> None:
     nodes = [fleet_of(failure())[0], node("n3", recipe="r", installed=[PKG])]
     p = plan_of(nodes)
-    assert p.summary["nodesChanging"] == 0 and p.summary["batches"] == 0
+    assert p.summary.nodesChanging == 0 and p.summary.batches == 0
     out = render_text(p, width=200)
     assert ("Nodes: 0 of 2 selected change; 1 failed with the same inputs before: not retried "
             "(use --retry-failed)") in out

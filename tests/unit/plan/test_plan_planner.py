@@ -49,7 +49,7 @@ def test_unselected_nodes_are_untouched_and_absent():
     r = recipe("gpu", package("tuned"), selector=GPU)
     p = plan_of(r, [node("g1", labels=GPU), node("c1", labels={"pool": "cpu"})])
     assert [n.name for n in p.nodes] == ["g1"]
-    assert p.summary["nodes"] == 1
+    assert p.summary.nodes == 1
 
 
 def test_up_to_date_node_has_no_steps_and_no_batch():
@@ -57,7 +57,7 @@ def test_up_to_date_node_has_no_steps_and_no_batch():
     p = plan_of(recipe("gpu", pkg), [node("n1", recipe="gpu", installed=[pkg])])
     n1 = p.node("n1")
     assert n1 is not None and n1.steps == () and n1.batch == 0 and n1.note == "up to date"
-    assert p.summary["nodesChanging"] == 0 and p.compartments[0].batches == ()
+    assert p.summary.nodesChanging == 0 and p.compartments[0].batches == ()
 
 
 # ------------------------------------------------------------------------------ dependency order
@@ -175,7 +175,7 @@ def test_node_interrupt_is_the_merge_and_cordon_follows_it():
     by = {s.package: s for s in n1.steps}
     assert by["plain-pkg"].stages == ("apply", "config")
     assert by["svc-a"].stages == ("apply", "config", "post-interrupt")
-    assert p.summary["interrupts"] == {"reboot": 0, "service": 1, "restartAllServices": 0, "noop": 0}
+    assert p.summary.interrupts.model_dump() == {"reboot": 0, "service": 1, "restartAllServices": 0, "noop": 0}
 
 
 def test_no_interrupt_no_cordon_no_drain():
@@ -205,7 +205,7 @@ def test_owed_interrupt_from_inflight_is_planned_even_when_stages_are_complete()
     assert n1 is not None and n1.interrupt == Interrupt(type="reboot") and n1.cordon
     assert [(s.package, s.stages) for s in n1.steps] == [("tuned", ("post-interrupt",))]
     assert "resumes run run-0 at phase interrupt" in n1.note
-    assert n1.batch == 1 and p.summary["nodesChanging"] == 1
+    assert n1.batch == 1 and p.summary.nodesChanging == 1
 
 
 def test_held_cordon_without_work_is_released_in_a_batch():
@@ -339,7 +339,7 @@ def test_untaint_only_when_complete():
         ],
     )
     assert [(n.name, n.untaint) for n in p.nodes] == [("clean", False), ("done", True), ("todo", False)]
-    assert p.summary["untaint"] == 1
+    assert p.summary.untaint == 1
     not_required = plan_of(recipe("r", pkg), [node("done", recipe="r", installed=[pkg], taints=[taint])])
     assert not not_required.nodes[0].untaint
 
@@ -380,7 +380,7 @@ def test_compartments_with_strategies_and_ceilings():
     assert [len(b) for b in gpu.batches] == [1, 2, 4, 5, 5, 3]
     assert (default.name, default.strategy, default.ceiling, default.matched) == (DEFAULT_COMPARTMENT, "none", 2, 3)
     assert [len(b) for b in default.batches] == [2, 1]
-    assert p.summary["batches"] == 8
+    assert p.summary.batches == 8
     assert {n.compartment for n in p.nodes if n.name.startswith("c")} == {DEFAULT_COMPARTMENT}
 
 
@@ -440,7 +440,7 @@ def test_s22_selector_matching_nothing():
     pol = policy(default_strategy=strategy("exponential"), default_budget=budget(percent=25))
     p = plan_of(recipe("r", package("tuned"), selector={"pool": "storage"}), [node(f"n{i}") for i in range(6)], pol=pol)
     assert p.nodes == () and p.compartments == ()
-    assert p.summary["nodes"] == 0 and p.summary["nodesChanging"] == 0 and p.summary["batches"] == 0
+    assert p.summary.nodes == 0 and p.summary.nodesChanging == 0 and p.summary.batches == 0
     assert any("matches no nodes" in w for w in p.warnings)
 
 
@@ -507,9 +507,10 @@ def test_summary_counts_steps_and_interrupts():
             package("ccc-pkg", uninstall=True)]
     old = [package("aaa-pkg", "1.0.0"), package("bbb-pkg", "1.0.0", config={"k": "old"}), package("ccc-pkg")]
     p = plan_of(recipe("r", *spec), [node("n1", recipe="r", installed=old), node("n2")])
-    assert p.summary["actions"] == {"install": 2, "upgrade": 1, "downgrade": 0, "reconfigure": 1, "uninstall": 1}
-    assert p.summary["interrupts"]["reboot"] == 2
-    assert p.summary["nodes"] == p.summary["nodesChanging"] == 2
+    assert p.summary.actions.model_dump() == {"install": 2, "upgrade": 1, "downgrade": 0, "reconfigure": 1,
+                                              "uninstall": 1}
+    assert p.summary.interrupts.reboot == 2
+    assert p.summary.nodes == p.summary.nodesChanging == 2
 
 
 def _fleet_for_hash(**kw):
@@ -593,4 +594,4 @@ def test_malformed_state_never_plans_an_owed_interrupt():
     p = plan_of(recipe("r", package("tuned", interrupt="reboot")), [node("n1", annotations=ann)])
     n1 = p.node("n1")
     assert n1 is not None and n1.interrupt is None and not n1.cordon and n1.batch == 0
-    assert p.summary["nodesChanging"] == 0
+    assert p.summary.nodesChanging == 0

@@ -221,8 +221,8 @@ def test_batches_never_exceed_the_ceiling_and_cover_work_once(sc):
             assert n.name not in placed
         if n.steps or n.interrupt is not None:
             assert has_work and n.batch > 0
-    assert p.summary["nodesChanging"] == len(placed)
-    assert p.summary["nodes"] == len(p.nodes)
+    assert p.summary.nodesChanging == len(placed)
+    assert p.summary.nodes == len(p.nodes)
 
 
 @SETTINGS

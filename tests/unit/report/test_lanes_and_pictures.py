@@ -3,7 +3,7 @@ and escaping, and the HTML report's escaping (the browser tests check that they 
 
 from __future__ import annotations
 
-from reconciler.model.run import Event, RunResult
+from reconciler.model.run import BatchRecord, CompartmentResult, Event, RunResult
 from reconciler.report.estimate import BatchSpan, name_ranges
 from reconciler.report.htmlreport import ReportRun, render_html
 from reconciler.report.lanes import batch_lanes, node_lanes
@@ -11,7 +11,10 @@ from reconciler.report.mermaid import MAX_BARS, MAX_SECTIONS, gantt
 
 
 def _run(events: list[Event], comps: list[dict]) -> RunResult:
-    return RunResult("r", "h" * 64, "demo", "succeeded", [], comps, events, max(e.t for e in events))
+    """A run of ``events`` whose compartments are ``{name, batches: [{number, nodes}]}``."""
+    typed = tuple(CompartmentResult(c["name"], batches=tuple(BatchRecord(b["number"], tuple(b["nodes"]))
+                                                             for b in c["batches"])) for c in comps)
+    return RunResult("r", "h" * 64, "demo", "succeeded", [], typed, events, max(e.t for e in events))
 
 
 def test_phases_follow_the_lifecycle() -> None:

@@ -33,7 +33,7 @@ def test_the_board_follows_a_rollout_to_its_end_and_never_shows_more_held_than_t
         assert comp.complete + comp.failed + comp.in_progress + len(comp.waiting) <= comp.nodes
         seen_batches = max(seen_batches, comp.batch)
     assert board.totals["complete"] == 8 and board.totals["running"] == 0 and board.totals["held"] == 0
-    assert comp.batch == sum(len(c["batches"]) for c in res.compartments)  # type: ignore[attr-defined]
+    assert comp.batch == sum(len(c.batches) for c in res.compartments)  # type: ignore[attr-defined]
     assert board.elapsed == max(e.t for e in res.timeline)  # type: ignore[attr-defined]
 
 

@@ -10,6 +10,7 @@ import pytest
 from reconciler.execute.timeline import Event, NodeOutcome, RunResult
 from reconciler.model.plan import Plan
 from reconciler.model.policy import DeploymentPolicy
+from reconciler.model.run import CompartmentResult
 from reconciler.plan.planner import compute_plan
 from reconciler.report.status import API_VERSION, KIND, RolloutProgress, new_object, rollout_status, waiting_text
 from reconciler.testing import budget, fleet, node, package, recipe
@@ -60,7 +61,7 @@ def result(plan: Plan, states: dict[str, str], verdict: str = "succeeded", halte
         )
         for k, v in states.items()
     ]
-    comps = [{"name": c, "halted": True, "haltReason": "failureThreshold", "batches": []} for c in halted]
+    comps = tuple(CompartmentResult(c, halted=True, halt_reason="failureThreshold") for c in halted)
     return RunResult("run-1", plan.planHash, plan.recipe.name, verdict, nodes, comps, [], 10.0)  # type: ignore[arg-type]
 
 
