@@ -141,14 +141,16 @@ class Session:
               selector: str | LabelSelector | None = None, retry_failed: bool = False, locked: bool = True,
               run_id: str | None = None, workers: int | None = None, wait_for_lock: float = 0.0,
               lease_duration: int = 60, holder: str | None = None, plan_source: str = "the reviewed plan",
-              poll_seconds: float | None = None, observers: Sequence[Observer] = ()) -> ApplyResult:
+              poll_seconds: float | None = None, observers: Sequence[Observer] = (), controller: bool = False,
+              superseded: frozenset[str] = frozenset()) -> ApplyResult:
         """Carry out every recipe, batch by batch, with every safety check (module docstring).
         ``reviewed``: the plans a reviewer approved (or their hashes by recipe name; ``apply
         --plan``): each recipe's current plan must have the same hash. ``workers``: nodes
         advanced at once (a real cluster only; default: the largest batch the budget allows).
         ``poll_seconds``: fallback interval between looks at the cluster (default: the
-        session's). ``observers`` are told what happens, on the calling thread. Raises InputError or
-        PlanMismatchError (nothing changed), LeaseHeldError, ClusterError."""
+        session's). ``observers`` are told what happens, on the calling thread. ``controller`` and
+        ``superseded``: a ``reconciler controller`` pass (:class:`~reconciler.service.ApplySettings`).
+        Raises InputError or PlanMismatchError (nothing changed), LeaseHeldError, ClusterError."""
         from reconciler.adapters.host import process_identity
 
         inputs = self.inputs(recipes, policies, locked=locked)
@@ -157,7 +159,8 @@ class Session:
             expected_hashes=_hashes(reviewed),
             plan_source=plan_source, retry_failed=retry_failed,
             workers=1 if self.sim is not None else workers, poll_seconds=poll_seconds or self.poll_seconds,
-            lease_duration=lease_duration, wait_for_lock=wait_for_lock, only=self.selector(selector))
+            lease_duration=lease_duration, wait_for_lock=wait_for_lock, only=self.selector(selector),
+            controller=controller, superseded=superseded)
         return apply_recipes(inputs, self.cluster, self.clock, settings, observers, changes=self.changes)
 
     def selector(self, selector: str | LabelSelector | None) -> LabelSelector | None:

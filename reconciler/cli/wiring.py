@@ -191,8 +191,8 @@ def build(args: argparse.Namespace, opened: Opened, identity: str, reporters: An
     observers: list[Any] = []
     if reporters is not None:
         observers.append(reporters(lambda: ctl.revision))  # type: ignore[has-type]  # ctl: bound below, before any pass
-    ctl = Controller(source, opened.cluster, opened.clock, settings, status=status, leader=leader, metrics=metrics,
-                     events=events, reporters=observers, changes=opened.changes)
+    ctl = Controller(source, opened, settings, status=status, leader=leader, metrics=metrics, events=events,
+                     reporters=observers)
     wired = Wired(ctl, args, leader=leader, changes=opened.changes)
     if isinstance(source, GitSource):
         wired.git = (source, args.git_interval)

@@ -6,9 +6,11 @@
 2. wait for work (:class:`~.workqueue.WorkQueue`: the startup pass, a watch event that
    :mod:`.triggers` says matters, a retry after an error);
 3. run one **pass** (:meth:`Controller.reconcile`): load the desired state, write the status of
-   objects the loader refuses, then :func:`reconciler.service.apply_recipes` over every other
+   objects the loader refuses, then :meth:`reconciler.session.Session.apply` over every other
    recipe — the same Leases, fenced writes, pause/disable, sequencing, batch gating and locked
-   mode as ``reconciler apply`` — with writes fenced by the stop signal (:mod:`.stopping`).
+   mode as ``reconciler apply`` — on the session's roles with writes and waits fenced by the stop
+   signal (:mod:`.stopping`). Each recipe's policy is resolved once per desired state
+   (:attr:`reconciler.load.Inputs.resolved`).
 
 Every pass applies *all* recipes, not only the one an event named: the runtime-required taint
 leaves a node only when every runtime-required recipe selecting it is complete, and sequencing
@@ -32,7 +34,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler.controller.leader import Leadership
@@ -59,15 +61,15 @@ from reconciler.controller.triggers import (
 from reconciler.controller.workqueue import WorkQueue
 from reconciler.errors import ClusterError, InputError, InputErrors, LeaseHeldError, ReconcilerError
 from reconciler.execute.lock import LeaseLostError
-from reconciler.load import Inputs, policy_for
+from reconciler.load import Inputs
 from reconciler.model.observed import NodeInfo
 from reconciler.model.recipe import Recipe
 from reconciler.model.utctime import to_rfc3339
 from reconciler.model.vocab import NodeResult
 from reconciler.ops.controls import held_reason
 from reconciler.plan.planner import locked_refusals
-from reconciler.ports import ChangeFeed, Clock, Cluster, ClusterPorts
-from reconciler.service import ApplyResult, ApplySettings, Observer, apply_recipes, plan_recipes, unpinned
+from reconciler.service import ApplyResult, Observer, unpinned
+from reconciler.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ class ControllerSettings:
 
     ``holder``: the replica's identity (``<pod>/<pid>``), prefixed with each pass's run id on the
     recipe Leases. ``locked``: as ``apply`` (every package pinned by digest). ``workers``,
-    ``poll_seconds``: as :class:`~reconciler.service.ApplySettings`. ``lease_duration``: seconds
+    ``poll_seconds``: as :meth:`reconciler.session.Session.apply`. ``lease_duration``: seconds
     of the recipe Leases; ``wait_for_lock``: how long a pass waits for a recipe Lease another run
     holds (a new leader waits for the old leader's to expire). ``retry_seconds``: a pass that
     failed (API errors, a Lease held by a pipeline run) is retried after this long. ``preempt``:
@@ -119,15 +121,15 @@ def _log_results(result: ApplyResult) -> None:
 
 
 def _resolvable(recipes: Sequence[Recipe], inputs: Inputs, invalid: dict[str, str]) -> list[Recipe]:
-    """``recipes`` whose deployment policy resolves; each other one goes into ``invalid`` with the
-    loader's error (``NodeRecipe/<name>: spec.deploymentPolicy: ... is not defined (loaded
-    policies: ...)``), so it alone is refused (the service would refuse every recipe at once)."""
+    """``recipes`` whose deployment policy resolves (:attr:`~reconciler.load.Inputs.resolved`);
+    each other one goes into ``invalid`` with the loader's error (``NodeRecipe/<name>:
+    spec.deploymentPolicy: ... is not defined (loaded policies: ...)``), so it alone is refused
+    (the service would refuse every recipe at once)."""
     kept = []
     for r in recipes:
-        try:
-            policy_for(r, inputs)
-        except InputError as e:
-            invalid[r.name] = str(e)
+        got = inputs.resolved[r.name]
+        if isinstance(got, InputError):
+            invalid[r.name] = str(got)
             continue
         kept.append(r)
     return kept
@@ -138,8 +140,8 @@ class Controller:
     :meth:`on_controls`) are called by watch threads; everything else runs on :meth:`serve`'s thread.
 
     Args:
-        source: the desired state. cluster, clock: the adapter and its clock. changes: which
-            nodes changed (a real cluster's watch streams), None for the simulated fleet.
+        source: the desired state. session: the cluster's session (its roles, clock and change
+            feed; every pass is its :meth:`~reconciler.session.Session.apply`).
         settings: :class:`ControllerSettings`.
         status: NodeRecipe status writer and the objects' view (None: no status, e.g. a directory source).
         leader: leader election (None: always active, a single replica).
@@ -149,20 +151,19 @@ class Controller:
             :attr:`revision` for the source revision of the pass.
     """
 
-    def __init__(self, source: DesiredState, cluster: Cluster | ClusterPorts, clock: Clock,
-                 settings: ControllerSettings, *,
+    def __init__(self, source: DesiredState, session: Session, settings: ControllerSettings, *,
                  status: tuple[StatusWriter, ObjectView] | None = None, leader: Leadership | None = None,
                  metrics: ControllerMetrics | None = None,
                  events: tuple[EventSink, ObjectUids] | None = None,
-                 reporters: Sequence[Observer] = (), changes: ChangeFeed | None = None) -> None:
-        self.source, self.cluster, self.clock, self.settings = source, cluster, clock, settings
-        self.changes = changes
+                 reporters: Sequence[Observer] = ()) -> None:
+        self.source, self.session, self.settings = source, session, settings
+        self.cluster, self.clock = session.cluster, session.clock
         self.reporters = tuple(reporters)
         #: the source revision of the pass running (or last run): what reporters record
         self.revision = ""
         self.status, self.leader, self.events = status, leader, events
-        self.metrics = metrics or ControllerMetrics(nodes=lambda: ClusterPorts.of(cluster).nodes.list_nodes(),
-                                                    wall=lambda: clock.utc())
+        self.metrics = metrics or ControllerMetrics(nodes=lambda: session.cluster.nodes.list_nodes(),
+                                                    wall=session.clock.utc)
         self.queue = WorkQueue()
         self.signal = StopSignal()
         if leader is not None:
@@ -331,17 +332,10 @@ class Controller:
             del self._refused[name]
         if not kept:
             return "invalid" if invalid else "idle"
-        inputs = replace(desired.inputs, recipes=tuple(kept))
-        settings = ApplySettings(holder=self.settings.holder, locked=self.settings.locked,
-                                 workers=self.settings.workers, poll_seconds=self.settings.poll_seconds,
-                                 lease_duration=self.settings.lease_duration,
-                                 wait_for_lock=self.settings.wait_for_lock, controller=True,
-                                 superseded=self.leader.superseded if self.leader is not None else frozenset())
-        cluster = StoppableCluster(self.cluster, self.signal)
-        clock = StoppableClock(self.clock, self.signal)
-        changes = StoppableFeed(self.changes, self.clock, self.signal) if self.changes is not None else None
+        inputs = desired.inputs.only({r.name for r in kept})
+        session = self._stoppable()
         try:
-            result = apply_recipes(inputs, cluster, clock, settings, self._observers(), changes=changes)
+            result = self._apply(session, inputs)
         except (PassStopped, LeaseLostError, LeaseHeldError) as e:
             return self._failed(e)
         except InputError as e:
@@ -354,12 +348,11 @@ class Controller:
             # whole set at once)
             for name, why in refused.items():
                 self._refuse(name, why)
-            rest = tuple(r for r in inputs.recipes if r.name not in refused)
+            rest = {r.name for r in inputs.recipes} - set(refused)
             if not rest:
                 return "invalid"
             try:
-                result = apply_recipes(replace(inputs, recipes=rest), cluster, clock, settings, self._observers(),
-                                       changes=changes)
+                result = self._apply(session, inputs.only(rest))
             except ReconcilerError as again:
                 return self._failed(again)
         except ReconcilerError as e:
@@ -380,6 +373,20 @@ class Controller:
                 return "preempted"
             return "stopped" if why else "lease-lost"
         return "succeeded" if result.succeeded else "failed"
+
+    def _stoppable(self) -> Session:
+        """The session with its writes and waits fenced by the stop signal (:mod:`.stopping`)."""
+        s = self.session
+        feed = StoppableFeed(s.changes, s.clock, self.signal) if s.changes is not None else None
+        return Session(StoppableCluster(s.cluster, self.signal).ports, StoppableClock(s.clock, self.signal),
+                       changes=feed, description=s.description, poll_seconds=s.poll_seconds, sim=s.sim)
+
+    def _apply(self, session: Session, inputs: Inputs) -> ApplyResult:
+        c = self.settings
+        return session.apply(inputs, locked=c.locked, workers=c.workers, poll_seconds=c.poll_seconds,
+                             lease_duration=c.lease_duration, wait_for_lock=c.wait_for_lock, holder=c.holder,
+                             observers=self._observers(), controller=True,
+                             superseded=self.leader.superseded if self.leader is not None else frozenset())
 
     def _failed(self, e: ReconcilerError) -> str:
         """The outcome of a pass the service ended with ``e``."""
@@ -405,7 +412,7 @@ class Controller:
         out = {}
         for recipe in inputs.recipes:
             try:
-                (plan,) = plan_recipes(replace(inputs, recipes=(recipe,)), self.cluster)
+                (plan,) = self.session.plan(inputs.only({recipe.name}))
             except InputError as e:
                 out[recipe.name] = str(e)
                 continue

@@ -56,10 +56,11 @@ class FencedCluster:
     @property
     def ports(self) -> ClusterPorts:
         """The fenced bundle: nodes, pods, stages, events (and controls, when ``inner`` has a
-        control store) through this fence; ``leases`` unfenced (the fence *is* the lease)."""
+        control store) through this fence; ``leases`` unfenced (the fence *is* the lease); the
+        bundle's ``namespace``."""
         r = self.roles
         return ClusterPorts(nodes=self, pods=self, stages=self, leases=r.leases, events=self,
-                            controls=self if r.controls is not None else None)
+                            controls=self if r.controls is not None else None, namespace=r.namespace)
 
     @property
     def writes(self) -> int:

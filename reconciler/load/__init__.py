@@ -33,8 +33,9 @@ exception leaves this package.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from types import MappingProxyType
 
 from reconciler.errors import InputError, InputErrors, SourcePos
@@ -86,6 +87,25 @@ class Inputs:
     reset_overrides: Mapping[str, bool] = field(default_factory=dict, compare=False, repr=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
+    @cached_property
+    def resolved(self) -> Mapping[str, DeploymentPolicy | InputError]:
+        """Each recipe's deployment policy by recipe name, or the :class:`InputError` saying why it
+        has none (:func:`policy_for`), resolved once on first use for every later reader of these
+        inputs: the plan, the apply, the controller's pass, the CLI's outputs."""
+        out: dict[str, DeploymentPolicy | InputError] = {}
+        for r in self.recipes:
+            try:
+                out[r.name] = _resolve(r, self)
+            except InputError as e:
+                out[r.name] = e
+        return MappingProxyType(out)
+
+    def only(self, names: Collection[str]) -> Inputs:
+        """These inputs with only the recipes called ``names``, their policies as resolved here."""
+        out = replace(self, recipes=tuple(r for r in self.recipes if r.name in names))
+        out.__dict__["resolved"] = MappingProxyType({n: p for n, p in self.resolved.items() if n in names})
+        return out
+
     def recipe(self, name: str) -> Recipe:
         """The recipe called ``name``.
 
@@ -130,7 +150,8 @@ def deprecation_warnings(found: Sequence[recipes.Deprecated]) -> tuple[str, ...]
 
 
 def policy_for(recipe: Recipe, inputs: Inputs) -> DeploymentPolicy:
-    """The deployment policy of ``recipe``.
+    """The deployment policy of ``recipe``: as :attr:`Inputs.resolved` holds it when ``recipe``
+    is one of ``inputs``' recipes (resolved once), else resolved now.
 
     A recipe without ``deploymentPolicy`` gets :meth:`DeploymentPolicy.legacy` (one ``__default__``
     compartment, its ``interruptionBudget`` or 100 %; semantics §1.2.6), named
@@ -141,6 +162,15 @@ def policy_for(recipe: Recipe, inputs: Inputs) -> DeploymentPolicy:
         InputError: the named policy was not loaded; positioned at the recipe's
             ``spec.deploymentPolicy``.
     """
+    got = inputs.resolved.get(recipe.name)
+    if got is None or not any(r is recipe for r in inputs.recipes):
+        got = _resolve(recipe, inputs)
+    if isinstance(got, InputError):
+        raise got
+    return got
+
+
+def _resolve(recipe: Recipe, inputs: Inputs) -> DeploymentPolicy:
     if recipe.deploymentPolicy is None:
         policy = DeploymentPolicy.legacy(LEGACY_POLICY, recipe.interruptionBudget).model_copy(
             update={"source": recipe.source}

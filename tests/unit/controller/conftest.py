@@ -15,6 +15,8 @@ from reconciler.adapters.sim.config import SimConfig
 from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.controller.loop import Controller, ControllerSettings
 from reconciler.controller.source import ObjectSource
+from reconciler.ports import ClusterPorts
+from reconciler.session import Session
 
 ROOT = Path(__file__).resolve().parents[3]
 FLEET = str(ROOT / "examples" / "fleets" / "gpu-24.yaml")
@@ -79,6 +81,7 @@ def make(objects: list[dict[str, Any]], config: SimConfig | None = None, *, poli
     source = ObjectSource(list(policies))
     source.replace(objects)
     writer = Writer(source)
-    ctl = Controller(source, sim, sim, ControllerSettings(holder="test/1", workers=1, wait_for_lock=0.0),
+    ctl = Controller(source, Session(ClusterPorts.of(sim), sim, sim=sim),
+                     ControllerSettings(holder="test/1", workers=1, wait_for_lock=0.0),
                      status=(writer, source), events=(events, source) if events is not None else None)
     return ctl, sim, writer

@@ -100,6 +100,7 @@ def test_a_stop_request_ends_the_wait_for_the_first_lists() -> None:
     from reconciler.cli.wiring import Wired
     from reconciler.controller.loop import Controller, ControllerSettings
     from reconciler.controller.source import DirectorySource
+    from reconciler.session import Session
 
     class NeverSynced:
         name = "nodes"
@@ -111,7 +112,7 @@ def test_a_stop_request_ends_the_wait_for_the_first_lists() -> None:
         def start(self) -> None:
             pass
 
-    ctl = Controller(DirectorySource([]), object(), object(), ControllerSettings(holder="t"))  # type: ignore[arg-type]
+    ctl = Controller(DirectorySource([]), Session(object(), object()), ControllerSettings(holder="t"))  # type: ignore[arg-type]
     wired = Wired(ctl, None, informers=[NeverSynced(), NeverSynced()])  # type: ignore[arg-type]
     threading.Timer(0.3, ctl.stop).start()
     t0 = time.monotonic()

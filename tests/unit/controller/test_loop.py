@@ -250,3 +250,27 @@ def test_the_node_metrics_agree_with_the_status_and_a_preempted_rollout_is_no_fa
     assert nodes["complete"] == nodes["total"] > 0
     assert _gauge(ctl, TUNING, "complete") == nodes["complete"]
     assert ctl.metrics.rollouts.labels(TUNING, "failed")._value.get() == 0
+
+
+def test_a_pass_resolves_each_recipes_policy_once() -> None:
+    """The pass checks that a recipe's policy resolves, then applies it: one resolution flows
+    through both (it was made twice: once to check, once by the service)."""
+    from dataclasses import replace
+
+    looked: list[str] = []
+
+    class Counted(dict[str, Any]):
+        def get(self, key: str, default: Any = None) -> Any:
+            looked.append(key)
+            return super().get(key, default)
+
+    ctl, _, _ = make([recipe_object("gpu-training-tuning.yaml")])
+    current = ctl.source.current
+
+    def counted() -> Any:
+        d = current()
+        return replace(d, inputs=replace(d.inputs, policies=Counted(d.inputs.policies)))
+
+    ctl.source.current = counted  # type: ignore[method-assign]
+    assert ctl.reconcile(["startup"]) == "succeeded"
+    assert looked == ["gpu-rollout"]

@@ -12,6 +12,8 @@ from reconciler.controller.loop import Controller, ControllerSettings
 from reconciler.controller.source import ObjectSource
 from reconciler.errors import TransientError
 from reconciler.ops.controls import control_patch, store_for
+from reconciler.ports import ClusterPorts
+from reconciler.session import Session
 from tests.unit.controller.conftest import FLEET, POLICIES, Writer, conditions, recipe_object
 
 TUNING = "gpu-training-tuning"
@@ -32,7 +34,8 @@ def _make(objects: list[dict[str, Any]], sink: Sink, config: SimConfig | None = 
     sim = SimFleet.from_file(FLEET, config)
     source = ObjectSource([POLICIES])
     source.replace(objects)
-    ctl = Controller(source, sim, sim, ControllerSettings(holder="test/1", workers=1, wait_for_lock=0.0),
+    ctl = Controller(source, Session(ClusterPorts.of(sim), sim, sim=sim),
+                     ControllerSettings(holder="test/1", workers=1, wait_for_lock=0.0),
                      status=(Writer(source), source), events=(sink, source))
     return ctl, sim
 

@@ -176,3 +176,14 @@ def test_the_fenced_cluster_exposes_the_bundles_control_store() -> None:
 
     with pytest.raises(TypeError, match="keeps no ConfigMaps"):
         FencedCluster(replace(bundle, controls=None), Open()).get_config_map("a", "b")
+
+
+def test_the_fenced_bundle_keeps_the_reconcilers_namespace() -> None:
+    """A bundle in another namespace (``-n``) stays there fenced: the pause/disable switches of a
+    controller pass are read from that namespace's controls ConfigMap, not the default one."""
+    from dataclasses import replace
+
+    from reconciler.ops.controls import namespace_for
+
+    bundle = replace(ClusterPorts.of(SimFleet(fleet())), namespace="gpu-ops")
+    assert namespace_for(FencedCluster(bundle, _Refuse()).ports) == "gpu-ops"
