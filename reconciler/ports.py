@@ -275,8 +275,10 @@ class StageRunner(Protocol):
         """One write: create the stage pod for ``spec`` on its node; no-op if it already exists."""
         ...
 
-    def stage_status(self, spec: StageSpec) -> StageStatus:
-        """Read the stage pod's state (``missing`` when it does not exist)."""
+    def stage_status(self, spec: StageSpec, *, log: bool = False) -> StageStatus:
+        """Read the stage pod's state (``missing`` when it does not exist). ``log``: a failed pod's
+        ``log_tail`` is its failing container's log (one more request on a real cluster; without
+        it, a failed pod's ``log_tail`` is empty)."""
         ...
 
     def delete_stage(self, spec: StageSpec) -> None:

@@ -161,9 +161,11 @@ class DaemonSetExists:
 
 @dataclass(frozen=True)
 class ReadStage:
-    """The stage pod's status."""
+    """The stage pod's status; ``log``: with the failing container's log tail (a request on a real
+    cluster: asked only for a failure record)."""
 
     spec: StageSpec
+    log: bool = False
 
 
 Read = ReadNode | ListPods | GetPod | ListPdbs | DaemonSetExists | ReadStage
@@ -209,6 +211,7 @@ class View:
     pdbs: tuple[PdbInfo, ...] | None = None
     daemonsets: Mapping[tuple[str, str], bool] = field(default_factory=dict)
     stages: Mapping[str, StageStatus] = field(default_factory=dict)
+    logs: Mapping[str, str] = field(default_factory=dict)  # pod name → log tail (ReadStage with log)
     evictions: Mapping[str, EvictResult] = field(default_factory=dict)
     error: ClusterError | None = None
 

@@ -96,9 +96,9 @@ class FencedCluster:
         """See :meth:`Cluster.daemonset_exists`."""
         return self.roles.pods.daemonset_exists(namespace, name)
 
-    def stage_status(self, spec: StageSpec) -> StageStatus:
+    def stage_status(self, spec: StageSpec, *, log: bool = False) -> StageStatus:
         """See :meth:`Cluster.stage_status`."""
-        return self.roles.stages.stage_status(spec)
+        return self.roles.stages.stage_status(spec, log=log)
 
     def get_lease(self, name: str) -> LeaseInfo | None:
         """See :meth:`Cluster.get_lease`."""

@@ -333,7 +333,7 @@ class NodeRun:
         if isinstance(r, DaemonSetExists):
             return ports.pods.daemonset_exists(r.namespace, r.name)
         assert isinstance(r, ReadStage)
-        return ports.stages.stage_status(r.spec)
+        return ports.stages.stage_status(r.spec, log=r.log)
 
     def resume(self, answer: Answer) -> Job | None:
         """Take the job's answer (deciding thread) and decide the next move."""
@@ -347,7 +347,7 @@ class NodeRun:
     def _with_reads(self, answer: ReadAnswer) -> View:
         v = self._view
         nodes, lists = list(v.nodes), list(v.pod_lists)
-        pods, ds, stages = dict(v.pods), dict(v.daemonsets), dict(v.stages)
+        pods, ds, stages, logs = dict(v.pods), dict(v.daemonsets), dict(v.stages), dict(v.logs)
         pdbs = v.pdbs
         for r, a in zip(answer.reads, answer.answers, strict=False):
             if isinstance(r, ReadNode):
@@ -362,8 +362,10 @@ class NodeRun:
                 ds[(r.namespace, r.name)] = bool(a)
             elif isinstance(r, ReadStage) and isinstance(a, StageStatus):
                 stages[r.spec.pod_name] = a
+                if r.log:
+                    logs[r.spec.pod_name] = a.log_tail
         return View(nodes=tuple(nodes), fresh=v.fresh, pod_lists=tuple(lists), pods=pods,
-                    pdbs=pdbs if pdbs is None else tuple(pdbs), daemonsets=ds, stages=stages,
+                    pdbs=pdbs if pdbs is None else tuple(pdbs), daemonsets=ds, stages=stages, logs=logs,
                     evictions=v.evictions, error=answer.error or v.error)
 
     def _settle(self, t: Transition[Memory], answer: EffectAnswer) -> Job | None:

@@ -173,7 +173,7 @@ class StagePhases(StepCore):
             return self._stage_succeeded(run)
         if j.verdict is StageVerdict.FAILED:
             live = spec if st.phase in ("running", "pending") else None  # given up on while its pod runs
-            return self._stage_failed(run, st.exit_code, j.reason, st.log_tail, live=live)
+            return self._stage_failed(run, spec, st.exit_code, j.reason, live=live)
         return now + min(self.ctx.poll_seconds, j.wake_in)
 
     def _attempt_key(self, run: StageRun, stage: str) -> str:
@@ -263,16 +263,17 @@ class StagePhases(StepCore):
         self._defer(ann)
         return self._now
 
-    def _stage_failed(self, run: StageRun, code: int | None, reason: str, tail: str,
+    def _stage_failed(self, run: StageRun, spec: StageSpec, code: int | None, reason: str,
                       live: StageSpec | None = None) -> float | None:
         """A stage failed (its exit code, a timeout, an image that never pulls): recorded
-        erroring, then retried after the backoff or, out of attempts, the node fails. ``live``:
-        the stage's pod still runs (a timeout, a pull that never ends): it is deleted once the
-        failure is recorded, so no pod of the stage runs beside the next attempt's, nor beside a
-        retried lifecycle's."""
+        erroring, then retried after the backoff or, out of attempts, the node fails (its pod's log
+        read only then, for the failure record). ``live``: the stage's pod still runs (a timeout, a
+        pull that never ends): it is deleted once the failure is recorded, so no pod of the stage
+        runs beside the next attempt's, nor beside a retried lifecycle's."""
         stage = run.stages[run.index]
         now = self._now
         retries = self.recipe.timeouts.stageRetries
+        tail = self._stage_log(spec) if run.attempt > retries else ""  # only a failure record shows it
         self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.ERRORING, run.step,
                         restarts=run.attempt)
         if self._awaited(run):  # superseded: recorded as it ended, not retried; the newer release follows
@@ -422,7 +423,8 @@ class StagePhases(StepCore):
         if st.phase == "failed" or self._elapsed(Phase.INTERRUPT, fl.requestedAt) >= self.recipe.timeouts.stage:
             return self._fail(FailureReason.INTERRUPT_FAILED,
                               f"{interrupt.type} interrupt failed: exit {st.exit_code} {st.reason}",
-                              keep_cordon=True, stage=Stage.INTERRUPT, exit_code=st.exit_code, log_tail=st.log_tail)
+                              keep_cordon=True, stage=Stage.INTERRUPT, exit_code=st.exit_code,
+                              log_tail=self._stage_log(spec))
         return now + self.ctx.poll_seconds
 
     def _interrupt_done(self) -> float | None:

@@ -175,6 +175,14 @@ class StepCore:
             raise _Need(ReadStage(spec))
         return st
 
+    def _stage_log(self, spec: StageSpec) -> str:
+        """The failing container's log tail of the stage pod of ``spec``, read only for a failure
+        record (a request on a real cluster): ask before changing the memory."""
+        tail = self.v.logs.get(spec.pod_name)
+        if self._wrote or tail is None:
+            raise _Need(ReadStage(spec, log=True))
+        return tail
+
     def _classify(self, pods: list[PodInfo], *, daemonsets: bool) -> Any:
         missing: list[Read] = []
 

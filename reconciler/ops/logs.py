@@ -85,7 +85,7 @@ def find_logs(cluster: StageRunner, node: NodeInfo, recipe: str, package: str, s
     record's tail when it is about this package."""
     out: list[StageLog] = []
     for spec in candidates(node, recipe, package, stage, max_attempts):
-        st: StageStatus = cluster.stage_status(spec)
+        st: StageStatus = cluster.stage_status(spec, log=True)
         if st.phase == "missing":
             continue
         out.append(StageLog(node.name, package, spec.version, spec.stage, "pod", spec.pod_name, spec.attempt,

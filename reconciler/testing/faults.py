@@ -346,10 +346,10 @@ class FaultyCluster:
                                self.roles.pods.daemonset_exists, namespace, name)
         return out
 
-    def stage_status(self, spec: StageSpec) -> StageStatus:
+    def stage_status(self, spec: StageSpec, *, log: bool = False) -> StageStatus:
         """Forwarded ``Cluster.stage_status``."""
         out: StageStatus = self._call("stage_status", _stage_target(spec), f"get pod {spec.pod_name}",
-                                      self.roles.stages.stage_status, spec)
+                                      self.roles.stages.stage_status, spec, log=log)
         return out
 
     def get_lease(self, name: str) -> LeaseInfo | None:

@@ -156,11 +156,11 @@ class KubeStages:
             self.store.put_pod(obj)
         return obj
 
-    def stage_status(self, spec: StageSpec) -> StageStatus:
-        """The stage pod's state (from the store when it holds it, else one GET; plus one log read
-        the first time it is seen failed), ``missing`` when there is no such pod. ``log_tail``: the
-        last 20 lines of the failing container's log, best effort (empty when logs are unavailable,
-        e.g. on kwok nodes)."""
+    def stage_status(self, spec: StageSpec, *, log: bool = False) -> StageStatus:
+        """The stage pod's state (from the store when it holds it, else one GET; with ``log``, plus
+        one log read the first time it is seen failed), ``missing`` when there is no such pod.
+        ``log_tail``: with ``log``, the last 20 lines of the failing container's log, best effort
+        (empty when logs are unavailable, e.g. on kwok nodes)."""
         hit, pod = self.store.stage_pod(spec.pod_name) if self.store is not None else (False, None)
         if hit and pod is None:
             return StageStatus("missing")
@@ -170,7 +170,7 @@ class KubeStages:
             except NotFoundError:
                 return StageStatus("missing")
         st, container = stage_status_from_pod(pod)
-        if st.phase == "failed" and container and self.fetch_logs:
+        if log and st.phase == "failed" and container and self.fetch_logs:
             # a terminated container's log no longer changes: read it once per pod (by UID)
             uid = str((pod.get("metadata") or {}).get("uid") or "")
             tail = self._log_tails.get((uid, container)) if uid else None

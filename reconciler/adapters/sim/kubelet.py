@@ -11,6 +11,7 @@ terminated, or waiting on an image pull) and read back with the kube adapter's i
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -215,13 +216,16 @@ class SimKubelet(SimCore):
             self._bump(n)
             self._index.node_changed(node)
 
-    def stage_status(self, spec: StageSpec) -> StageStatus:
+    def stage_status(self, spec: StageSpec, *, log: bool = False) -> StageStatus:
         """The stage pod's state, read from the Pod as the kube adapter reads it
-        (:func:`~reconciler.adapters.kube.stagepod.stage_status_from_pod`), with the failure's log tail."""
+        (:func:`~reconciler.adapters.kube.stagepod.stage_status_from_pod`); ``log``: with the
+        failure's log tail (as the kube adapter, a failed pod's is empty without it)."""
         rec = self._stages.get(spec.pod_name)
         if rec is None:
             return StageStatus("missing")
         status: StageStatus = rec["status"]
+        if not log and status.phase == "failed" and status.log_tail:
+            return replace(status, log_tail="")
         return status
 
     def stage_pod(self, name: str) -> Obj | None:

@@ -161,7 +161,8 @@ def test_stage_pods_are_the_kube_adapters_pods_read_by_its_interpreter() -> None
     st, container = stage_status_from_pod(failed)
     assert (st.phase, st.exit_code, st.reason, container) == ("failed", 7, "Error", "p-apply")
     assert failed["status"]["phase"] == "Failed"
-    assert "simulated failure (exit 7)" in sim.stage_status(specs["n1"]).log_tail
+    assert "simulated failure (exit 7)" in sim.stage_status(specs["n1"], log=True).log_tail
+    assert sim.stage_status(specs["n1"]).log_tail == ""  # as the kube adapter: the log only when asked
     pulling = sim.stage_status(specs["n2"])  # waits on the pull; the executor's pull grace decides
     assert (pulling.phase, pulling.reason) == ("pending", "ErrImagePull")
     done = sim.stage_pod(specs["n3"].pod_name)

@@ -41,11 +41,13 @@ from reconciler.execute.stagework import build_runs, interrupt_spec
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
     CordonRecord,
+    FailureRecord,
     InFlight,
     cordon_key,
     dump_model,
     failure_key,
     inflight_key,
+    parse_model,
     validate_key,
     validated_key,
 )
@@ -172,11 +174,13 @@ def _lost(t: Transition[Memory], who: str, attempt: int = 2) -> bool:
             and not t.memory.runs[0].seen and t.rollbacks[1].runs[0].attempt == attempt)
 
 
-def stage_view(status: StageStatus, attempt: int = 1, **kw: Any) -> View:
+def stage_view(status: StageStatus, attempt: int = 1, log: str | None = None, **kw: Any) -> View:
+    """The view of the first stage pod's ``status`` (and its log tail when ``log`` is given: read)."""
     m = stages_mem(running=True, attempt=attempt)
     from reconciler.execute.stagework import stage_spec
     spec = stage_spec(RECIPE, "n1", m.runs[0], "apply", lifecycle="run-1", agent_image=None)
-    return View(fresh=node(unschedulable=True, ours=True), stages={spec.pod_name: status}, **kw)
+    return View(fresh=node(unschedulable=True, ours=True), stages={spec.pod_name: status},
+                logs={} if log is None else {spec.pod_name: log}, **kw)
 
 
 def drain_mem(answer: EvictResult | None = None, **track: Any) -> tuple[Memory, View]:
@@ -358,16 +362,22 @@ ROWS = [
     Row("stages/failed-retries-left->retry", stages_mem(running=True),
         stage_view(StageStatus("failed", exit_code=3, started=UTC - 10)),
         effects=(PatchNode, Announce), phase=Phase.STAGES, wake=10.0, announce=(EventKind.STAGE_RETRY,)),
-    Row("stages/failed-no-retries->failed", stages_mem(running=True, attempt=3),
+    # the failing container's log is a request on a real cluster: read only for the failure record
+    Row("stages/failed-no-retries->reads-its-log", stages_mem(running=True, attempt=3),
         stage_view(StageStatus("failed", exit_code=3, started=UTC - 10), attempt=3),
+        needs=(ReadStage,), check=lambda t: t.needs[0].log and t.memory.runs[0].attempt == 3),
+    Row("stages/failed-no-retries->failed", stages_mem(running=True, attempt=3),
+        stage_view(StageStatus("failed", exit_code=3, started=UTC - 10), attempt=3, log="modprobe: error"),
         effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
-        reason=FailureReason.STAGE_FAILED),
+        reason=FailureReason.STAGE_FAILED,
+        check=lambda t: parse_model(FailureRecord, t.effects[0].annotations[failure_key(R)]).logTail
+        == "modprobe: error"),
     Row("stages/timeout-last-attempt->failed", stages_mem(running=True, attempt=3, started=UTC - 4000),
-        stage_view(StageStatus("running", started=UTC - 4000), attempt=3),
+        stage_view(StageStatus("running", started=UTC - 4000), attempt=3, log=""),
         effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
         reason=FailureReason.STAGE_TIMEOUT),
     Row("stages/image-pull-stuck->failed", stages_mem(running=True, attempt=3, started=UTC - 120),
-        stage_view(StageStatus("pending", reason="ImagePullBackOff", started=UTC - 120), attempt=3),
+        stage_view(StageStatus("pending", reason="ImagePullBackOff", started=UTC - 120), attempt=3, log=""),
         effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
         reason=FailureReason.IMAGE_PULL_BACK_OFF),
     Row("stages/left-selector-before-any-stage->released", stages_mem(running=False),
@@ -425,7 +435,14 @@ ROWS = [
         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),
         View(nodes=(node(unschedulable=True, ours=True, boot="b1",
                          inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),)),
-        needs=(ReadStage,), phase=Phase.INTERRUPT),
+        needs=(ReadStage,), phase=Phase.INTERRUPT, check=lambda t: not t.needs[0].log),
+    # the reboot ends the interrupt pod (failed): nothing reads its log, the node's boot ID tells
+    Row("interrupt/reboot-pod-failed->waits-for-the-boot-id", mem(Phase.INTERRUPT, owns_cordon=True,
+        inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),
+        View(nodes=(node(unschedulable=True, ours=True, boot="b1",
+                         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),),
+             stages={INTERRUPT_POD: StageStatus("failed", exit_code=137, started=UTC - 30)}),
+        effects=(), phase=Phase.INTERRUPT, wake=5.0),
     Row("error/transient-in-drain->retry", mem(Phase.DRAIN), View(error=TransientError("reset", 0, "")),
         effects=(Log,), phase=Phase.DRAIN, check=lambda t: t.memory.streak == 1),
     Row("error/transient-in-uncordon->retry", mem(Phase.UNCORDON),
