@@ -287,18 +287,16 @@ class DrainPhases(StepCore):
             t.asked = False
 
     def _drain_wait(self) -> float | None:
-        """Drained = every evicted pod is gone (404 or a new UID), not "eviction accepted"; one LIST
-        of the node's pods answers for all of them (kubectl GETs each pod)."""
+        """Drained = every evicted pod is gone (absent, or a new UID), not "eviction accepted"; one
+        look at the node's pods answers for all of them (kubectl GETs each pod; on a real cluster
+        the watch store answers it: no request)."""
         m = self.m
         now = self._now
         opts = self.recipe.drain
         waiting = [tr for tr in m.evictions.values() if tr.evicted and not tr.gone]
-        on_node: dict[tuple[str, str], PodInfo] = {}
-        if len(waiting) > 1:
-            on_node = {(p.namespace, p.name): p for p in self._list_pods()}
+        on_node = {(p.namespace, p.name): p for p in self._list_pods()} if waiting else {}
         for tr in waiting:
-            cur = on_node.get((tr.pod.namespace, tr.pod.name)) if len(waiting) > 1 else self._get_pod(
-                tr.pod.namespace, tr.pod.name)
+            cur = on_node.get((tr.pod.namespace, tr.pod.name))
             if cur is None or cur.uid != tr.pod.uid or (
                 opts.skipWaitForDeleteTimeoutSeconds
                 and cur.deletion_ts is not None

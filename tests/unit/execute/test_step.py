@@ -25,7 +25,6 @@ from reconciler.execute.effects import (
     Evict,
     EvictAnswer,
     EvictResult,
-    GetPod,
     ListPods,
     Log,
     PatchNode,
@@ -295,10 +294,11 @@ ROWS = [
         effects=(PatchNode, Announce), phase=Phase.DRAIN, wake=0.0,
         check=lambda t: t.effects[0].unschedulable is True and t.memory.recordons == 1),
     # ---- DRAIN: eviction answers
-    Row("drain/accepted->look-for-the-pod", *drain_mem(EvictResult(EvictAnswer.ACCEPTED)),
-        needs=(GetPod,), phase=Phase.DRAIN),
+    # one look at the node's pods answers for every pod evicted, even one (the watch store holds them)
+    Row("drain/accepted->look-at-the-nodes-pods", *drain_mem(EvictResult(EvictAnswer.ACCEPTED)),
+        needs=(ListPods,), phase=Phase.DRAIN),
     Row("drain/accepted-and-gone->stages", drain_mem(EvictResult(EvictAnswer.ACCEPTED))[0],
-        View(evictions={"default/web": EvictResult(EvictAnswer.ACCEPTED)}, pods={("default", "web"): None},
+        View(evictions={"default/web": EvictResult(EvictAnswer.ACCEPTED)}, pod_lists=((),),
              nodes=(node(unschedulable=True, ours=True, inflight=fl("drain")),)),
         effects=(Announce, Announce, PatchNode, StartStage, Announce), phase=Phase.STAGES,
         announce=(EventKind.EVICT, EventKind.DRAINED, EventKind.STAGE_START)),
@@ -328,7 +328,7 @@ ROWS = [
         reason=FailureReason.MULTIPLE_PDBS),
     Row("drain/timeout->failed", mem(Phase.DRAIN, owns_cordon=True, inflight=fl("drain", timers={
         "drain": to_rfc3339(UTC - 101)}), evictions={"default/web": EvictTrack(WEB, evicted=True)}),
-        View(pods={("default", "web"): WEB}, pdbs=()),
+        View(pod_lists=((WEB,),), pdbs=()),
         effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
         reason=FailureReason.DRAIN_TIMEOUT),
     Row("drain/429-retry-after-longer-than-the-pause", *drain_mem(EvictResult(EvictAnswer.TOO_MANY, "slow down",
