@@ -34,7 +34,7 @@ from reconciler.model.plan import Plan
 from reconciler.model.selector import LabelSelector
 from reconciler.ops.controls import Action, Control, control_patch, read_controls, store_for
 from reconciler.ops.names import require_package, require_recipe
-from reconciler.ops.nodeops import ignore_patch, reset_package_patch, reset_patch
+from reconciler.ops.nodeops import ignore_patch, rerun_patch, reset_package_patch, reset_patch
 from reconciler.ops.patches import (
     ConfigMapPatch,
     NodeOp,
@@ -163,9 +163,10 @@ class Session:
             controller=controller, superseded=superseded)
         return apply_recipes(inputs, self.cluster, self.clock, settings, observers, changes=self.changes)
 
-    def selector(self, selector: str | LabelSelector | None) -> LabelSelector | None:
-        """``selector`` (kubectl's ``-l`` syntax or parsed), checked to match at least one node.
-        Raises InputError."""
+    def selector(self, selector: str | LabelSelector | None, nodes: Sequence[NodeInfo] | None = None
+                 ) -> LabelSelector | None:
+        """``selector`` (kubectl's ``-l`` syntax or parsed), checked to match at least one of
+        ``nodes`` (default: every node). Raises InputError."""
         if selector is None:
             return None
         if isinstance(selector, str):
@@ -176,7 +177,7 @@ class Session:
                 selector = parse_selector(text)
             except SelectorSyntaxError as e:
                 raise InputError(f"selector {clip(text)}: {e}") from None
-        nodes = self.cluster.nodes.list_nodes()
+        nodes = self.cluster.nodes.list_nodes() if nodes is None else nodes
         if not any(selector.matches(n.labels) for n in nodes):
             raise InputError(f"-l/--selector {clip(selector.kubectl_text())}: no node has these labels "
                              f"({len(nodes)} node(s) looked at)")
@@ -186,11 +187,20 @@ class Session:
     def status(self, recipe: str | None = None, *, selector: str | LabelSelector | None = None) -> list[NodeStatus]:
         """Every node's recorded state (``recipe``: only that one, which must be known). Raises
         InputError."""
+        return [node_status(n, recipe) for n in self.nodes(selector, recipe=recipe)]
+
+    def nodes(self, selector: str | LabelSelector | None = None, *, recipe: str | None = None,
+              package: str | None = None) -> list[NodeInfo]:
+        """Every node (one LIST), or those ``selector`` matches (there must be some), once
+        ``recipe`` (a recipe the cluster knows) and ``package`` (recorded on some node, for
+        ``recipe`` when given) are checked. Raises InputError."""
         nodes = self.cluster.nodes.list_nodes()
         if recipe is not None:
             require_recipe(recipe, self.cluster, nodes)
-        only = self.selector(selector)
-        return [node_status(n, recipe) for n in nodes if only is None or only.matches(n.labels)]
+        if package is not None:
+            require_package(package, nodes, recipe)
+        only = self.selector(selector, nodes)
+        return [n for n in nodes if only is None or only.matches(n.labels)]
 
     def controls(self) -> dict[str, Control]:
         """Every recipe's pause/disable switches."""
@@ -265,10 +275,26 @@ class Session:
             op = partial(reset_patch, recipe=recipe, force=force)
         return self._nodes_op(nodes, selector, op, "reset", listed=listed, every=True)
 
+    def rerun(self, recipe: str, package: str, nodes: Sequence[str] = (), *,
+              selector: str | LabelSelector | None = None, stage: str | None = None, version: str | None = None,
+              force: bool = False) -> Operation:
+        """Run ``package`` of ``recipe`` again on ``nodes`` (or ``selector``): its entry goes to
+        ``stage`` in progress with fresh attempts (None: removed, the package restarts from apply)
+        and the node's failure record is dropped; a failed lifecycle (with ``force``, one in
+        flight) resumes, the package counted as restarted in it
+        (:func:`~reconciler.ops.nodeops.rerun_patch`)."""
+        listed = self.cluster.nodes.list_nodes()
+        require_recipe(recipe, self.cluster, listed)
+        require_package(package, listed, recipe)
+        op = partial(rerun_patch, recipe=recipe, package=package, stage=stage, version=version, force=force)
+        return self._nodes_op(nodes, selector, op, "rerun", listed=listed,
+                              untouched=f"no entry of {package} for recipe {recipe} on")
+
     def _nodes_op(self, names: Sequence[str], selector: str | LabelSelector | None, op: NodeOp, verb: str, *,
-                  listed: list[NodeInfo] | None = None, every: bool = False) -> Operation:
+                  listed: list[NodeInfo] | None = None, every: bool = False,
+                  untouched: str = "nothing to change on") -> Operation:
         nodes = listed if listed is not None else self.cluster.nodes.list_nodes()
-        only = self.selector(selector)
+        only = self.selector(selector, nodes)
         if only is not None:
             nodes = [n for n in nodes if only.matches(n.labels)]
         if not names and only is None and not every:
@@ -277,8 +303,8 @@ class Session:
         chosen = select_nodes(nodes, list(names), scope=scope) if names else nodes
         refused: list[NodeRefused] = []  # issue 34: a node reset refuses leaves the others to be reset
         patches = plan_node_patches(chosen, op, refused)
-        untouched = [n.name for n in chosen if n.name not in {p.node for p in patches}]
-        notes = [f"nothing to change on {', '.join(untouched)}"] if untouched and verb != "reset" else []
+        left = [n.name for n in chosen if n.name not in {p.node for p in patches}]
+        notes = [f"{untouched} {', '.join(left)}"] if left and verb != "reset" else []
         uncordon = sum(1 for p in patches if p.unschedulable is False)
         if verb == "reset" and uncordon:
             notes.append(f"{uncordon} node(s) to uncordon (cordon held by the recipe)")

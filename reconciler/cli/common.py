@@ -121,21 +121,3 @@ def add_retry_failed_arg(p: argparse.ArgumentParser) -> None:
     :func:`reconciler.model.nodestate.not_retried`)."""
     p.add_argument("--retry-failed", action="store_true",
                    help="retry nodes that failed in an earlier run with the same inputs (default: leave them failed)")
-
-
-def selected(args: argparse.Namespace, nodes: Sequence[Any]) -> list[Any]:
-    """``nodes`` narrowed to ``-l/--selector`` (all of them without it).
-
-    Raises:
-        InputError: a selector that matches no node.
-    """
-    sel = getattr(args, "selector", None)
-    if sel is None:
-        return list(nodes)
-    chosen = [n for n in nodes if sel.matches(n.labels)]
-    if not chosen:
-        from reconciler.errors import InputError, clip
-
-        raise InputError(f"-l/--selector {clip(sel.kubectl_text())}: no node has these labels "
-                         f"({len(nodes)} node(s) looked at)")
-    return chosen

@@ -19,10 +19,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.errors import InputError
-from reconciler.ops.names import require_recipe
 
 
 def add_parser(sub: Any) -> None:
@@ -65,11 +64,8 @@ def run(args: argparse.Namespace) -> int:
     if args.node_cmd in ("status", "list"):
         from reconciler.cli.statusviews import show
 
-        nodes = opened.cluster.nodes.list_nodes()
-        if getattr(args, "recipe", None):
-            require_recipe(args.recipe, opened.cluster, nodes)
         args.node, args.package = list(args.nodes) or [".*"], None
-        return show(args, selected(args, nodes))
+        return show(args, opened.nodes(args.selector, recipe=getattr(args, "recipe", None)))
     if args.node_cmd in ("ignore", "unignore"):
         op = (opened.ignore if args.node_cmd == "ignore" else opened.unignore)(args.nodes, selector=args.selector)
         question = f"{args.node_cmd} {len(op.changes)} node(s)?"

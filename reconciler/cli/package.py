@@ -40,17 +40,16 @@ import argparse
 import io
 import json
 import sys
-from functools import partial
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.cli.optcheck import count, seconds
 from reconciler.cli.safeio import error_line
 from reconciler.errors import EXIT_BAD_INPUT, EXIT_OK, PATH_LIMIT, InputError, clip, shown, suggestion
-from reconciler.ops.names import listing, require_package, require_recipe
-from reconciler.ops.nodeops import RERUN_STAGES, rerun_patch
-from reconciler.ops.patches import plan_node_patches, select_nodes, write_node_patches
+from reconciler.ops.names import listing
+from reconciler.ops.nodeops import RERUN_STAGES
+from reconciler.ops.patches import select_nodes
 from reconciler.report.redact import redact
 from reconciler.report.safetext import visible
 
@@ -139,32 +138,21 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
-    nodes = opened.cluster.nodes.list_nodes()
-    if args.recipe:
-        require_recipe(args.recipe, opened.cluster, nodes)
-    require_package(args.package, nodes, args.recipe)
-    nodes = selected(args, nodes)
+    if cmd == "rerun":
+        if not args.node and args.selector is None:
+            raise InputError("package rerun: name the nodes (--node) or select them with -l/--selector")
+        op = opened.rerun(args.recipe, args.package, args.node, selector=args.selector, stage=args.stage,
+                          version=args.version, force=args.force)
+        what = f"stage {args.stage}" if args.stage else "from apply"
+        return finish(args, opened, list(op.changes), list(op.notes), op.write,
+                      header=f"rerun {args.package} ({what})",
+                      question=f"rerun {args.package} ({what}) on {len(op.changes)} node(s)?")
+    nodes = opened.nodes(args.selector, recipe=args.recipe, package=args.package)
     if cmd == "status":
         from reconciler.cli.statusviews import show
 
         return show(args, nodes)
-    if cmd == "logs":
-        return _logs(args, opened, nodes)
-    if not args.node and args.selector is None:
-        raise InputError("package rerun: name the nodes (--node) or select them with -l/--selector")
-    chosen = select_nodes(nodes, args.node) if args.node else nodes
-    op = partial(rerun_patch, recipe=args.recipe, package=args.package, stage=args.stage, version=args.version,
-                 force=args.force)
-    patches = plan_node_patches(chosen, op)
-    missing = [n.name for n in chosen if n.name not in {p.node for p in patches}]
-    notes = [f"no entry of {args.package} for recipe {args.recipe} on {', '.join(missing)}"] if missing else []
-
-    def write() -> int:
-        return len(write_node_patches(opened.cluster.nodes, patches, op).written)
-
-    what = f"stage {args.stage}" if args.stage else "from apply"
-    return finish(args, opened, patches, notes, write, header=f"rerun {args.package} ({what})",
-                  question=f"rerun {args.package} ({what}) on {len(patches)} node(s)?")
+    return _logs(args, opened, nodes)
 
 
 def _validate(args: argparse.Namespace) -> int:

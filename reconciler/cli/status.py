@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg, selected
+from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg
 from reconciler.cli.console import listing_table, make_console, print_listing
 from reconciler.errors import EXIT_OK
 from reconciler.model.observed import NodeInfo
@@ -44,18 +44,9 @@ def run(args: argparse.Namespace) -> int:
     if not (args.node or args.package or args.output in ("yaml", "name")):
         docs = [s.to_dict() for s in opened.status(args.recipe, selector=args.selector)]
         return _print(args, docs)
-    nodes = opened.cluster.nodes.list_nodes()
-    if args.recipe:
-        from reconciler.ops.names import require_recipe
-
-        require_recipe(args.recipe, opened.cluster, nodes)
-    if args.package:
-        from reconciler.ops.names import require_package
-
-        require_package(args.package, nodes, args.recipe)
     from reconciler.cli.statusviews import show  # node/package views, YAML (cli/statusviews.py)
 
-    return show(args, selected(args, nodes))
+    return show(args, opened.nodes(args.selector, recipe=args.recipe, package=args.package))
 
 
 def _print(args: argparse.Namespace, docs: list[dict[str, Any]]) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 from reconciler.adapters.host import operator_identity
 from reconciler.cli.opsargs import add_write_args, finish
 from reconciler.errors import EXIT_OK, InputError
-from reconciler.ops.controls import ACTIONS, Action, read_controls, store_for
+from reconciler.ops.controls import ACTIONS, Action, store_for
 from reconciler.report.safetext import visible
 
 _HELP = {
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     opened = open_cluster(args)
     if args.list:
-        controls = read_controls(opened.cluster)
+        controls = opened.controls()
         if args.output == "json":
             print(json.dumps({k: v.model_dump() for k, v in sorted(controls.items())}, indent=2, sort_keys=True))
         elif not controls:
