@@ -90,11 +90,19 @@ class SetCondition:
 
 @dataclass(frozen=True)
 class EmitEvent:
-    """A Kubernetes Event on the node."""
+    """A Kubernetes Event on the node. ``notice``: an account of what was done (cordon, drain,
+    uncordon: :data:`NODE_EVENTS`), whose failed write is logged and leaves the lifecycle going;
+    otherwise a failed write is the step's error, as every other write's."""
 
     reason: str
     message: str
     type_: str = "Normal"
+    notice: bool = False
+
+
+#: Timeline events that are also Events on the node, by their reason (``kubectl describe node``
+#: shows who cordoned, drained and uncordoned it, and for which recipe).
+NODE_EVENTS = {EventKind.CORDON: "Cordoned", EventKind.DRAINED: "Drained", EventKind.UNCORDON: "Uncordoned"}
 
 
 @dataclass(frozen=True)

@@ -311,7 +311,12 @@ class NodeRun:
                 elif isinstance(eff, SetCondition):
                     ports.nodes.set_node_condition(self.name, eff.type_, eff.status, eff.reason, eff.message)
                 elif isinstance(eff, EmitEvent):
-                    ports.events.emit_event(self.name, eff.reason, eff.message, eff.type_)
+                    try:
+                        ports.events.emit_event(self.name, eff.reason, eff.message, eff.type_)
+                    except ClusterError as err:
+                        if not eff.notice:
+                            raise
+                        log.warning("node %s: Event %s not written: %s", self.name, eff.reason, err)
             except ClusterError as err:
                 return EffectAnswer(done=i, fresh=fresh, evictions=evictions, error=err)
         return EffectAnswer(done=len(effects), fresh=fresh, evictions=evictions)

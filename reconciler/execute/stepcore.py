@@ -11,9 +11,11 @@ from typing import Any
 
 from reconciler.errors import ClusterError, ConflictError, ForbiddenError, NotFoundError, TransientError
 from reconciler.execute.effects import (
+    NODE_EVENTS,
     Announce,
     DaemonSetExists,
     Effect,
+    EmitEvent,
     GetPod,
     ListPdbs,
     ListPods,
@@ -215,7 +217,12 @@ class StepCore:
         self._wrote = True
 
     def _event(self, kind: EventKind, detail: str = "") -> None:
+        """A timeline event; cordon, drain and uncordon are also Events on the node (:data:`NODE_EVENTS`)."""
         self._effect(Announce(kind, detail))
+        reason = NODE_EVENTS.get(kind)
+        if reason is not None:
+            what = f"recipe {self.recipe.name}" + (f": {detail}" if detail else "")
+            self._effect(EmitEvent(reason, what, notice=True))
 
     def _stamp(self) -> str:
         """The current UTC instant as persisted (RFC 3339)."""

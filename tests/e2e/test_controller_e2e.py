@@ -437,6 +437,12 @@ def test_a_rollout_with_reboots_is_never_preempted_by_its_own_reboots(
             "default", field_selector=f"involvedObject.kind=NodeRecipe,involvedObject.name={name}").items
             if e.type == "Warning"]
         assert not warnings, warnings
+        for n in nodes:  # kubectl describe node: who cordoned, drained and released it
+            said = [(e.reason, e.message) for e in sorted(core.list_namespaced_event(
+                "default", field_selector=f"involvedObject.kind=Node,involvedObject.name={n}").items,
+                key=lambda e: e.metadata.name) if e.reason in ("Cordoned", "Drained", "Uncordoned")]
+            assert [r for r, _ in said] == ["Cordoned", "Drained", "Uncordoned"], (n, said)
+            assert all(m.startswith(f"recipe {name}") for _, m in said), said
     except BaseException:
         print(a.tail())
         raise

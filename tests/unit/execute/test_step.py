@@ -18,6 +18,7 @@ import pytest
 
 from reconciler.errors import ConflictError, ForbiddenError, NotFoundError, TransientError
 from reconciler.execute.effects import (
+    NODE_EVENTS,
     WRITES,
     Announce,
     DeleteStages,
@@ -592,10 +593,18 @@ def test_step(row: Row) -> None:
     if row.needs:
         assert t.effects == () and t.memory == before  # a step that needs reads decides nothing yet
         return
+    notices = [i for i, e in enumerate(t.effects) if isinstance(e, EmitEvent) and e.notice]
+    for i, e in enumerate(t.effects):  # cordon, drain, uncordon: a notice Event on the node right after
+        if isinstance(e, Announce) and e.kind in NODE_EVENTS:
+            notice = t.effects[i + 1]
+            assert isinstance(notice, EmitEvent) and notice.notice and notice.reason == NODE_EVENTS[e.kind]
+            assert notice.message.startswith("recipe ")
+            notices.remove(i + 1)
+    assert not notices, "a notice Event without its timeline event"
     if row.effects is not None:
-        assert tuple(type(e) for e in t.effects) == row.effects
+        assert tuple(type(e) for e in t.effects if not (isinstance(e, EmitEvent) and e.notice)) == row.effects
     for i, e in enumerate(t.effects):
-        if isinstance(e, WRITES):
+        if isinstance(e, WRITES) and not (isinstance(e, EmitEvent) and e.notice):  # a notice never rolls back
             assert i in t.rollbacks, f"write {i} ({type(e).__name__}) has no rollback memory"
     if row.phase is not None:
         assert t.memory.phase is row.phase
