@@ -52,7 +52,16 @@ from typing import Any
 
 from reconciler.cli.optcheck import count
 from reconciler.cli.safeio import error_line
-from reconciler.errors import EXIT_CHANGES, EXIT_OK, PATH_LIMIT, InputError, InputErrors, SourcePos, clip
+from reconciler.errors import (
+    EXIT_CHANGES,
+    EXIT_OK,
+    PATH_LIMIT,
+    InputError,
+    InputErrors,
+    ReconcilerError,
+    SourcePos,
+    clip,
+)
 from reconciler.report.safetext import visible
 
 
@@ -173,7 +182,9 @@ def run_revisions(args: argparse.Namespace) -> int:
 
     With ``--comment``, a revision that does not load (or a comparison refused as bad input)
     replaces the sticky comment(s) with an error comment naming ``file:line`` and sets a failing
-    commit status before the error is raised (:func:`_report_invalid`)."""
+    commit status before the error is raised (:func:`_report_invalid`). When the review host
+    refuses that (a token without write access, the host down), the refusal is printed as an
+    error and the head's own error is raised all the same: the exit code is 2, bad input."""
     from reconciler.adapters.git.repo import GitRepo
     from reconciler.cli.reportfile import check_report_file
 
@@ -196,7 +207,11 @@ def run_revisions(args: argparse.Namespace) -> int:
                        warnings, loaded)
     except InputError as e:
         if host is not None:
-            _report_invalid(host, args, e, base_sha, head_sha, changed, loaded)
+            try:
+                _report_invalid(host, args, e, base_sha, head_sha, changed, loaded)
+            except (ReconcilerError, OSError) as posting:  # the head's own error still decides the exit
+                print(error_line("error", f"could not post the error comment on {args.comment} #{args.pr}: "
+                                          f"{posting}"), file=sys.stderr)
         raise
     if getattr(args, "report_file", None):
         _write_head_report(args, cmp, loaded.get("runs", {}))

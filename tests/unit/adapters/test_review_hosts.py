@@ -32,6 +32,7 @@ class FakeHost:
         self.requests: list[tuple[str, str, dict[str, list[str]], Any]] = []
         self.next_id = 100
         self.url = ""
+        self.refuse_writes = 0  # an HTTP status every comment or status write gets (0: none)
 
     def add(self, body: str, **extra: Any) -> int:
         self.next_id += 1
@@ -71,6 +72,9 @@ def _handler(host: FakeHost) -> type[BaseHTTPRequestHandler]:
             host.requests.append((method, u.path, q, body))
             if not self._auth_ok():
                 self._send(401, {"message": "Bad credentials"})
+                return
+            if host.refuse_writes and method != "GET":
+                self._send(host.refuse_writes, {"message": "Resource not accessible by integration"})
                 return
             if host.kind == "github":
                 self._github(method, u.path, q, body)
@@ -339,3 +343,51 @@ def test_invalid_head_replaces_the_comment_fails_the_status_and_annotates(
     assert "0.3.2 → 0.3.4" in by_marker[MARK.replace("tuning", "gpu-training-tuning")]
     assert "loads again" in by_marker["<!-- reconciler:pr-plan-error -->"]
     assert server.statuses[-1]["state"] == "success"
+
+
+def test_error_comment_that_cannot_be_posted_still_prints_the_heads_error(
+    server: FakeHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: a head that does not load while the review host refuses the error comment (a
+    token without write access): the head's own ``file:line`` error is printed, and its
+    annotation, the refusal is named as a second error, and the exit code is 2 (bad input), not
+    4: what the author must fix is the recipe."""
+    import shutil
+    import subprocess
+
+    r = tmp_path / "repo"
+    r.mkdir()
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *a], cwd=r, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    shutil.copytree(ROOT / "recipes", r / "recipes")
+    shutil.copytree(ROOT / "policies", r / "policies")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    base = git("rev-parse", "HEAD")
+    f = r / "recipes" / "gpu-training-tuning.yaml"
+    f.write_text(f.read_text().replace("version: 0.3.2", "version: 0.3.x"))
+    git("commit", "-qam", "head")
+    head = git("rev-parse", "HEAD")
+    bad_line = next(i for i, t in enumerate(f.read_text().splitlines(), 1) if "0.3.x" in t)
+    flag = (
+        ["--github-repo", "org/fleet", "--api-url", server.url]
+        if server.kind == "github"
+        else ["--gitlab-project", "group/fleet", "--api-url", server.url + "/api/v4"]
+    )
+    monkeypatch.setenv("GITHUB_TOKEN" if server.kind == "github" else "GITLAB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    server.refuse_writes = 403
+    rc = main(["plan", "--repo", str(r), "--base", base, "--head", "HEAD", "--cluster", f"sim:{FLEET}",
+               "--comment", server.kind, "--pr", "7", *flag])
+    err = capsys.readouterr().err
+    where = f"recipes/gpu-training-tuning.yaml:{bad_line}"
+    assert rc == 2, err
+    assert f"error: {head[:12]}:{where}" in err
+    assert f"::error file=recipes/gpu-training-tuning.yaml,line={bad_line}," in err
+    assert "error: could not post the error comment" in err and "HTTP 403" in err
+    assert server.comments == [] and server.statuses == []
+    assert TOKEN not in err
