@@ -57,7 +57,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "stage-start": "A stage pod started (with its attempt number).",
         "stage-end": "A stage ended (ok or its exit code).",
         "stage-retry": "A stage failed and will be retried after the backoff.",
-        "stage-lost": "A stage pod was deleted by someone else before its end (who, when seen): an attempt; made again.",
+        "stage-lost": "A stage pod was deleted by someone else before its end (who, if seen): an attempt; made again.",
         "interrupt": "The interrupt was requested.",
         "rebooted": "The node came back with a new bootID.",
         "uncordon": "Our cordon was released.",
