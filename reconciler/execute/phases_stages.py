@@ -295,9 +295,7 @@ class StagePhases(StepCore):
             run.seen, run.deleted_by = False, ""
             run.retry_at = now + delay
             return run.retry_at
-        if live is not None:
-            self._write(DeleteStage(live))
-        return self._stage_gave_up(
+        wake = self._stage_gave_up(
             run,
             FailureReason(reason) if reason in (FailureReason.STAGE_TIMEOUT, *IMAGE_PULL_REASONS)
             else FailureReason.STAGE_FAILED,
@@ -309,6 +307,9 @@ class StagePhases(StepCore):
             exit_code=code,
             log_tail=tail,
         )
+        if live is not None:  # after the failure is recorded: a crash between leaves it recorded
+            self._write(DeleteStage(live))
+        return wake
 
     def _stage_gave_up(self, run: StageRun, reason: str, message: str, **kw: Any) -> float | None:
         """A stage failed for good: the node fails — once no other stage pod of it runs any more

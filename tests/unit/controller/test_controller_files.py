@@ -97,6 +97,7 @@ def test_a_changed_recipe_file_starts_a_pass_within_the_interval(tmp_path: Path)
 
 
 def test_a_stop_request_ends_the_wait_for_the_first_lists() -> None:
+    from reconciler.adapters.host import SystemClock
     from reconciler.cli.wiring import Wired
     from reconciler.controller.loop import Controller, ControllerSettings
     from reconciler.controller.source import DirectorySource
@@ -112,7 +113,7 @@ def test_a_stop_request_ends_the_wait_for_the_first_lists() -> None:
         def start(self) -> None:
             pass
 
-    ctl = Controller(DirectorySource([]), Session(object(), object()), ControllerSettings(holder="t"))  # type: ignore[arg-type]
+    ctl = Controller(DirectorySource([]), Session(object(), SystemClock()), ControllerSettings(holder="t"))  # type: ignore[arg-type]
     wired = Wired(ctl, None, informers=[NeverSynced(), NeverSynced()])  # type: ignore[arg-type]
     threading.Timer(0.3, ctl.stop).start()
     t0 = time.monotonic()
