@@ -155,7 +155,9 @@ def finish(args: argparse.Namespace, opened: Any, changes: Sequence[Change], not
         return EXIT_FAILED
 
     if not as_json:
-        show_changes(changes, notes, header=header if changes else f"{header}: nothing to change")
+        some = f" on the nodes not refused ({len(refused)} refused)" if refused else ""
+        empty = f"{header}: nothing to change{some}"
+        show_changes(changes, notes, header=header if changes else empty)
     if not changes or args.dry_run == "client":
         if as_json:
             emit()

@@ -82,8 +82,9 @@ def test_force_resets_every_node(fleet: Path, cli: RunCli) -> None:
 
 def test_node_reset_of_the_owing_node_alone_changes_nothing_and_says_why(fleet: Path, cli: RunCli) -> None:
     before = fleet.read_bytes()
-    rc, _out, err = cli("node", "reset", "owing", "--recipe", R, "--cluster", f"sim:{fleet}", "-y")
+    rc, out, err = cli("node", "reset", "owing", "--recipe", R, "--cluster", f"sim:{fleet}", "-y")
     assert rc == 1 and "refused: node owing" in err and fleet.read_bytes() == before
+    assert "nothing to change on the nodes not refused (1 refused)" in out  # not a bare "nothing to change"
 
 
 def test_the_session_names_the_refused_nodes(fleet: Path) -> None:
