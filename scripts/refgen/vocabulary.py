@@ -184,7 +184,7 @@ def metrics_page() -> str:
              "serves the same names on `/metrics` while its rollouts run (nodes by state, batch k of N, budget "
              "in use, phase, last progress), with its own. A Grafana dashboard for them is "
              "`docs/grafana/node-reconciler-dashboard.json` and alert rules (rollout halted, node failed, "
-             "rollout stalled) are `docs/prometheus/node-reconciler-rules.yaml`; every query of both is checked "
+             "rollout stalled) are `charts/node-reconciler/files/prometheus-rules.yaml` (the chart's PrometheusRule); every query of both is checked "
              "against what `apply` exports and what a controller serves mid-rollout "
              "(`tests/unit/report/test_grafana_dashboard.py`, `tests/e2e/test_metrics_e2e.py`).", "",
              "The export's families (`node_reconciler_*`) carry the label `recipe`; the `rollout_*` ones also "

@@ -64,11 +64,16 @@ def kinds(objs: list[dict[str, Any]]) -> list[str]:
 
 
 # ------------------------------------------------------------------ lint, metadata
+MONITORING = ["--set", "controller.metrics.rbacProxy.enabled=true",
+              "--set", "controller.metrics.serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true"]
+
+
 @pytest.mark.parametrize("values", [
     [],
     ["--set", "controller.enabled=false", "--set", "pipeline.mode=job", *GIT],
     ["--set", "controller.enabled=false", "--set", "pipeline.mode=cronjob", "--set", "recipeSource.type=directory"],
-], ids=["default", "job-git", "cronjob-directory"])
+    MONITORING,
+], ids=["default", "job-git", "cronjob-directory", "monitoring"])
 def test_helm_lint_is_clean(values: list[str]) -> None:
     cp = helm("lint", "--strict", str(CHART), "--namespace", NS, "--kube-version", KUBE, *values)
     assert "0 chart(s) failed" in cp.stdout
@@ -83,8 +88,8 @@ def test_chart_and_app_version_follow_the_package_version() -> None:
 # ------------------------------------------------------------------ default: the controller
 def test_default_values_render_the_controller_and_its_rbac() -> None:
     objs = render()
-    assert kinds(objs) == ["ClusterRole", "ClusterRoleBinding", "Deployment", "Role", "Role", "RoleBinding",
-                           "RoleBinding", "Service", "ServiceAccount"]
+    assert kinds(objs) == ["ClusterRole", "ClusterRoleBinding", "Deployment", "PodDisruptionBudget", "Role", "Role",
+                           "RoleBinding", "RoleBinding", "ServiceAccount"]  # no metrics Service: /metrics is local
     dep = one(objs, "Deployment")
     assert dep["metadata"]["namespace"] == NS and dep["spec"]["replicas"] == 2
     pod = dep["spec"]["template"]["spec"]
@@ -94,20 +99,18 @@ def test_default_values_render_the_controller_and_its_rbac() -> None:
     assert c["image"] == IMAGE
     assert c["args"][:2] == ["controller", "--source=crd"]
     assert "--leader-elect=true" in c["args"] and "--leader-elect-lease-duration=10s" in c["args"]
-    assert "--metrics-bind-address=:8080" in c["args"] and "--health-probe-bind-address=:8081" in c["args"]
+    assert "--metrics-bind-address=127.0.0.1:8080" in c["args"] and "--health-probe-bind-address=:8081" in c["args"]
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    assert ports == {"metrics": 8080, "probes": 8081}
+    assert ports == {"probes": 8081}  # /metrics on the loopback address: not a pod port
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
     assert c["securityContext"]["readOnlyRootFilesystem"] is True
     assert c["securityContext"]["allowPrivilegeEscalation"] is False
     env = {e["name"] for e in c["env"]}
     assert {"POD_NAME", "POD_NAMESPACE"} <= env
-    svc = one(objs, "Service")
-    assert svc["spec"]["ports"] == [{"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}]
-    labels = dep["spec"]["template"]["metadata"]["labels"]
-    assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
-    assert dep["spec"]["selector"]["matchLabels"] == svc["spec"]["selector"]
+    pdb = one(objs, "PodDisruptionBudget")
+    assert pdb["metadata"]["namespace"] == NS and pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
 
 
 def test_controller_with_a_git_source_and_digest_pinned_image() -> None:
@@ -141,7 +144,7 @@ def test_the_controller_args_are_the_verbs_flags(values: list[str]) -> None:
     args = build_parser().parse_args(c["args"])
     _check(args)
     assert args.verb == "controller"
-    assert args.metrics_addr == ("", 8080) and args.probe_addr == ("", 8081)
+    assert args.metrics_addr == ("127.0.0.1", 8080) and args.probe_addr == ("", 8081)
     assert args.leader_elect is ("controller.leaderElection.enabled=false" not in values)
     assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline, args.leader_elect_retry_period) == (
         10.0, 7.0, 1.0)
@@ -164,8 +167,9 @@ def test_controller_with_git_status_commits_gets_the_flags_and_only_the_push_tok
 
 
 def test_controller_disabled_renders_no_deployment_and_no_service() -> None:
-    objs = render("--set", "controller.enabled=false")
-    assert "Deployment" not in kinds(objs) and "Service" not in kinds(objs)
+    objs = render("--set", "controller.enabled=false", "--set", "controller.metrics.rbacProxy.enabled=true")
+    assert not {"Deployment", "Service", "PodDisruptionBudget"} & set(kinds(objs))
+    assert "metrics" not in " ".join(o["metadata"]["name"] for o in objs)  # nor the proxy's RBAC
 
 
 # ------------------------------------------------------------------ the pipeline variant
@@ -185,7 +189,8 @@ def test_pipeline_job_clones_the_git_source_and_runs_apply() -> None:
     assert c["command"] == ["/bin/sh", "-ec"]
     script, argv0, *args = c["args"]
     assert script.startswith('exec reconciler apply "$@" --source-revision') and argv0 == "reconciler"
-    assert args == ["/source/repo/recipes", "--policy", "/source/repo/policies", "--cluster-name", "prod-a",
+    assert args == ["/source/repo/recipes", "--policy", "/source/repo/policies", "--namespace", NS,
+                    "--cluster-name", "prod-a",
                     "--status-object", "--status-repo=https://git.example/status.git",
                     "--status-branch=reconciler-status"]
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
@@ -202,7 +207,7 @@ def test_pipeline_cronjob_with_a_mounted_directory() -> None:
     assert "initContainers" not in pod
     (c,) = pod["containers"]
     assert c["args"] == ['exec reconciler apply "$@"', "reconciler", "/inputs/recipes", "--policy", "/inputs/policies",
-                         "--status-object"]
+                         "--namespace", NS, "--status-object"]
     vols = {v["name"]: v for v in pod["volumes"]}
     assert vols["recipes"]["configMap"] == {"name": "node-reconciler-recipes"}
     assert vols["policies"]["configMap"] == {"name": "node-reconciler-policies"}
@@ -251,25 +256,149 @@ def test_the_reconcilers_pods_are_kept_off_managed_nodes_by_default() -> None:
 
 
 @pytest.mark.parametrize(("values", "namespace", "message"), [
-    ([], "kube-system", "install node-reconciler into the namespace node-reconciler"),
+    (["--set", "controller.replica=3"], NS, "at '/controller': additional properties 'replica' not allowed"),
+    (["--set", "controller.metrics.servicemonitor.enabled=true"], NS,
+     "at '/controller/metrics': additional properties 'servicemonitor' not allowed"),
     (["--set", "controller.enabled=false", "--set", "pipeline.mode=job"], NS,
      "the pipeline Job/CronJob runs `reconciler apply` on files"),
     (["--set", "recipeSource.type=git"], NS, "recipeSource.type=git needs recipeSource.git.url"),
-    (["--set", "recipeSource.type=s3"], NS, 'recipeSource.type must be crd, git or directory, got "s3"'),
-    (["--set", "pipeline.mode=daily"], NS, 'pipeline.mode must be none, job or cronjob, got "daily"'),
-    (["--set", "image.digest=sha256:abc"], NS, "image.digest must be sha256:<64 hex digits>"),
+    (["--set", "recipeSource.type=s3"], NS, "at '/recipeSource/type': value must be one of 'crd', 'git', 'directory'"),
+    (["--set", "pipeline.mode=daily"], NS, "at '/pipeline/mode': value must be one of 'none', 'job', 'cronjob'"),
+    (["--set", "image.digest=sha256:abc"], NS, "at '/image/digest': 'sha256:abc' does not match pattern"),
+    (["--set", "controller.replicas=two"], NS, "at '/controller/replicas': got string, want integer"),
     (["--set", "statusRepo.url=https://git.example/s.git"], NS, "statusRepo.url needs clusterName"),
     (["--set", "clusterName=c", "--set", "statusRepo.url=https://bot:ghp_x@git.example/s.git"], NS,
      "statusRepo.url carries a password or token in the URL"),
     (["--set", "recipeSource.type=git", "--set", "recipeSource.git.url=https://ghp_x@git.example/f.git"], NS,
      "recipeSource.git.url carries credentials in the URL"),
     (["--set", "placement.managedNodes[0].key=a", "--set", "placement.managedNodes[0].operator=Gt"], NS,
-     'placement.managedNodes: operator must be In, NotIn, Exists or DoesNotExist, got "Gt"'),
-], ids=["namespace", "pipeline-from-crd", "git-without-url", "bad-source", "bad-mode", "bad-digest",
-        "status-without-cluster", "status-url-password", "git-url-token", "placement-operator"])
+     "at '/placement/managedNodes/0/operator': value must be one of 'In', 'NotIn', 'Exists', 'DoesNotExist'"),
+    (["--set", "controller.metrics.serviceMonitor.enabled=true"], NS,
+     "controller.metrics.serviceMonitor needs the metrics Service: set controller.metrics.rbacProxy.enabled=true"),
+], ids=["typo", "nested-typo", "pipeline-from-crd", "git-without-url", "bad-source", "bad-mode", "bad-digest",
+        "replicas-type", "status-without-cluster", "status-url-password", "git-url-token", "placement-operator",
+        "servicemonitor-unserved"])
 def test_bad_values_are_refused_with_the_reason(values: list[str], namespace: str, message: str) -> None:
     err = render_error(*values, namespace=namespace)
     assert message in err and "ghp_x" not in err
+    if message.startswith("at '/"):  # the schema's: `helm lint` fails too (a template's fail is only [INFO] there)
+        lint = helm("lint", "--strict", str(CHART), "--namespace", namespace, "--kube-version", KUBE, *values,
+                    check=False)
+        assert lint.returncode != 0 and message in lint.stdout + lint.stderr
+
+
+def test_a_typo_in_a_values_file_fails_with_the_schemas_message(tmp_path: Path) -> None:
+    """A misspelt key anywhere in our values (not only at the top) is refused, not ignored."""
+    values = tmp_path / "values.yaml"
+    values.write_text("controller:\n  leaderElection:\n    leaseDuraton: 30s\n")
+    cp = helm("template", "x", str(CHART), "-f", str(values), "--kube-version", KUBE, check=False)
+    assert cp.returncode == 1
+    assert "at '/controller/leaderElection': additional properties 'leaseDuraton' not allowed" in cp.stderr
+
+
+def test_every_value_in_values_yaml_is_in_the_schema() -> None:
+    """values.yaml is valid against values.schema.json, and every key it sets is declared there
+    (so the schema does not lag the values: a new value without a schema entry fails here)."""
+    import json
+
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    jsonschema.Draft7Validator(schema).validate(values)
+
+    def walk(v: Any, s: dict[str, Any], where: str) -> None:
+        if isinstance(v, dict) and "properties" in s:
+            for k, sub in v.items():
+                assert k in s["properties"], f"{where}.{k} is not in values.schema.json"
+                walk(sub, s["properties"][k], f"{where}.{k}")
+
+    walk(values, schema, "")
+
+
+# ------------------------------------------------------------------ namespace, metrics, monitoring
+def test_everything_lands_in_the_release_namespace() -> None:
+    """No namespace is hard-coded: every namespaced object (but the Events Role in `default`, where
+    `kubectl describe node` looks) is in the release namespace, the RBAC names it, the controller
+    reads it from the pod (POD_NAMESPACE) and the pipeline passes it as --namespace."""
+    ns = "fleet-ops"
+    objs = render("--set", "pipeline.mode=cronjob", "--set", "recipeSource.type=directory", *MONITORING, namespace=ns)
+    placed = {(o["kind"], o["metadata"]["name"]): o["metadata"].get("namespace") for o in objs}
+    cluster_scoped = {"ClusterRole", "ClusterRoleBinding"}
+    assert {k for k, v in placed.items() if v is None} == {k for k in placed if k[0] in cluster_scoped}
+    assert {k for k, v in placed.items() if v not in (None, ns)} == {("Role", "node-reconciler-events"),
+                                                                      ("RoleBinding", "node-reconciler-events")}
+    for b in objs:
+        for s in b.get("subjects", []):
+            assert s["namespace"] == ns
+    (rule,) = [r for r in one([o for o in objs if o["metadata"]["name"] == "node-reconciler"], "ClusterRole")["rules"]
+               if r.get("resources") == ["namespaces"]]
+    assert rule["resourceNames"] == [ns]
+    (c,) = [c for c in one(objs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]]
+    i = c["args"].index("--namespace")
+    assert c["args"][i + 1] == ns
+    assert one(objs, "ServiceMonitor")["spec"]["namespaceSelector"] == {"matchNames": [ns]}
+
+
+def test_metrics_through_kube_rbac_proxy_with_a_service_monitor() -> None:
+    """rbacProxy: the sidecar serves HTTPS on the Service and passes authorized requests to the
+    controller's loopback /metrics; the ServiceMonitor presents the Prometheus token; the proxy may
+    create TokenReviews and SubjectAccessReviews, and the scrapers may `get` /metrics."""
+    objs = render(*MONITORING, "--set", "controller.metrics.rbacProxy.scrapers[0].name=prometheus-k8s",
+                  "--set", "controller.metrics.rbacProxy.scrapers[0].namespace=monitoring")
+    dep = one(objs, "Deployment")
+    controller, proxy = dep["spec"]["template"]["spec"]["containers"]
+    assert "--metrics-bind-address=127.0.0.1:8080" in controller["args"]
+    assert proxy["args"] == ["--secure-listen-address=0.0.0.0:8443", "--upstream=http://127.0.0.1:8080/",
+                             "--allow-paths=/metrics"]
+    assert proxy["securityContext"]["readOnlyRootFilesystem"] is True
+    assert proxy["image"] == "quay.io/brancz/kube-rbac-proxy:v0.19.1"
+    svc = one(objs, "Service")
+    assert svc["spec"]["ports"] == [{"name": "metrics", "port": 8443, "targetPort": "https-metrics", "protocol": "TCP"}]
+    assert {p["name"] for p in proxy["ports"]} == {"https-metrics"}
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
+    mon = one(objs, "ServiceMonitor")
+    assert mon["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+    (ep,) = mon["spec"]["endpoints"]
+    assert ep["port"] == "metrics" and ep["scheme"] == "https" and ep["path"] == "/metrics"
+    assert ep["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    roles = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ClusterRole"}
+    assert roles["node-reconciler-metrics-auth"]["rules"] == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]
+    assert roles["node-reconciler-metrics-reader"]["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    bindings = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ClusterRoleBinding"}
+    assert bindings["node-reconciler-metrics-reader"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}]
+    assert bindings["node-reconciler-metrics-auth"]["subjects"][0]["name"] == "node-reconciler"
+
+
+def test_an_unauthenticated_metrics_port_is_an_explicit_choice() -> None:
+    """bindAddress 0.0.0.0 (no proxy): the controller's own port is served by the Service, plain HTTP."""
+    objs = render("--set", "controller.metrics.bindAddress=0.0.0.0",
+                  "--set", "controller.metrics.serviceMonitor.enabled=true")
+    (c,) = one(objs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert "--metrics-bind-address=0.0.0.0:8080" in c["args"]
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"metrics": 8080, "probes": 8081}
+    assert one(objs, "Service")["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert one(objs, "ServiceMonitor")["spec"]["endpoints"][0]["scheme"] == "http"
+
+
+def test_the_prometheus_rule_carries_the_rules_file() -> None:
+    """The PrometheusRule's groups are files/prometheus-rules.yaml, whose queries
+    tests/unit/report/test_grafana_dashboard.py resolves against a controller's scrape."""
+    rule = one(render("--set", "prometheusRule.enabled=true", "--set", "prometheusRule.labels.release=kps"),
+               "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "kps"
+    assert rule["spec"] == yaml.safe_load((CHART / "files" / "prometheus-rules.yaml").read_text())
+    alerts = [r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert alerts == ["NodeReconcilerRolloutHalted", "NodeReconcilerNodeFailed", "NodeReconcilerRolloutStalled"]
+    assert "PrometheusRule" not in kinds(render()) and "ServiceMonitor" not in kinds(render())
+
+
+def test_the_pdb_never_blocks_the_drain_of_a_single_replica() -> None:
+    pdb = one(render("--set", "controller.replicas=1"), "PodDisruptionBudget")
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": pdb["spec"]["selector"]}
+    assert "PodDisruptionBudget" not in kinds(render("--set", "controller.podDisruptionBudget.enabled=false"))
 
 
 # ------------------------------------------------------------------ RBAC: least privilege

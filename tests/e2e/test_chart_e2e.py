@@ -60,11 +60,14 @@ def wait_established(api: Any, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def chart_applied(controlplane: Any, api: Any) -> list[dict[str, Any]]:
-    """The default rendering applied (server side) into the namespace node-reconciler."""
+    """The default rendering, with the kube-rbac-proxy metrics sidecar and its RBAC, applied
+    (server side) into the namespace node-reconciler."""
     dyn = DynamicClient(api)
     with contextlib.suppress(client.exceptions.ApiException):
         client.CoreV1Api(api).create_namespace({"metadata": {"name": NS}})
-    objs = render("--set", "controller.replicas=0")
+    objs = render("--set", "controller.replicas=0", "--set", "controller.metrics.rbacProxy.enabled=true",
+                  "--set", "controller.metrics.rbacProxy.scrapers[0].name=prometheus",
+                  "--set", "controller.metrics.rbacProxy.scrapers[0].namespace=monitoring")
     for doc in [o for o in objs if o["kind"] == "CustomResourceDefinition"]:
         apply(dyn, doc)
         wait_established(api, doc["metadata"]["name"])
@@ -76,11 +79,15 @@ def chart_applied(controlplane: Any, api: Any) -> list[dict[str, Any]]:
 def test_the_rendered_chart_is_applied_server_side(chart_applied: list[dict[str, Any]], api: Any) -> None:
     kinds = sorted(o["kind"] for o in chart_applied)
     assert kinds.count("CustomResourceDefinition") == 2 and "Deployment" in kinds and "Service" in kinds
+    assert "PodDisruptionBudget" in kinds
     dep = client.AppsV1Api(api).read_namespaced_deployment("node-reconciler-controller", NS)
-    assert dep.spec.template.spec.containers[0].args[0] == "controller"
+    controller, proxy = dep.spec.template.spec.containers
+    assert controller.args[0] == "controller" and proxy.name == "kube-rbac-proxy"
     assert dep.spec.template.spec.service_account_name == "node-reconciler"
     svc = client.CoreV1Api(api).read_namespaced_service("node-reconciler-metrics", NS)
-    assert svc.spec.ports[0].target_port == "metrics"
+    assert svc.spec.ports[0].target_port == "https-metrics"
+    pdb = client.PolicyV1Api(api).read_namespaced_pod_disruption_budget("node-reconciler-controller", NS)
+    assert pdb.spec.max_unavailable == 1
 
 
 def test_the_pipeline_cronjob_variant_passes_a_server_side_dry_run(chart_applied: list[dict[str, Any]],
@@ -159,6 +166,9 @@ def test_a_recipe_with_an_unknown_field_is_rejected(chart_applied: list[dict[str
     ({"verb": "patch", "resource": "noderecipes", "group": "reconciler.nodewright.dev"}, False),
     ({"verb": "get", "resource": "namespaces", "name": NS}, True),
     ({"verb": "get", "resource": "namespaces", "name": "kube-system"}, False),
+    # the kube-rbac-proxy sidecar (controller.metrics.rbacProxy): authenticate and authorize scrapes
+    ({"verb": "create", "resource": "tokenreviews", "group": "authentication.k8s.io"}, True),
+    ({"verb": "create", "resource": "subjectaccessreviews", "group": "authorization.k8s.io"}, True),
 ], ids=lambda a: "-".join(str(v) for v in a.values()) if isinstance(a, dict) else str(a))
 def test_the_chart_service_account_may_do_exactly_what_the_rbac_says(
         chart_applied: list[dict[str, Any]], api: Any, attrs: dict[str, str], allowed: bool) -> None:
@@ -168,3 +178,18 @@ def test_the_chart_service_account_may_do_exactly_what_the_rbac_says(
                                         "system:authenticated"],
                  "resourceAttributes": attrs}})
     assert review.status.allowed is allowed, (attrs, review.status.reason)
+
+
+@pytest.mark.parametrize(("user", "allowed"), [
+    ("system:serviceaccount:monitoring:prometheus", True),   # controller.metrics.rbacProxy.scrapers
+    ("system:serviceaccount:team-a:default", False),
+])
+def test_only_the_scrapers_may_read_metrics_through_the_proxy(chart_applied: list[dict[str, Any]], api: Any,
+                                                               user: str, allowed: bool) -> None:
+    """The question kube-rbac-proxy asks the API server for each scrape (SubjectAccessReview on
+    the non-resource URL /metrics), answered by the API server's authorizer."""
+    review = client.AuthorizationV1Api(api).create_subject_access_review({
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": user, "groups": ["system:serviceaccounts", "system:authenticated"],
+                 "nonResourceAttributes": {"path": "/metrics", "verb": "get"}}})
+    assert review.status.allowed is allowed, review.status.reason

@@ -19,34 +19,41 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* The image reference: repository@digest when a digest is given, else repository:tag (default appVersion). */}}
 {{- define "node-reconciler.image" -}}
-{{- if .Values.image.digest -}}
-{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" .Values.image.digest) -}}
-{{- fail (printf "image.digest must be sha256:<64 hex digits>, got %q" .Values.image.digest) -}}
+{{- include "node-reconciler.imageRef" (merge (dict "tag" (.Values.image.tag | default .Chart.AppVersion)) (omit .Values.image "tag")) -}}
 {{- end -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+
+{{/* An image reference from {repository, tag, digest}: repository@digest when a digest is given. */}}
+{{- define "node-reconciler.imageRef" -}}
+{{- if .digest -}}
+{{- printf "%s@%s" .repository .digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- printf "%s:%s" .repository .tag -}}
 {{- end -}}
 {{- end -}}
 
-{{/* The reconciler keeps stage pods, ConfigMaps and Leases in the namespace node-reconciler
-     (reconciler/adapters/kube.py DEFAULT_NAMESPACE); the chart's namespaced RBAC must be there. */}}
-{{- define "node-reconciler.checkNamespace" -}}
-{{- if ne .Release.Namespace "node-reconciler" -}}
-{{- fail (printf "install node-reconciler into the namespace node-reconciler (helm install -n node-reconciler --create-namespace), not %q: the reconciler keeps its stage pods, ConfigMaps and Leases there" .Release.Namespace) -}}
+{{/* "true" when /metrics listens on the loopback address only (controller.metrics.bindAddress). */}}
+{{- define "node-reconciler.metricsLocal" -}}
+{{- has .Values.controller.metrics.bindAddress (list "127.0.0.1" "localhost") -}}
 {{- end -}}
+
+{{/* "true" when something serves /metrics beyond the pod: the kube-rbac-proxy sidecar, or the
+     controller itself on a non-loopback address. */}}
+{{- define "node-reconciler.metricsServed" -}}
+{{- or .Values.controller.metrics.rbacProxy.enabled (ne (include "node-reconciler.metricsLocal" .) "true") -}}
+{{- end -}}
+
+{{/* Checks across values that values.schema.json cannot express (the schema checks each value). */}}
+{{- define "node-reconciler.check" -}}
 {{- $t := .Values.recipeSource.type -}}
-{{- if not (has $t (list "crd" "git" "directory")) -}}
-{{- fail (printf "recipeSource.type must be crd, git or directory, got %q" $t) -}}
-{{- end -}}
 {{- if and (eq $t "git") (not .Values.recipeSource.git.url) -}}
 {{- fail "recipeSource.type=git needs recipeSource.git.url" -}}
 {{- end -}}
-{{- if not (has .Values.pipeline.mode (list "none" "job" "cronjob")) -}}
-{{- fail (printf "pipeline.mode must be none, job or cronjob, got %q" .Values.pipeline.mode) -}}
-{{- end -}}
 {{- if and (ne .Values.pipeline.mode "none") (eq $t "crd") -}}
 {{- fail "the pipeline Job/CronJob runs `reconciler apply` on files: set recipeSource.type to git or directory" -}}
+{{- end -}}
+{{- $m := .Values.controller.metrics -}}
+{{- if and $m.serviceMonitor.enabled (not (and .Values.controller.enabled $m.service.enabled (include "node-reconciler.metricsServed" . | eq "true"))) -}}
+{{- fail "controller.metrics.serviceMonitor needs the metrics Service: set controller.metrics.rbacProxy.enabled=true (authenticated HTTPS), with controller.enabled and controller.metrics.service.enabled" -}}
 {{- end -}}
 {{- range $key, $url := dict "recipeSource.git.url" .Values.recipeSource.git.url "statusRepo.url" .Values.statusRepo.url -}}
 {{- if regexMatch "^[A-Za-z][A-Za-z0-9+.-]*://[^/@]*:[^/@]*@" ($url | toString) -}}
@@ -87,9 +94,6 @@ affinity:
       nodeSelectorTerms:
         - matchExpressions:
             {{- range .Values.placement.managedNodes }}
-            {{- if not (hasKey $not .operator) }}
-            {{- fail (printf "placement.managedNodes: operator must be In, NotIn, Exists or DoesNotExist, got %q" .operator) }}
-            {{- end }}
             - key: {{ .key | quote }}
               operator: {{ get $not .operator }}
               {{- with .values }}

@@ -1,4 +1,5 @@
-"""docs/grafana/node-reconciler-dashboard.json and docs/prometheus/node-reconciler-rules.yaml:
+"""docs/grafana/node-reconciler-dashboard.json and charts/node-reconciler/files/prometheus-rules.yaml
+(the chart's PrometheusRule):
 every query uses metric names and labels the reconciler really exports, as ``apply
 --metrics-file`` writes them and as a controller serves them on ``/metrics`` in the middle of a
 rollout (the real control plane: tests/e2e/test_metrics_e2e.py); the dashboard is well formed
@@ -19,7 +20,7 @@ from reconciler.report.metrics import HELP, PREFIX
 
 ROOT = Path(__file__).resolve().parents[3]
 DASHBOARD = ROOT / "docs" / "grafana" / "node-reconciler-dashboard.json"
-RULES = ROOT / "docs" / "prometheus" / "node-reconciler-rules.yaml"
+RULES = ROOT / "charts" / "node-reconciler" / "files" / "prometheus-rules.yaml"
 FLEET = ROOT / "examples" / "fleets" / "gpu-24.yaml"
 METRIC = re.compile(r"\bnode_reconciler_[a-z_]+\b")
 PROMQL_WORDS = {"by", "without", "sum", "min", "max", "time", "label_values"}
