@@ -85,8 +85,8 @@ def did_you_mean(message: str) -> str:
 
 
 # operations verbs (issue #8): "switch" registers pause/resume/disable/enable, "migrate" registers import
-VERBS = ("validate", "convert", "plan", "apply", "simulate", "status",
-         "switch", "node", "package", "reset", "migrate", "metrics", "version", "completion", "controller", "draw")
+VERBS = ("validate", "convert", "plan", "apply", "simulate", "status", "switch", "node", "package", "reset",
+         "migrate", "metrics", "version", "completion", "controller", "draw", "crds")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -212,6 +212,23 @@ def noderecipe_crd() -> dict[str, Any]:
     }
 
 
+def nodereciperollout_crd() -> dict[str, Any]:
+    """The NodeRecipeRollout CustomResourceDefinition (status objects of ``apply``), from the
+    package's ``nodereciperollouts.yaml`` (hand-written: the status model has no fields to
+    generate it from)."""
+    from importlib.resources import files
+
+    import yaml
+
+    doc: dict[str, Any] = yaml.safe_load(files("reconciler.load").joinpath("nodereciperollouts.yaml").read_text())
+    return doc
+
+
+def all_crds() -> list[dict[str, Any]]:
+    """Every CustomResourceDefinition of this release (what the chart's ``crds/`` holds)."""
+    return [noderecipe_crd(), nodereciperollout_crd()]
+
+
 # ------------------------------------------------------------------ the check
 
 
