@@ -5,7 +5,8 @@ Compartments proceed independently. Within one, nodes run in *waves*: a batch of
 ``next_batch_size(...)`` nodes starts, the next batch starts when every node of the current one
 has ended. A batch passes when ``floor(succeeded × 100 / size) ≥ batchThreshold`` (blocked nodes
 are left out of ``size`` and retried once at the end of the compartment, S09); consecutive failed
-batches reaching ``failureThreshold`` below ``safetyLimit`` progress halt the compartment. The
+batches reaching ``failureThreshold`` below ``safetyLimit`` progress halt the compartment (unset:
+its first failed batch, :func:`~reconciler.plan.batching.halt_rule`). The
 number of nodes we hold disrupted — in progress, or failed and still cordoned by us, including
 nodes left so by an earlier run — never exceeds the budget ceiling: a batch is shrunk to the free
 slots, and a compartment with no free slot and nothing running halts with that reason. A failed
@@ -49,7 +50,7 @@ from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strat
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import CompartmentResult, run_verdict
 from reconciler.model.vocab import NodeResult, Phase
-from reconciler.plan.batching import BatchState, evaluate_batch, next_batch_size
+from reconciler.plan.batching import BatchState, evaluate_batch, halt_rule, next_batch_size
 from reconciler.ports import ChangeFeed, Clock, Cluster, ClusterPorts, NodeInterest
 
 log = logging.getLogger(__name__)
@@ -554,8 +555,8 @@ class Rollout:
             + ("" if b.passed is None else (", passed" if b.passed else ", failed")),
         )
         if c.state.should_stop:
-            c.halted = (f"halted after {c.state.consecutive_failures} consecutive failed batch(es) "
-                        f"(failureThreshold reached below safetyLimit)")
+            c.halted = (f"halted after {c.state.consecutive_failures} consecutive failed batch(es); its rule: "
+                        f"{halt_rule(c.strategy).describe()}")
             self.timeline.add(self.clock.now(), c.name, "halted", c.halted)
         c.batch = None
 

@@ -7,7 +7,7 @@ same inputs → byte-identical JSON and the same ``planHash``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -95,14 +95,51 @@ class NodePlan(Frozen):
                     or self.notRetried is not None or self.owed or self.owedInterrupt is not None)
 
 
+class HaltRule(Frozen):
+    """When a rollout halts a compartment (:func:`reconciler.plan.batching.halt_rule` makes it).
+
+    It halts once ``failureThreshold`` consecutive batches failed while under ``safetyLimit``
+    percent of its nodes are done (a batch fails when under ``batchThreshold`` percent of its
+    nodes succeeded); ``"never"``: nothing halts it. ``default``: the policy set no
+    ``failureThreshold`` (or the compartment has no strategy) and the safe default applies: 1, at
+    any progress (``safetyLimit`` 100).
+    """
+
+    failureThreshold: int | Literal["never"]
+    safetyLimit: int
+    batchThreshold: int
+    default: bool = False
+
+    @property
+    def off(self) -> bool:
+        """Nothing halts the compartment (``failureThreshold: never``)."""
+        return self.failureThreshold == "never"
+
+    def describe(self) -> str:
+        """The rule in words, as ``plan``, the PR comment and a halted run state it, e.g. "halts after
+        the first failed batch (a batch fails when one of its nodes fails; default: no
+        failureThreshold)"."""
+        if self.failureThreshold == "never":
+            return "never halts (failureThreshold: never): a failing package can reach every node"
+        n = self.failureThreshold
+        first = "the first failed batch" if n == 1 else f"{n} consecutive failed batches"
+        when = "" if self.safetyLimit >= 100 else f" while under {self.safetyLimit} % of its nodes are done"
+        fails = ("one of its nodes fails" if self.batchThreshold >= 100
+                 else f"under {self.batchThreshold} % of its nodes succeed")
+        return f"halts after {first}{when} (a batch fails when {fails}" + (
+            "; default: no failureThreshold)" if self.default else ")")
+
+
 class CompartmentPlan(Frozen):
-    """Predicted batches of one compartment (node names in order; all nodes assumed to succeed)."""
+    """Predicted batches of one compartment (node names in order; all nodes assumed to succeed) and
+    ``halt``: when the rollout halts it."""
 
     name: str
     strategy: str
     ceiling: int
     matched: int
     batches: tuple[tuple[str, ...], ...]
+    halt: HaltRule
 
 
 class ActionCounts(Frozen):

@@ -7,7 +7,7 @@ concurrency; a zero budget is rejected; a positive percent that rounds to 0 give
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -77,8 +77,11 @@ class StrategyParams(Frozen):
     """Parameters shared by all strategies (semantics §1.2 table).
 
     ``batchThreshold``: success percent a batch needs to pass (1-100). ``failureThreshold``:
-    consecutive failed batches that halt the compartment (None: never halt). ``safetyLimit``:
-    progress percent below which failures shrink batches and count toward the halt.
+    consecutive failed batches that halt the compartment while progress is below ``safetyLimit``
+    percent; unset: the first failed batch halts it, at any progress (issue 34: safe by default;
+    NodeWright's unset means never, :func:`reconciler.plan.batching.halt_rule`); ``"never"``:
+    nothing halts it (NodeWright's default, written out). ``safetyLimit``: progress percent below
+    which failures shrink batches and count toward an explicit ``failureThreshold``.
     """
 
     initialBatch: StrictInt = Field(default=1, ge=1, le=MAX_NODE_COUNT, description="Nodes in the first batch.")
@@ -86,15 +89,27 @@ class StrategyParams(Frozen):
         default=100, ge=1, le=100,
         description="Percent of a batch's nodes that must succeed for the batch to pass (1-100)."
     )
-    failureThreshold: StrictInt | None = Field(
-        default=None, ge=1, le=MAX_NODE_COUNT,
-        description="Consecutive failed batches that halt the compartment; unset: never halt."
+    failureThreshold: Annotated[StrictInt, Field(ge=1, le=MAX_NODE_COUNT)] | Literal["never"] | None = Field(
+        default=None,
+        description="Consecutive failed batches that halt the compartment while progress is below safetyLimit; unset: "
+                    "the first failed batch halts it, at any progress; never: nothing halts it (NodeWright's default)."
     )
     safetyLimit: StrictInt = Field(
         default=50, ge=1, le=100,
         description="Progress percent (1-100) below which a failed batch shrinks the next one and counts toward "
                     "failureThreshold."
     )
+
+
+    @field_validator("failureThreshold", mode="before")
+    @classmethod
+    def _threshold_or_never(cls, v: object) -> object:
+        """One clear error for a value that is neither 1..MAX_NODE_COUNT nor ``never`` (instead of
+        one per member of the union)."""
+        if v is None or v == "never" or (type(v) is int and 1 <= v <= MAX_NODE_COUNT):
+            return v
+        raise ValueError(f"failureThreshold must be a number of batches from 1 to {MAX_NODE_COUNT}, or never "
+                         f"(unset: 1, the first failed batch halts); got {repr(v)[:40]}")
 
 
 class FixedParams(StrategyParams):
@@ -165,7 +180,7 @@ class DefaultCompartment(Frozen):
     strategy: Strategy | None = Field(
         default=None,
         description="Batch strategy of the default compartment; unset: every batch as large as the budget "
-                    "allows, and no halt."
+                    "allows, halted at the first batch in which a node fails."
     )
 
 
@@ -184,8 +199,8 @@ class Compartment(Frozen):
     budget: Budget = Field(description="Nodes of this compartment disrupted at once.")
     strategy: Strategy | None = Field(
         default=None,
-        description="Batch strategy of this compartment; unset: every batch as large as the budget allows, and "
-                    "no halt."
+        description="Batch strategy of this compartment; unset: every batch as large as the budget allows, "
+                    "halted at the first batch in which a node fails."
     )
 
     @field_validator("selector")

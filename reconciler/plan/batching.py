@@ -7,7 +7,10 @@ our decisions:
   while nodes remain (NodeWright v0.15 does not cap, §1.2.2);
 * (i) a positive percent that rounds down to 0 nodes gives a ceiling of 1 (the planner warns);
 * no strategy (the legacy ``interruptionBudget`` compartment, §1.2.6) = fixed batches of the
-  ceiling, batch threshold 100 %, never halts.
+  ceiling, batch threshold 100 %;
+* safe by default (issue 34): a compartment whose policy sets no ``failureThreshold`` (and one
+  with no strategy) halts at its first failed batch, at any progress (:func:`halt_rule`); only
+  ``failureThreshold: never``, written explicitly, means "never halt" (NodeWright's default).
 
 The executor's rollout calls :func:`next_batch_size` before each batch and :func:`evaluate_batch`
 after it, carrying a :class:`BatchState` per compartment; the planner calls
@@ -20,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from reconciler.model.observed import NodeInfo
+from reconciler.model.plan import HaltRule
 from reconciler.model.policy import (
     DEFAULT_COMPARTMENT,
     STRATEGY_SAFETY,
@@ -28,9 +32,32 @@ from reconciler.model.policy import (
     Strategy,
 )
 
-#: Thresholds used when a compartment has no strategy (legacy fixed batches, semantics §1.2.6).
+#: The batch threshold of a compartment with no strategy (legacy fixed batches, semantics §1.2.6).
 LEGACY_BATCH_THRESHOLD = 100
-LEGACY_SAFETY_LIMIT = 50
+
+#: Consecutive failed batches that halt a compartment whose policy sets no ``failureThreshold``
+#: (issue 34: a failing package must not reach every node because nobody wrote a threshold).
+DEFAULT_FAILURE_THRESHOLD = 1
+
+
+def halt_rule(strategy: Strategy | None) -> HaltRule:
+    """The halting rule of a compartment with ``strategy`` (None: the legacy compartment, batch
+    threshold 100 %): its ``failureThreshold`` below its ``safetyLimit`` (NodeWright); left out,
+    :data:`DEFAULT_FAILURE_THRESHOLD` at any progress (``safetyLimit`` 100: the safe default,
+    which a progress limit would switch off for the second half of the fleet); ``never``: no halt.
+
+    Examples: None → 1 at any progress (the first failed node fails its batch);
+    ``fixed {batchThreshold: 80}`` → 1 at any progress; ``fixed {failureThreshold: 2,
+    safetyLimit: 50}`` → 2 below 50 %; ``fixed {failureThreshold: never}`` → never.
+    """
+    if strategy is None:
+        return HaltRule(failureThreshold=DEFAULT_FAILURE_THRESHOLD, safetyLimit=100,
+                        batchThreshold=LEGACY_BATCH_THRESHOLD, default=True)
+    p = strategy.params
+    if p.failureThreshold is None:
+        return HaltRule(failureThreshold=DEFAULT_FAILURE_THRESHOLD, safetyLimit=100, batchThreshold=p.batchThreshold,
+                        default=True)
+    return HaltRule(failureThreshold=p.failureThreshold, safetyLimit=p.safetyLimit, batchThreshold=p.batchThreshold)
 
 
 @dataclass(frozen=True)
@@ -133,8 +160,9 @@ def evaluate_batch(
 
     NodeWright ``EvaluateBatchResult`` (semantics §1.2.4): ``success% = floor(succeeded × 100 /
     batch_size)``; the batch failed when ``success% < batchThreshold``. A failed batch increments
-    ``consecutive_failures`` and sets ``should_stop`` when ``failureThreshold`` is set, progress
-    (computed *after* adding this batch's nodes, as in the worked example §1.2.7) is below
+    ``consecutive_failures`` and sets ``should_stop`` when the compartment's :func:`halt_rule`
+    holds: its ``failureThreshold`` is not ``never`` (unset: 1, at any progress), progress
+    (computed *after* adding this batch's nodes, as in the worked example §1.2.7) is below its
     ``safetyLimit`` and ``consecutive_failures ≥ failureThreshold``; a passed batch resets
     ``consecutive_failures``. Always ``last_batch_size = batch_size`` and ``current_batch += 1``.
 
@@ -148,18 +176,15 @@ def evaluate_batch(
         raise ValueError("batch counts must not be negative")
     if succeeded + failed > batch_size:
         raise ValueError(f"succeeded ({succeeded}) + failed ({failed}) exceeds the batch size ({batch_size})")
-    if strategy is None:
-        threshold, failure_threshold, safety = LEGACY_BATCH_THRESHOLD, None, LEGACY_SAFETY_LIMIT
-    else:
-        p = strategy.params
-        threshold, failure_threshold, safety = p.batchThreshold, p.failureThreshold, p.safetyLimit
+    rule = halt_rule(strategy)
     completed = state.completed + succeeded
     failed_total = state.failed + failed
-    batch_failed = batch_size > 0 and succeeded * 100 // batch_size < threshold
+    batch_failed = batch_size > 0 and succeeded * 100 // batch_size < rule.batchThreshold
     consecutive = state.consecutive_failures + 1 if batch_failed else 0
     progress = progress_percent(completed + failed_total, total)
     stop = state.should_stop or (
-        batch_failed and failure_threshold is not None and progress < safety and consecutive >= failure_threshold
+        batch_failed and rule.failureThreshold != "never" and progress < rule.safetyLimit
+        and consecutive >= rule.failureThreshold
     )
     return replace(
         state,

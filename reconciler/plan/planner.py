@@ -128,7 +128,7 @@ from reconciler.model.plan import (
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy
 from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
 from reconciler.model.selector import LabelSelector
-from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, predict_batches
+from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, halt_rule, predict_batches
 from reconciler.plan.drain import classify_pods
 from reconciler.plan.nodework import free_steps, order_steps
 from reconciler.plan.owed import release_work
@@ -595,6 +595,11 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
         for i, names in enumerate(batches, start=1):
             for n in names:
                 batch_of[n] = i
+        rule = halt_rule(strategy)
+        if rule.off and len(batches) > 1:
+            warnings.append(f"compartment {cname}: nothing halts it (policy {policy.name} sets failureThreshold: "
+                            f"never): a package that fails on every node is tried on all {len(work)} node(s) "
+                            "to change")
         compartments.append(
             CompartmentPlan(
                 name=cname,
@@ -602,6 +607,7 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
                 ceiling=ceil,
                 matched=len(members),
                 batches=tuple(tuple(b) for b in batches),
+                halt=rule,
             )
         )
 

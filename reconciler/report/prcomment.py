@@ -15,8 +15,9 @@ place. Layout, decision first:
    refuse, downgrades, uninstalls, other planner warnings grouped by text) and the base's risks
    the change **resolves**;
 4. one *after merge (vs. base)* table: each figure once, with its change from base (``24 (±0)``,
-   ``6 (was 2)``) — no duplicated base/head sections, never ``X → X``; the readiness gate when
-   either revision has one;
+   ``6 (was 2)``) — no duplicated base/head sections, never ``X → X``; when each compartment
+   halts (:func:`~reconciler.report.render.halting_text`, a ``never`` is also a risk); the
+   readiness gate when either revision has one;
 5. the estimate per compartment (nodes, batches run-length encoded ``3 x 1, 333 x 3``, simulated
    duration, the stage/reboot times assumed and where they came from) and a Mermaid Gantt of the
    predicted batches (:mod:`reconciler.report.mermaid`, bounded);
@@ -46,6 +47,7 @@ from reconciler.model.plan import Plan
 from reconciler.report.compare import Comparison, NodeDelta, PackageDelta, RecipeChange, Totals, group_nodes
 from reconciler.report.estimate import REBOOT_ANNOTATION, STAGE_ANNOTATION, human_duration, name_ranges, run_length
 from reconciler.report.mermaid import gantt
+from reconciler.report.render import halting_text
 from reconciler.report.safetext import md_escape
 
 #: GitHub refuses comment bodies over 65,536 characters; we stay below with a margin.
@@ -202,6 +204,11 @@ def _diff_table(change: RecipeChange) -> list[str]:
         _row("Batches", _diff_cell(b.batches, h.batches)),
         _row("Estimated duration", _diff_cell(human_duration(b.seconds), human_duration(h.seconds), numeric=False)),
     ]
+    base_halt = halting_text(change.base_plan) if change.base_plan is not None else ""
+    head_halt = halting_text(change.head_plan)
+    if base_halt or head_halt:
+        rows.append(_row("Halts", md_escape(_clip(_diff_cell(base_halt or "-", head_halt or "-", numeric=False),
+                                                 1000))))
     base_gate, head_gate = _gate(change.base_plan), _gate(change.head_plan)
     if base_gate or head_gate:
         rows.append(_row("Readiness gate", md_escape(_diff_cell(base_gate or "none", head_gate or "none",

@@ -3,8 +3,9 @@
 * :func:`render_text`: terminal tables (``rich``), no colour codes unless asked for;
 * :func:`render_json`: the stable JSON contract (``Plan.to_json()``);
 * :func:`render_markdown`: the pull-request comment body: a hidden marker, the summary first
-  (nodes changing, actions, interrupts, batches, risks), then details in ``<details>`` sections,
-  under :data:`MARKDOWN_LIMIT` characters with an explicit truncation note
+  (nodes changing, actions, interrupts, batches, when each compartment halts, risks), then
+  details in ``<details>`` sections, under :data:`MARKDOWN_LIMIT` characters with an explicit
+  truncation note
   (gitops-conventions.md §4.3).
 
 Every text that comes from a recipe, a policy or the cluster (names, versions, reasons, pod
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from reconciler.model.plan import ActionCounts, InterruptCounts, NodePlan, Plan, Step
+from reconciler.model.plan import ActionCounts, CompartmentPlan, InterruptCounts, NodePlan, Plan, Step
 from reconciler.plan.interrupts import describe
 from reconciler.report.estimate import run_length
 from reconciler.report.safetext import md_escape, text
@@ -89,6 +90,29 @@ def gate_text(plan: Plan) -> str:
     return (f"{gate.describe()}: after its packages each node is held until then (kept cordoned if it was "
             "cordoned for them, runtime-required taint kept); past the timeout it fails (ReadinessGateTimeout) "
             "and stays held")
+
+
+def compartment_halting(c: CompartmentPlan) -> str:
+    """When the rollout halts compartment ``c`` (:meth:`~reconciler.model.plan.HaltRule.describe`),
+    saying so when all its nodes to change are in one batch: they all run before it can halt."""
+    rule = c.halt.describe()
+    if len(c.batches) == 1 and len(c.batches[0]) > 1 and not c.halt.off:
+        rule += f"; all {len(c.batches[0])} nodes to change are in its first batch and run before it can halt"
+    return rule
+
+
+def halting_text(plan: Plan) -> str:
+    """When the rollout halts, per compartment with work (:func:`compartment_halting`),
+    compartments with the same rule named together: ``halts after the first failed batch (…)`` for
+    one compartment, ``gpu-a, gpu-b: halts after …; __default__: never halts …`` for several;
+    "" when no compartment has work."""
+    rules: dict[str, list[str]] = {}
+    for c in plan.compartments:
+        if c.batches:
+            rules.setdefault(compartment_halting(c), []).append(c.name)
+    if len(rules) == 1 and sum(1 for c in plan.compartments if c.batches) == 1:
+        return next(iter(rules))
+    return "; ".join(f"{', '.join(names)}: {rule}" for rule, names in rules.items())
 
 
 def _changing(plan: Plan) -> list[NodePlan]:
@@ -194,8 +218,8 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only
 
     if plan.compartments:
         ct = Table(title="Compartments", title_justify="left", show_lines=False)
-        for col in ("compartment", "strategy", "ceiling", "matched", "batch sizes"):
-            ct.add_column(col)
+        for col in ("compartment", "strategy", "ceiling", "matched", "batch sizes", "halts"):
+            ct.add_column(col, overflow="fold")
         for c in plan.compartments:
             ct.add_row(
                 text(c.name),
@@ -203,6 +227,7 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only
                 text(str(c.ceiling)),
                 text(str(c.matched)),
                 text(_batch_sizes([len(b) for b in c.batches])),
+                text(compartment_halting(c).removeprefix("halts ")),
             )
         console.print(ct)
 
@@ -319,6 +344,9 @@ def render_markdown(plan: Plan, *, limit: int = MARKDOWN_LIMIT) -> str:
         )
     )
     head.append(f"| Batches | {s.batches}" + (f" — {batch_txt}" if batch_txt else "") + " |")
+    halting = halting_text(plan)
+    if halting:
+        head.append(f"| Halts | {md_escape(_clip(halting, 1000))} |")
     if s.untaint:
         head.append(f"| Runtime-required taint removed | {s.untaint} node(s) |")
     if plan.readinessGate is not None:

@@ -242,7 +242,7 @@ CASES: list[tuple[str, str, str, str]] = [
      recipe(budget="  interruptionBudget:\n    count: 1000000000000  #@\n")),
     ("integer-initial-batch-huge", "a policy initialBatch of 10^9", "less than or equal",
      with_policy(default="    strategy:\n      fixed:\n        initialBatch: 1000000000  #@\n")),
-    ("integer-failure-threshold-huge", "a policy failureThreshold of 10^9", "less than or equal",
+    ("integer-failure-threshold-huge", "a policy failureThreshold of 10^9", "from 1 to 1000000, or never",
      with_policy(default="    strategy:\n      fixed:\n        failureThreshold: 1000000000  #@\n")),
     ("integer-growth-factor-huge", "an exponential growthFactor of a million", "less than or equal",
      with_policy(compartment="      strategy:\n        exponential:\n          growthFactor: 1000000  #@\n")),

@@ -44,7 +44,9 @@ RECIPE = recipe(
     protect=TRAINING,
     timeouts=Timeouts(stageRetries=1, retryBackoff=5),
 )
-POLICY = policy(count=2, default_strategy="exponential", initialBatch=1)
+# the representative rollout goes on past n5's failure: NodeWright's default, written out since
+# the first failed batch halts by default (issue 34)
+POLICY = policy(count=2, default_strategy="exponential", initialBatch=1, failureThreshold="never")
 CONFIG = SimConfig(failures=(StageFailure(node="n5", package="driver", stage="apply", exitCode=9, times=99),))
 
 

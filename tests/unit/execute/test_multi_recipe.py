@@ -65,9 +65,11 @@ def test_priority_and_node_sequencing_skip_nodes_where_an_earlier_recipe_failed(
     assert [d["recipe"] for d in docs] == ["first", "second"]  # priority order, whatever the argument order
     second = {n["name"]: n for n in docs[1]["nodes"]}
     assert second["n2"]["state"] == "waiting" and "first" in second["n2"]["message"]
-    # the first recipe failed on n2; the second did not fail anywhere, it waits there
-    assert (docs[0]["result"], docs[1]["result"]) == ("failed", "waiting")
-    assert second["n1"]["state"] == "complete" and second["n3"]["state"] == "complete"
+    # the first recipe failed on n2, in its first batch (n1, n2): it halted there (no failure
+    # threshold: the first failed batch halts, issue 34), so it never ran on n3 either; the second
+    # did not fail anywhere, it waits where the first is not complete
+    assert (docs[0]["result"], docs[1]["result"]) == ("halted", "waiting")
+    assert second["n1"]["state"] == "complete" and second["n3"]["state"] == "waiting"
 
 
 def test_a_node_an_earlier_recipe_leaves_failed_still_holds_the_next_recipe(

@@ -73,7 +73,8 @@ def test_a_permanent_409_on_node_patches_ends_in_a_named_failure_within_its_boun
     sim = SimFleet([make_node("n1", {"pool": "gpu"}), make_node("n2", {"pool": "gpu"})])
     # every node patch after the first (the cordon) is refused: the node can never progress
     fc = FaultyCluster(sim, faults=[Fault("conflict", verb="patch_node", target="node/n1", nth=2, times=None)])
-    pol = policy(count=2, default_strategy="fixed")
+    # failureThreshold never: the compartment goes on past n1's failure (by default it would halt)
+    pol = policy(count=2, default_strategy="fixed", failureThreshold="never")
     plan = compute_plan(r, pol, observe(sim))
     res = Rollout(r, pol, plan, fc, sim, run_id="run-409").run()
     n1 = next(n for n in res.nodes if n.name == "n1")

@@ -15,6 +15,7 @@ from reconciler.plan.batching import (
     assign_compartments,
     ceiling,
     evaluate_batch,
+    halt_rule,
     next_batch_size,
     predict_batches,
     progress_percent,
@@ -230,16 +231,64 @@ EVAL_CASES = [
         1,
         {"last_batch_failed": True},
     ),  # floor(200/3) = 66 < 67
+    # issue 34, safe by default: no failureThreshold halts at the first failed batch, at any
+    # progress; only failureThreshold: never keeps going (NodeWright's unset)
     (
-        "no-failure-threshold-never-stops",
+        "no-failure-threshold-stops-at-the-first-failed-batch",
         strategy("fixed"),
+        BatchState(),
+        1,
+        0,
+        1,
+        {"should_stop": True, "consecutive_failures": 1},
+    ),
+    (
+        "no-failure-threshold-stops-past-the-safety-limit",  # progress 9/10 ≥ safetyLimit 50: still halts
+        strategy("fixed", safetyLimit=50),
+        BatchState(completed=8),
+        1,
+        0,
+        1,
+        {"should_stop": True},
+    ),
+    (
+        "no-failure-threshold-keeps-the-batch-threshold",  # 3 of 4 = 75 % ≥ 70: passed, no halt
+        strategy("fixed", batchThreshold=70),
+        BatchState(),
+        4,
+        3,
+        1,
+        {"last_batch_failed": False, "should_stop": False},
+    ),
+    (
+        "no-failure-threshold-below-the-batch-threshold",  # 2 of 4 = 50 % < 70: failed, halts
+        strategy("fixed", batchThreshold=70),
+        BatchState(),
+        4,
+        2,
+        2,
+        {"last_batch_failed": True, "should_stop": True},
+    ),
+    (
+        "never-never-stops",
+        strategy("fixed", failureThreshold="never"),
         BatchState(consecutive_failures=9),
         1,
         0,
         1,
         {"should_stop": False, "consecutive_failures": 10},
     ),
-    ("legacy-threshold-100", None, BatchState(), 4, 3, 1, {"last_batch_failed": True, "should_stop": False}),
+    ("legacy-threshold-100-stops", None, BatchState(), 4, 3, 1, {"last_batch_failed": True, "should_stop": True}),
+    ("legacy-passed-batch", None, BatchState(), 4, 4, 0, {"last_batch_failed": False, "should_stop": False}),
+    (
+        "legacy-last-batch-nothing-left-to-halt",  # progress 100 %: the compartment ends failed, not halted
+        None,
+        BatchState(completed=6),
+        4,
+        3,
+        1,
+        {"last_batch_failed": True, "should_stop": False},
+    ),
     (
         "all-blocked-advances",
         EXP,
@@ -291,6 +340,48 @@ def test_evaluate_batch(strat, state, size, ok, failed, expected):
         assert getattr(st, k) == v, k
     assert st.current_batch == state.current_batch + 1
     assert st.completed == state.completed + ok and st.failed == state.failed + failed
+
+
+HALT_CASES = [
+    # id, strategy, expected (failureThreshold, safetyLimit, batchThreshold, default), in words
+    ("legacy", None, (1, 100, 100, True), "halts after the first failed batch (a batch fails when one of its nodes "
+                                          "fails; default: no failureThreshold)"),
+    ("unset", strategy("linear", safetyLimit=30), (1, 100, 100, True), None),
+    ("unset-batch-threshold", strategy("fixed", batchThreshold=80), (1, 100, 80, True),
+     "halts after the first failed batch (a batch fails when under 80 % of its nodes succeed; default: no "
+     "failureThreshold)"),
+    ("explicit", EXP, (2, 50, 100, False), "halts after 2 consecutive failed batches while under 50 % of its nodes "
+                                           "are done (a batch fails when one of its nodes fails)"),
+    ("explicit-strict", strategy("fixed", failureThreshold=1, safetyLimit=100), (1, 100, 100, False), None),
+    ("never", strategy("exponential", failureThreshold="never", batchThreshold=90), ("never", 50, 90, False),
+     "never halts (failureThreshold: never): a failing package can reach every node"),
+]
+
+
+@pytest.mark.parametrize(("strat", "expected", "words"), [c[1:] for c in HALT_CASES], ids=[c[0] for c in HALT_CASES])
+def test_halt_rule(strat, expected, words):
+    rule = halt_rule(strat)
+    assert (rule.failureThreshold, rule.safetyLimit, rule.batchThreshold, rule.default) == expected
+    assert rule.off == (expected[0] == "never")
+    if words is not None:
+        assert rule.describe() == words
+
+
+@pytest.mark.parametrize("strat", [None, strategy("fixed"), strategy("linear", batchThreshold=50)])
+def test_without_a_failure_threshold_a_failing_compartment_halts_at_its_first_failed_batch(strat):
+    """Every node fails: the first batch halts the compartment whatever the batch sizes."""
+    total, st = 10, BatchState()
+    size = next_batch_size(strat, 2, total, st)
+    st = evaluate_batch(strat, total, st, size, 0, size)
+    assert st.should_stop and st.processed == size < total
+
+
+def test_with_never_a_failing_compartment_runs_every_node():
+    strat, total, st = strategy("fixed", initialBatch=2, failureThreshold="never"), 10, BatchState()
+    while (size := next_batch_size(strat, 2, total, st)) > 0:
+        st = evaluate_batch(strat, total, st, size, 0, size)
+        assert not st.should_stop
+    assert st.failed == total
 
 
 def test_evaluate_rejects_inconsistent_counts():

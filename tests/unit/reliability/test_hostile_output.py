@@ -44,7 +44,7 @@ metadata: {{name: hostile}}
 spec:
   version: 2026.11.1
   nodeSelector: {{matchLabels: {{pool: gpu}}}}
-  interruptionBudget: {{count: 2}}
+  interruptionBudget: {{count: 6}}
   packages:
     base: {{version: 1.0.0, image: ghcr.io/example/base, containerSHA: "{SHA}"}}
 """)
@@ -92,7 +92,9 @@ def test_apply_prints_hostile_names_and_log_tails_literally(hostile: dict[str, P
                "--sim-config", str(hostile["config"]),
                "--sim-save", str(hostile["save"])])
     out = capsys.readouterr()
-    assert rc == 1, out.err  # three nodes fail (injected), the rest complete
+    # three nodes fail (injected), the rest complete: all six are one batch (of 2, the first
+    # failed batch would halt the rollout before the third failing node, issue 34)
+    assert rc == 1, out.err
     assert "Traceback" not in out.out + out.err
     text = out.out
     assert_no_raw_controls("apply stdout", text + out.err)
