@@ -12,6 +12,8 @@ Usage (see scripts/build-image)::
     python3 ocilayout.py layer ROOTDIR OUT.tar.gz [--exclude REL ...]   # prints "<blob digest> <diff id>"
     python3 ocilayout.py image --layer L1.tar.gz --layer L2.tar.gz --config-json CFG.json \
         --ref 0.1.0 --out IMAGE.oci.tar                                # prints the manifest digest
+    python3 ocilayout.py index --ref 0.1.0 --out MULTI.oci.tar AMD64.oci.tar ARM64.oci.tar
+                                                           # prints the image index digest
 
 Sources: OCI image-spec v1.1 (image-layout.md, manifest.md, config.md, layer.md).
 """
@@ -159,7 +161,8 @@ def write_image(layers: list[tuple[Path, str]], config: dict[str, Any], ref: str
     blobs.append((man_digest, man_bytes))
     index = {"schemaVersion": 2, "mediaType": INDEX,
              "manifests": [{"mediaType": MANIFEST, "digest": man_digest, "size": len(man_bytes),
-                            "platform": {"architecture": cfg["architecture"], "os": cfg["os"]},
+                            "platform": {"architecture": cfg["architecture"], "os": cfg["os"],
+                                         **({"variant": cfg["variant"]} if "variant" in cfg else {})},
                             "annotations": {"org.opencontainers.image.ref.name": ref}}]}
 
     def add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -191,6 +194,60 @@ def write_image(layers: list[tuple[Path, str]], config: dict[str, Any], ref: str
     return man_digest
 
 
+def write_index(archives: Sequence[Path], ref: str, out: Path) -> str:
+    """Write the multi-platform OCI layout tar ``out`` from single-image archives (as
+    :func:`write_image` writes them): every blob of each, an image index listing each archive's
+    manifest with its platform, and ``index.json`` naming that image index ``ref``. Returns the
+    image index digest, the multi-platform image's digest as a registry reports it after
+    ``skopeo copy --all``.
+
+    Raises:
+        ValueError: an archive holds other than one manifest, or two archives one platform.
+    """
+    clamp = epoch()
+    entries: list[dict[str, Any]] = []
+    for path in archives:
+        with tarfile.open(path) as tar:
+            f = tar.extractfile("index.json")
+            assert f is not None
+            (desc,) = json.loads(f.read())["manifests"]
+        if desc.get("mediaType") != MANIFEST or "platform" not in desc:
+            raise ValueError(f"{path}: not a single-platform image archive")
+        entries.append({k: desc[k] for k in ("mediaType", "digest", "size", "platform")})
+    platforms = [json.dumps(e["platform"], sort_keys=True) for e in entries]
+    if len(set(platforms)) != len(platforms):
+        raise ValueError(f"two archives of one platform: {platforms}")
+    image_index = _json_bytes({"schemaVersion": 2, "mediaType": INDEX, "manifests": entries})
+    index_digest = f"sha256:{hashlib.sha256(image_index).hexdigest()}"
+    top = {"schemaVersion": 2, "mediaType": INDEX,
+           "manifests": [{"mediaType": INDEX, "digest": index_digest, "size": len(image_index),
+                          "annotations": {"org.opencontainers.image.ref.name": ref}}]}
+    tmp = out.with_name(out.name + ".part")
+    seen: set[str] = set()
+    with tarfile.open(tmp, "w", format=tarfile.PAX_FORMAT) as dst:
+        layout = _json_bytes({"imageLayoutVersion": "1.0.0"})
+        for name, data in (("oci-layout", layout), ("index.json", _json_bytes(top))):
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mode, ti.mtime = len(data), 0o644, clamp
+            dst.addfile(ti, io.BytesIO(data))
+        for name in ("blobs", "blobs/sha256"):
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, clamp
+            dst.addfile(ti)
+        ti = tarfile.TarInfo("blobs/sha256/" + index_digest.removeprefix("sha256:"))
+        ti.size, ti.mode, ti.mtime = len(image_index), 0o644, clamp
+        dst.addfile(ti, io.BytesIO(image_index))
+        seen.add(ti.name)
+        for path in archives:
+            with tarfile.open(path) as src:
+                for m in src.getmembers():
+                    if m.isfile() and m.name.startswith("blobs/sha256/") and m.name not in seen:
+                        seen.add(m.name)
+                        dst.addfile(m, src.extractfile(m))
+    tmp.replace(out)
+    return index_digest
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -205,7 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     ip.add_argument("--ref", required=True)
     ip.add_argument("--annotation", action="append", default=[], help="KEY=VALUE (manifest annotation)")
     ip.add_argument("--out", type=Path, required=True)
+    xp = sub.add_parser("index")
+    xp.add_argument("archives", type=Path, nargs="+")
+    xp.add_argument("--ref", required=True)
+    xp.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
+    if a.cmd == "index":
+        print(write_index(a.archives, a.ref, a.out))
+        return 0
     if a.cmd == "layer":
         blob, diff, _ = write_layer(a.root, a.out, a.exclude)
         print(blob, diff)

@@ -99,3 +99,36 @@ def test_image_layout_links_index_manifest_config_and_layers(tree: Path, tmp_pat
     assert manifest["layers"][0]["digest"] == _sha(layer.read_bytes())
     assert oci.write_image([(layer, diff)], cfg, "1.2.3", tmp_path / "again.tar",
                            {"org.opencontainers.image.version": "1.2.3"}) == digest
+
+
+def test_index_joins_platform_images_under_one_digest(tree: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ocilayout.py index`: one image index listing each archive's manifest with its platform
+    (arm64 with its variant), every blob of both once, index.json naming the index by ``ref``."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    layer = tmp_path / "l.tar.gz"
+    _, diff, _ = oci.write_layer(tree, layer)
+    digests = {}
+    for arch, extra in (("amd64", {}), ("arm64", {"variant": "v8"})):
+        cfg = {"architecture": arch, "os": "linux", **extra, "config": {"Entrypoint": ["tool"]}}
+        digests[arch] = oci.write_image([(layer, diff)], cfg, "1.2.3", tmp_path / f"{arch}.tar")
+    out = tmp_path / "multi.tar"
+    digest = oci.write_index([tmp_path / "amd64.tar", tmp_path / "arm64.tar"], "1.2.3", out)
+    with tarfile.open(out) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+    for name, data in files.items():
+        if name.startswith("blobs/sha256/"):
+            assert _sha(data) == "sha256:" + name.rsplit("/", 1)[1]
+    (top,) = json.loads(files["index.json"])["manifests"]
+    assert top["digest"] == digest and top["mediaType"] == oci.INDEX
+    assert top["annotations"]["org.opencontainers.image.ref.name"] == "1.2.3"
+    index = json.loads(files["blobs/sha256/" + digest[7:]])
+    assert [(m["digest"], m["platform"]) for m in index["manifests"]] == [
+        (digests["amd64"], {"architecture": "amd64", "os": "linux"}),
+        (digests["arm64"], {"architecture": "arm64", "os": "linux", "variant": "v8"})]
+    layers = [n for n in files if n == "blobs/sha256/" + _sha(layer.read_bytes())[7:]]
+    assert len(layers) == 1  # the shared layer once
+    with pytest.raises(ValueError, match="two archives of one platform"):
+        oci.write_index([tmp_path / "amd64.tar", tmp_path / "amd64.tar"], "1.2.3", tmp_path / "bad.tar")
+    with pytest.raises(ValueError, match="not a single-platform image archive"):
+        oci.write_index([out], "1.2.3", tmp_path / "bad.tar")
