@@ -1,4 +1,10 @@
-"""``reconciler status``: per node and package, the state recorded on the nodes."""
+"""``reconciler status``: the state recorded on the nodes.
+
+The table is a fleet view (issue 38): first one row per recipe (nodes by
+:class:`~reconciler.ops.status.RecipeState`, nodes it holds cordoned), then each failed node with
+its reason; ``-o wide`` adds a row per node and package (a package on a failed node shows
+``failed``, whatever its entry says). With ``--no-headers`` one listing only, for scripts: the
+recipe rows, or with ``-o wide`` the node rows. ``-o json`` is the per-node document, unchanged."""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from reconciler.cli.console import listing_table, make_console, print_listing
 from reconciler.errors import EXIT_OK
 from reconciler.model.observed import NodeInfo
 from reconciler.model.vocab import Phase
-from reconciler.ops.status import STATE_PREFIX
+from reconciler.ops.status import STATE_PREFIX, NodeStatus, RecipeState, summarize
 from reconciler.ops.status import node_status as status_of
 from reconciler.report.safetext import text
 
@@ -20,7 +26,8 @@ __all__ = ["STATE_PREFIX", "add_parser", "node_status", "run"]
 
 def add_parser(sub: Any) -> None:
     """Register the ``status`` verb."""
-    p: argparse.ArgumentParser = sub.add_parser("status", help="show the package state recorded on each node")
+    p: argparse.ArgumentParser = sub.add_parser(
+        "status", help="show per recipe where its nodes stand, then each failed node (-o wide: every node and package)")
     add_cluster_args(p)
     add_output_arg(p, ("table", "wide", "json", "yaml", "name"), headers=True)
     p.add_argument("--recipe", help="only this recipe")
@@ -42,37 +49,61 @@ def run(args: argparse.Namespace) -> int:
 
     opened = open_cluster(args)
     if not (args.node or args.package or args.output in ("yaml", "name")):
-        docs = [s.to_dict() for s in opened.status(args.recipe, selector=args.selector)]
-        return _print(args, docs)
+        return _print(args, opened.status(args.recipe, selector=args.selector))
     from reconciler.cli.statusviews import show  # node/package views, YAML (cli/statusviews.py)
 
     return show(args, opened.nodes(args.selector, recipe=args.recipe, package=args.package))
 
 
-def _print(args: argparse.Namespace, docs: list[dict[str, Any]]) -> int:
-    """The nodes' status documents as a table or JSON."""
+def _print(args: argparse.Namespace, statuses: list[NodeStatus]) -> int:
+    """The fleet view (module doc) or, with ``-o json``, the nodes' status documents."""
     if args.output == "json":
-        print(json.dumps({"nodes": docs}, indent=2, sort_keys=True))
+        print(json.dumps({"nodes": [st.to_dict() for st in statuses]}, indent=2, sort_keys=True))
         return EXIT_OK
     console = make_console()
-    cols = ["node", "cordoned", "recipe", "package", "version", "stage", "state"]
-    if args.output == "wide":
-        cols += ["restarts", "failure"]
-    t = listing_table(cols, headers=not getattr(args, "no_headers", False))
-    for d in docs:
-        cordon = "by us" if d["cordonedByUs"] else ("yes" if d["unschedulable"] else "")
-        fail = "; ".join(f"{f.get('reason')}: {f.get('message', '')[:80]}" for f in d["failures"])
-        if not d["packages"]:
-            row = [d["name"], cordon, "", "", "", "", ""]
-            t.add_row(*(text(c) for c in row + (["", fail] if args.output == "wide" else [])))
-        for p in d["packages"]:
-            row = [d["name"], cordon, p["recipe"], p["name"], p["version"], p["stage"], p["state"]]
-            if args.output == "wide":
-                row += [str(p["restarts"]), fail]
-            t.add_row(*(text(c) for c in row))
-        for g in d["readinessGate"]:
-            row = [d["name"], cordon, g["recipe"], "(readiness gate)", "", Phase.READINESS_GATE,
-                   f"waiting since {g['since'] or 'unknown'}"]
-            t.add_row(*(text(c) for c in row + (["", ""] if args.output == "wide" else [])))
+    headers = not getattr(args, "no_headers", False)
+    if args.output == "wide" and not headers:  # one listing for scripts: the node rows
+        _rows(console, statuses, headers)
+        return EXIT_OK
+    summary = summarize(statuses)
+    states = list(RecipeState)
+    t = listing_table(["recipe", "nodes", *states, "cordoned by us"], headers=headers)
+    for s in summary:
+        t.add_row(*(text(c) for c in (s.recipe, s.nodes, *(s.count(st) for st in states), s.cordoned_by_us)))
     print_listing(console, t)
+    if not headers:  # one listing for scripts: the recipe rows
+        return EXIT_OK
+    if not summary:
+        console.print(f"no recipe recorded on any of {len(statuses)} node(s)")
+    failed = [(st, f) for st in statuses for f in st.failures]
+    if failed:
+        f_table = listing_table(["failed node", "recipe", "reason", "message"])
+        for st, f in failed:
+            f_table.add_row(*(text(c) for c in (st.name, f.recipe, f.reason, f.message[:120])))
+        print_listing(console, f_table)
+    if args.output == "wide":
+        _rows(console, statuses, headers)
+    elif statuses:
+        console.print("every node and package: -o wide; one node: reconciler node status NODE", style="dim")
     return EXIT_OK
+
+
+def _rows(console: Any, statuses: list[NodeStatus], headers: bool) -> None:
+    """One row per node and package (and readiness gate); a package on a failed node: ``failed``."""
+    cols = ["node", "cordoned", "recipe", "package", "version", "stage", "state", "restarts", "failure"]
+    t = listing_table(cols, headers=headers)
+    for st in statuses:
+        cordon = "by us" if st.cordoned_by_us else ("yes" if st.unschedulable else "")
+        fail = "; ".join(f"{f.reason}: {f.message[:80]}" for f in st.failures)
+        if not st.packages:
+            t.add_row(*(text(c) for c in (st.name, cordon, "", "", "", "", "", "", fail)))
+        for p in st.packages:
+            state = p.state
+            if state != "complete" and st.state_of(p.recipe) is RecipeState.FAILED:
+                state = "failed"
+            t.add_row(*(text(c) for c in (st.name, cordon, p.recipe, p.name, p.version, p.stage, state,
+                                          str(p.restarts), fail)))
+        for g in st.readiness_gates:
+            t.add_row(*(text(c) for c in (st.name, cordon, g.recipe, "(readiness gate)", "", Phase.READINESS_GATE,
+                                          f"waiting since {g.since or 'unknown'}", "", "")))
+    print_listing(console, t)

@@ -3,7 +3,9 @@ typed records read from a node's annotations, pure, with their JSON form."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from reconciler.model.nodestate import (
@@ -18,6 +20,7 @@ from reconciler.model.nodestate import (
     parse_state,
 )
 from reconciler.model.observed import NodeInfo
+from reconciler.model.vocab import PackageStatus as EntryState
 from reconciler.model.vocab import Phase
 
 STATE_PREFIX = f"{PREFIX}/nodeState_"
@@ -83,6 +86,24 @@ class NodeStatus:
     packages: tuple[PackageStatus, ...]
     failures: tuple[FailureStatus, ...]
     readiness_gates: tuple[GateStatus, ...]
+    #: recipes with an in-flight record on the node (a lifecycle started and not ended)
+    inflight: tuple[str, ...] = ()
+    #: recipes whose cordon claim the node carries
+    claims: tuple[str, ...] = ()
+
+    def state_of(self, recipe: str) -> RecipeState:
+        """Where ``recipe`` stands on this node (:class:`RecipeState`): failed when it has a
+        failure record (whatever its packages' entries say: a node that failed at its reboot keeps
+        ``interrupt/in_progress``), waiting at the readiness gate, in progress while a lifecycle is
+        in flight or an entry is not complete, else complete."""
+        if any(f.recipe == recipe for f in self.failures):
+            return RecipeState.FAILED
+        if any(g.recipe == recipe for g in self.readiness_gates):
+            return RecipeState.WAITING
+        entries = [p for p in self.packages if p.recipe == recipe]
+        if recipe in self.inflight or any(p.state != EntryState.COMPLETE for p in entries):
+            return RecipeState.IN_PROGRESS
+        return RecipeState.COMPLETE if entries else RecipeState.IN_PROGRESS
 
     def to_dict(self) -> dict[str, Any]:
         """The status document of ``status -o json``: ``{name, unschedulable, cordonedByUs,
@@ -91,6 +112,43 @@ class NodeStatus:
                 "recipes": list(self.recipes), "packages": [p.to_dict() for p in self.packages],
                 "failures": [f.to_dict() for f in self.failures],
                 "readinessGate": [g.to_dict() for g in self.readiness_gates]}
+
+
+class RecipeState(StrEnum):
+    """Where a recipe stands on one node, as the fleet summary counts it (:meth:`NodeStatus.state_of`)."""
+
+    COMPLETE = "complete"
+    IN_PROGRESS = "in progress"
+    WAITING = "at gate"  # waiting at the readiness gate
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class RecipeSummary:
+    """One recipe across the nodes that record it: node counts by :class:`RecipeState`, and the
+    nodes it holds cordoned (its cordon claim on a node that is unschedulable)."""
+
+    recipe: str
+    nodes: int
+    counts: dict[RecipeState, int]
+    cordoned_by_us: int
+
+    def count(self, state: RecipeState) -> int:
+        """Nodes of the recipe in ``state`` (0 when none)."""
+        return self.counts.get(state, 0)
+
+
+def summarize(statuses: Sequence[NodeStatus]) -> list[RecipeSummary]:
+    """Per recipe (sorted by name), the nodes recording it counted by :class:`RecipeState`, and
+    the unschedulable ones carrying its cordon claim."""
+    out: dict[str, tuple[int, dict[RecipeState, int], int]] = {}
+    for st in statuses:
+        for r in st.recipes:
+            n, counts, held = out.get(r, (0, {}, 0))
+            state = st.state_of(r)
+            counts = {**counts, state: counts.get(state, 0) + 1}
+            out[r] = (n + 1, counts, held + (1 if r in st.claims and st.unschedulable else 0))
+    return [RecipeSummary(r, n, counts, held) for r, (n, counts, held) in sorted(out.items())]
 
 
 def node_status(node: NodeInfo, recipe: str | None = None) -> NodeStatus:
@@ -103,6 +161,7 @@ def node_status(node: NodeInfo, recipe: str | None = None) -> NodeStatus:
     packages: list[PackageStatus] = []
     failures: list[FailureStatus] = []
     gates: list[GateStatus] = []
+    flying: list[str] = []
     for r in recipes:
         try:
             state = parse_state(node.annotations.get(STATE_PREFIX + r), node=node.name, key=STATE_PREFIX + r)
@@ -116,7 +175,10 @@ def node_status(node: NodeInfo, recipe: str | None = None) -> NodeStatus:
         if f is not None:
             failures.append(FailureStatus(r, f.reason, f.message, f))
         fl = parse_model(InFlight, node.annotations.get(inflight_key(r)))
+        if fl is not None:
+            flying.append(r)
         if fl is not None and fl.phase is Phase.READINESS_GATE:
             gates.append(GateStatus(r, fl.timers.get(Phase.READINESS_GATE, fl.since)))
-    return NodeStatus(node.name, node.unschedulable, any(cordon_key(r) in node.annotations for r in recipes),
-                      tuple(recipes), tuple(packages), tuple(failures), tuple(gates))
+    claims = tuple(r for r in recipes if cordon_key(r) in node.annotations)
+    return NodeStatus(node.name, node.unschedulable, bool(claims), tuple(recipes), tuple(packages),
+                      tuple(failures), tuple(gates), tuple(flying), claims)

@@ -63,7 +63,7 @@ def _env(**extra: str) -> dict[str, str]:
 def test_no_escape_under_no_color_or_dumb_terminal(verb: str, files: tuple[Path, Path]) -> None:
     fleet, recipe = files
     argv = ["plan", str(recipe), "--cluster", f"sim:{fleet}"] if verb == "plan" else [
-        "status", "--cluster", f"sim:{fleet}"]
+        "status", "-o", "wide", "--cluster", f"sim:{fleet}"]
     assert ESC in _on_pty(argv, _env())  # styled on a terminal by default
     for env in (_env(NO_COLOR="1"), _env(NO_COLOR="false"), _env(TERM="dumb")):
         out = _on_pty(argv, env)

@@ -93,7 +93,7 @@ def test_node_verbs_name_output(files: tuple[Path, Path], cli: RunCli) -> None:
 
 def test_no_headers(files: tuple[Path, Path], cli: RunCli) -> None:
     fleet, _ = files
-    for argv in (["status"], ["package", "status", "base"]):
+    for argv in (["status", "-o", "wide"], ["package", "status", "base"]):
         with_h = cli(*argv, "--cluster", f"sim:{fleet}")[1]
         without = cli(*argv, "--cluster", f"sim:{fleet}", "--no-headers")[1]
         assert "recipe" in with_h and "recipe" not in without.split("\n")[1], argv

@@ -95,7 +95,9 @@ def test_status_table_has_a_row_for_the_gate(capsys: pytest.CaptureFixture[str],
     path = tmp_path / "fleet.json"
     sim = SimFleet(objects_from_observed(fleet([_gated_node()])))
     sim.save(str(path))
-    assert main(["status", "--cluster", f"sim:{path}"]) == 0
+    assert main(["status", "--cluster", f"sim:{path}", "--no-headers"]) == 0
+    assert capsys.readouterr().out.split() == ["tuning", "1", "0", "0", "1", "0", "1"]  # 1 node at the gate, cordoned
+    assert main(["status", "--cluster", f"sim:{path}", "-o", "wide"]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if "readiness" in line)
     assert "n1" in row and "tuning" in row and "readiness-gate" in row and "waiting since 2026-12-01T10:00:00Z" in row
