@@ -404,50 +404,57 @@ def test_the_pdb_never_blocks_the_drain_of_a_single_replica() -> None:
 # ------------------------------------------------------------------ RBAC: least privilege
 Grant = tuple[str, str, str, str]  # (scope: cluster | release | default, apiGroup, resource, verb)
 
-#: Every Kubernetes API method the adapters call → what it needs (None: needs no grant; the reason).
-#: A method missing here fails the test: map it (and the chart's rules) when the code gains a call.
-API_NEEDS: dict[str, list[Grant] | str] = {
-    "list_node": [("cluster", "", "nodes", "list")],
-    "read_node": [("cluster", "", "nodes", "get")],
-    "patch_node": [("cluster", "", "nodes", "patch")],
-    "read_node_status": [("cluster", "", "nodes/status", "get")],
-    "patch_node_status": [("cluster", "", "nodes/status", "patch")],
-    "list_pod_for_all_namespaces": [("cluster", "", "pods", "list")],
-    "read_namespaced_pod": [("cluster", "", "pods", "get")],
-    # end_run(if_unused=True): is a stage pod of a resumed lifecycle left? (covered by the cluster-wide list)
-    "list_namespaced_pod": [("cluster", "", "pods", "list")],
-    "create_namespaced_pod_eviction": [("cluster", "", "pods/eviction", "create")],
-    "list_pod_disruption_budget_for_all_namespaces": [("cluster", "policy", "poddisruptionbudgets", "list")],
-    "read_namespaced_daemon_set": [("cluster", "apps", "daemonsets", "get")],
-    "read_namespace": [("cluster", "", "namespaces", "get")],
-    "create_namespace": "only when the namespace is missing; the chart (or examples/rbac) creates it",
-    "create_namespaced_pod": [("release", "", "pods", "create")],
-    "delete_namespaced_pod": [("release", "", "pods", "delete")],
-    "delete_collection_namespaced_pod": [("release", "", "pods", "deletecollection")],
-    "read_namespaced_pod_log": [("release", "", "pods/log", "get")],
-    "create_namespaced_config_map": [("release", "", "configmaps", "create")],
-    "read_namespaced_config_map": [("release", "", "configmaps", "get")],
-    "patch_namespaced_config_map": [("release", "", "configmaps", "patch")],
-    "delete_namespaced_config_map": [("release", "", "configmaps", "delete")],
-    "read_namespaced_lease": [("release", "coordination.k8s.io", "leases", "get")],
-    "create_namespaced_lease": [("release", "coordination.k8s.io", "leases", "create")],
-    "replace_namespaced_lease": [("release", "coordination.k8s.io", "leases", "update")],
-    "delete_namespaced_lease": [("release", "coordination.k8s.io", "leases", "delete")],
-    "create_namespaced_event": [("default", "", "events", "create")],
-    "get_code": "GET /version: allowed to every user by system:public-info-viewer",
+#: Every request the adapters make → what it needs (None: needs no grant; the reason). A request
+#: is (API group, resource[/subresource], verb), read from the code: the generated client's methods
+#: (``client.XxxApi(...).method``) by name, and our request path (``kube/api.py``: ``send``,
+#: ``json``, ``list_all``, ``stream``) by the method and path of each call (:func:`requests`).
+#: A request missing here fails the test: map it (and the chart's rules) when the code gains one.
+API_NEEDS: dict[tuple[str, str, str], list[Grant] | str] = {
+    ("", "nodes", "list"): [("cluster", "", "nodes", "list")],
+    ("", "nodes", "watch"): [("cluster", "", "nodes", "watch")],
+    ("", "nodes", "get"): [("cluster", "", "nodes", "get")],
+    ("", "nodes", "patch"): [("cluster", "", "nodes", "patch")],
+    ("", "nodes/status", "get"): [("cluster", "", "nodes/status", "get")],
+    ("", "nodes/status", "patch"): [("cluster", "", "nodes/status", "patch")],
+    ("", "pods", "list"): [("cluster", "", "pods", "list")],
+    ("", "pods", "watch"): [("cluster", "", "pods", "watch")],
+    ("", "pods", "get"): [("cluster", "", "pods", "get")],
+    ("", "pods/eviction", "create"): [("cluster", "", "pods/eviction", "create")],
+    ("policy", "poddisruptionbudgets", "list"): [("cluster", "policy", "poddisruptionbudgets", "list")],
+    ("apps", "daemonsets", "get"): [("cluster", "apps", "daemonsets", "get")],
+    ("", "namespaces", "get"): [("cluster", "", "namespaces", "get")],
+    ("", "namespaces", "create"): "only when the namespace is missing; the chart (or examples/rbac) creates it",
+    # the stage pods, run owners and package ConfigMaps live in the release namespace
+    ("", "pods", "create"): [("release", "", "pods", "create")],
+    ("", "pods", "delete"): [("release", "", "pods", "delete")],
+    ("", "pods", "deletecollection"): [("release", "", "pods", "deletecollection")],
+    ("", "pods/log", "get"): [("release", "", "pods/log", "get")],
+    ("", "configmaps", "create"): [("release", "", "configmaps", "create")],
+    ("", "configmaps", "get"): [("release", "", "configmaps", "get")],
+    ("", "configmaps", "list"): [("release", "", "configmaps", "list")],
+    ("", "configmaps", "patch"): [("release", "", "configmaps", "patch")],
+    ("", "configmaps", "delete"): [("release", "", "configmaps", "delete")],
+    ("coordination.k8s.io", "leases", "get"): [("release", "coordination.k8s.io", "leases", "get")],
+    ("coordination.k8s.io", "leases", "create"): [("release", "coordination.k8s.io", "leases", "create")],
+    ("coordination.k8s.io", "leases", "update"): [("release", "coordination.k8s.io", "leases", "update")],
+    ("coordination.k8s.io", "leases", "delete"): [("release", "coordination.k8s.io", "leases", "delete")],
+    ("", "events", "create"): [("default", "", "events", "create")],
+    ("", "version", "get"): "GET /version: allowed to every user by system:public-info-viewer",
     # kube/statusobject.py (CustomObjectsApi on the NodeRecipeRollout kind)
-    "get_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "get")],
-    "create_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "create")],
-    "patch_cluster_custom_object": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "patch")],
-    "patch_cluster_custom_object_status": [("cluster", "reconciler.nodewright.dev", "nodereciperollouts/status",
-                                            "patch")],
-    # kube/informer.py / kube/noderecipes.py: `reconciler controller` only (CONTROLLER below)
-    "list_cluster_custom_object": "controller only: NodeRecipe list+watch (CONTROLLER)",
-    # kube/cluster.py lifecycles(): the run owners; kube/informer.py: the controls ConfigMap (its watch: CONTROLLER)
-    "list_namespaced_config_map": [("release", "", "configmaps", "list")],
+    ("client", "get_cluster_custom_object", ""): [
+        ("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "get")],
+    ("client", "create_cluster_custom_object", ""): [
+        ("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "create")],
+    ("client", "patch_cluster_custom_object", ""): [
+        ("cluster", "reconciler.nodewright.dev", "nodereciperollouts", "patch")],
+    ("client", "patch_cluster_custom_object_status", ""): [
+        ("cluster", "reconciler.nodewright.dev", "nodereciperollouts/status", "patch")],
+    # kube/informer.py: `reconciler controller` only (CONTROLLER below)
+    ("client", "list_cluster_custom_object", ""): "controller only: NodeRecipe list+watch (CONTROLLER)",
+    ("client", "list_node", ""): "controller only: the node informer (the nodes list+watch above)",
+    ("client", "list_pod_disruption_budget_for_all_namespaces", ""): "controller only: PDB list+watch (CONTROLLER)",
+    ("client", "list_namespaced_config_map", ""): "controller only: the controls ConfigMap (CONTROLLER)",
 }
-#: lists that kube/watch.py streams (watch=True): they also need `watch`
-WATCHED = {"list_node": ("", "nodes"), "list_pod_for_all_namespaces": ("", "pods")}
 #: what the controller adds (the chart grants it with controller.enabled): kube/informer.py watches
 #: nodes, PodDisruptionBudgets, NodeRecipes and the controls ConfigMap; kube/noderecipes.py writes NodeRecipe status
 CONTROLLER: set[Grant] = {
@@ -457,33 +464,82 @@ CONTROLLER: set[Grant] = {
     ("cluster", "reconciler.nodewright.dev", "noderecipes/status", "patch"),
     ("cluster", "policy", "poddisruptionbudgets", "watch"),
 }
-_CALL = re.compile(r"(?:self\._(?:core|apps|policy|coordination)|self\.api|client\.\w+Api\([^)]*\))\.([a-z_]+)\b")
+#: a generated client's method (the CustomObjectsApi and the informers' listers); ``self.api`` is
+#: also our request path (kube/api.py), whose own names are read by :data:`_REQUEST`
+_CLIENT_CALL = re.compile(r"(?:self\.api|client\.\w+Api\([^)]*\))\.([a-z_]+)\b")
+_OUR_PATH = {"send", "json", "list_all", "stream", "api_client"}
+#: a request on our path: method, then the path expression up to the description argument
+_REQUEST = re.compile(r"self\.api\.(send|json|list_all|stream)\(\s*(?:\"([A-Z]+)\",\s*)?(.+?),\s*(?:f?\"|what\b)", re.S)
+_PATHS = {"_PATHS[kind]": ("/api/v1/nodes", "/api/v1/pods")}  # kube/watch.py: the two streams
+#: the adapters' own path helpers: kube/stages.py ``_path(kind[, name])`` in the release namespace,
+#: kube/leases.py ``_path([name])``
+_STAGES_PATH = re.compile(r'self\._path\("(\w+)"(, [\w.]+)?\)(?: \+ "(/\w+)")?$')
+_LEASES_PATH = re.compile(r"self\._path\((\w+)?\)$")
 
 
-def api_calls() -> dict[str, set[str]]:
-    """Kubernetes client methods called in reconciler/adapters/**/*.py → the files calling them
-    (paths under adapters/, e.g. ``kube/watch.py``)."""
-    found: dict[str, set[str]] = {}
+def _templates(expr: str, file: str, text: str, at: int) -> list[str]:
+    """The path templates (``{}`` for a value) a path expression of ``file`` stands for."""
+    expr = " ".join(expr.split())
+    if expr in _PATHS:
+        return list(_PATHS[expr])
+    if file == "kube/stages.py" and (m := _STAGES_PATH.match(expr)):
+        return [f"/api/v1/namespaces/{{}}/{m.group(1)}" + ("/{}" if m.group(2) else "") + (m.group(3) or "")]
+    if file == "kube/leases.py" and (m := _LEASES_PATH.match(expr)):
+        return ["/apis/coordination.k8s.io/v1/namespaces/{}/leases" + ("/{}" if m.group(1) else "")]
+    if expr in ("path", 'f"{path}/{q(name)}"'):
+        assigned = re.findall(r"\bpath = (f?\"[^\"]+\")", text[:at])
+        assert assigned, f"{file}: a request on `path` with no `path = ...` before it"
+        expr = assigned[-1] if expr == "path" else assigned[-1][:-1] + '/{name}"'
+    assert re.fullmatch(r'f?"/[^"]*"', expr), f"{file}: a request path this test cannot read: {expr}"
+    return [re.sub(r"\{[^}]*\}", "{}", expr.lstrip("f").strip('"'))]
+
+
+def _request(method: str, template: str) -> tuple[str, str, str]:
+    """(API group, resource[/subresource], verb) of ``method`` on a path template."""
+    segs = template.strip("/").split("/")
+    if segs == ["version"]:
+        return ("", "version", "get")
+    group, rest = ("", segs[2:]) if segs[0] == "api" else (segs[1], segs[3:])
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        rest = rest[2:]
+    resource, named = rest[0], len(rest) > 1
+    if len(rest) > 2:
+        resource += "/" + rest[2]
+    verb = {"GET": "get" if named else "list", "POST": "create", "PATCH": "patch", "PUT": "update",
+            "DELETE": "delete" if named else "deletecollection", "WATCH": "watch"}[method]
+    return (group, resource, verb)
+
+
+def api_calls() -> dict[tuple[str, str, str], set[str]]:
+    """The requests the adapters make (reconciler/adapters/**/*.py) → the files making them (paths
+    under adapters/, e.g. ``kube/watch.py``): ``(group, resource, verb)`` on our request path,
+    ``("client", method, "")`` for a generated client's method."""
+    found: dict[tuple[str, str, str], set[str]] = {}
     adapters = ROOT / "reconciler" / "adapters"
     for path in sorted(adapters.rglob("*.py")):
-        for name in _CALL.findall(path.read_text()):
-            found.setdefault(name, set()).add(path.relative_to(adapters).as_posix())
+        text, file = path.read_text(), path.relative_to(adapters).as_posix()
+        for name in set(_CLIENT_CALL.findall(text)) - _OUR_PATH:
+            found.setdefault(("client", name, ""), set()).add(file)
+        for m in _REQUEST.finditer(text):
+            call, method, expr = m.group(1), m.group(2), m.group(3)
+            method = {"list_all": "GET", "stream": "WATCH"}.get(call, method)
+            assert method, f"{file}: a request without its HTTP method: {m.group(0)[:80]}"
+            for template in _templates(expr, file, text, m.start()):
+                found.setdefault(_request(method, template), set()).add(file)
     return found
 
 
 def needed() -> set[Grant]:
-    """The grants the code needs, from its API calls."""
+    """The grants the code needs, from its requests."""
     calls = api_calls()
     unmapped = sorted(set(calls) - set(API_NEEDS))
-    assert not unmapped, f"API calls without an RBAC mapping in this test (add them, and to the chart): {unmapped}"
+    assert not unmapped, f"API requests without an RBAC mapping in this test (add them, and to the chart): {unmapped}"
+    assert calls[("", "nodes", "watch")] == calls[("", "pods", "watch")] == {"kube/watch.py"}
     out: set[Grant] = set()
     for name in calls:
         need = API_NEEDS[name]
         if not isinstance(need, str):
             out.update(need)
-    for name, (group, resource) in WATCHED.items():
-        assert "kube/watch.py" in calls[name], f"{name} is no longer watched in kube/watch.py"
-        out.add(("cluster", group, resource, "watch"))
     return out
 
 
