@@ -29,12 +29,14 @@ from typing import Any, Protocol
 
 from reconciler.adapters.sim.config import SimConfig, StageFailure
 from reconciler.adapters.sim.fleet import SimFleet
+from reconciler.execute.effects import NODE_EVENTS
 from reconciler.load import Inputs
 from reconciler.model.nodestate import PREFIX, parse_state, state_key
 from reconciler.model.observed import NodeInfo
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import DrainOptions, Package, Recipe, Timeouts
 from reconciler.model.run import RunResult
+from reconciler.model.vocab import EventKind
 from reconciler.ports import ChangeFeed, Clock, ClusterPorts, StageSpec
 from reconciler.service import ApplySettings, apply_recipes
 from reconciler.testing import builders as b
@@ -256,9 +258,16 @@ class Outcome:
             out.append(f"tainted {self.tainted}, want {expect.tainted}")
         if set(self.evictions) != expect.evictions:
             out.append(f"evictions {sorted(set(self.evictions))}, want {sorted(expect.evictions)}")
-        events = {(i, reason) for i, reason, _t in self.events}
+        # the notice Events (cordon, drain, uncordon: NODE_EVENTS) follow the timeline, one each;
+        # the table names the others
+        notices = {(i, NODE_EVENTS[EventKind(k)]) for i, kinds in self.timeline.items() for k in kinds
+                   if k in NODE_EVENTS}
+        events = {(i, reason) for i, reason, _t in self.events if reason not in NODE_EVENTS.values()}
         if events != expect.events:
             out.append(f"events {sorted(events)}, want {sorted(expect.events)}")
+        got_notices = {(i, reason) for i, reason, _t in self.events if reason in NODE_EVENTS.values()}
+        if got_notices != notices:
+            out.append(f"notice events {sorted(got_notices)}, want {sorted(notices)} (from the timeline)")
         for i, want in expect.final.items():
             got_final = self.final.get(i, {})
             for k, v in want.items():

@@ -29,8 +29,9 @@ def _recipe(name: str, group: str, *, env: str = "", retries: int = 1, runtime_r
     return f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: {name}, version: "2026.11.1"}}
+metadata: {{name: {name}}}
 spec:
+  version: "2026.11.1"
   nodeSelector: {{matchLabels: {{e2e.test/group: {group}}}}}
   podNonInterruptLabels: {{matchLabels: {{workload: long-running-training}}}}
   interruptionBudget: {policy}

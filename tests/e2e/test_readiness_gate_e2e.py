@@ -34,8 +34,9 @@ def _recipe(name: str, group: str) -> str:
     return f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: {name}, version: "2026.12.1"}}
+metadata: {{name: {name}}}
 spec:
+  version: "2026.12.1"
   nodeSelector: {{matchLabels: {{e2e.test/group: {group}}}}}
   interruptionBudget: {{count: 2}}
   runtimeRequired: true

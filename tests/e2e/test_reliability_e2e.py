@@ -53,8 +53,9 @@ def recipe_text(name: str, group: str, *, budget: int = 1, reboot: bool = True, 
     return f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: {name}, version: "2026.11.1"}}
+metadata: {{name: {name}}}
 spec:
+  version: "2026.11.1"
   nodeSelector: {{matchLabels: {{e2e.test/group: {group}}}}}
   podNonInterruptLabels: {{matchLabels: {{workload: long-running-training}}}}
   interruptionBudget: {{count: {budget}}}

@@ -25,8 +25,9 @@ def _recipe(name: str, group: str, *, node_ready: int = 600, budget: int = 1) ->
     return f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: {name}, version: "2026.11.1"}}
+metadata: {{name: {name}}}
 spec:
+  version: "2026.11.1"
   nodeSelector: {{matchLabels: {{e2e.test/group: {group}}}}}
   interruptionBudget: {{count: {budget}}}
   runtimeRequired: true
