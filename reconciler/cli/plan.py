@@ -1,4 +1,4 @@
-"""``reconciler plan RECIPE... [--policy FILE]... --cluster sim:PATH [-o table|json|yaml|name|markdown]``.
+"""``reconciler plan RECIPE... [--policy FILE]... --cluster sim:PATH [-o table|wide|json|yaml|name|markdown]``.
 
 Loads the recipes and policies, observes the cluster once, plans every recipe (in the loader's
 ``(priority, name)`` order) and prints the plans. Nothing is written to the cluster.
@@ -6,7 +6,8 @@ Loads the recipes and policies, observes the cluster once, plans every recipe (i
 Output:
 
 * ``table`` (alias ``text``): one set of tables per recipe (styles only on a terminal, never with ``NO_COLOR`` or
-  ``TERM=dumb``);
+  ``TERM=dumb``); above :data:`~reconciler.report.render.SUMMARY_AT` changing nodes the node
+  table has a row per group of nodes that do the same; ``wide``: a row per node, always;
 * ``json``: one recipe → its plan document (``Plan.to_json()``); several → ``{"plans": [...]}``
   with the plan documents in order (``apply --plan`` reads both shapes); ``yaml``: the same as YAML;
 * ``name``: ``noderecipe/<name>`` per recipe planned;
@@ -47,7 +48,7 @@ def add_parser(sub: Any) -> None:
     )
     add_input_args(p)
     add_cluster_args(p)
-    add_output_arg(p, ("table", "json", "yaml", "name", "markdown"))
+    add_output_arg(p, ("table", "wide", "json", "yaml", "name", "markdown"))
     with contextlib.suppress(argparse.ArgumentError):  # in case add_input_args gains it
         p.add_argument(
             "--no-locked",
@@ -100,7 +101,7 @@ def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
         limit = (MARKDOWN_LIMIT - len(sep) * max(0, len(plans) - 1)) // max(1, len(plans))
         return sep.join(render_markdown(p, limit=limit) for p in plans)
     ascii_only = not _encodes(sys.stdout, "│·→")
-    return "\n".join(render_text(p, color=color, ascii_only=ascii_only) for p in plans)
+    return "\n".join(render_text(p, color=color, ascii_only=ascii_only, wide=output == "wide") for p in plans)
 
 
 def _encodes(stream: object, sample: str) -> bool:
@@ -133,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
 
     controls = opened.controls()
     held = {p.recipe.name: p.recipe.name in controls and controls[p.recipe.name].active for p in plans}
-    sys.stdout.write(format_plans(plans, args.output, color=args.output == "table" and styles_allowed(sys.stdout)))
+    color = args.output in ("table", "wide") and styles_allowed(sys.stdout)
+    sys.stdout.write(format_plans(plans, args.output, color=color))
     if args.report_file:
         write_predicted(args, inputs, opened, plans)
     if args.detailed_exitcode and any(pending(p) for p in plans if not held[p.recipe.name]):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
@@ -179,9 +180,56 @@ class _AsciiBuffer(io.StringIO):
         return "ascii"
 
 
-def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only: bool = False) -> str:
+#: Changing nodes above which the text plan groups nodes that do the same (``-o wide``: never):
+#: a plan of 2,000 nodes was 6,419 lines, one row per node (issue 38).
+SUMMARY_AT = 30
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """Nodes of a plan whose steps, interrupt and drain read the same, in plan order."""
+
+    nodes: tuple[NodePlan, ...]
+    steps: str
+    interrupt: str
+    drain: str
+
+
+def _node_cells(n: NodePlan) -> tuple[str, str, str]:
+    """A node's steps (owed first; its note), interrupt and drain cells."""
+    steps = "\n".join([*owed_lines(n), *(step_text(st) for st in n.steps)]) or "-"
+    if n.note:
+        steps += f"\n({n.note})"
+    drain = []
+    if n.cordon:
+        drain.append("cordon")
+    if n.waitFor:
+        drain.append(f"wait {len(n.waitFor)}")
+    if len(n.evict) > len(n.finished):
+        drain.append(f"evict {len(n.evict) - len(n.finished)}")
+    if n.finished:
+        drain.append(f"remove {len(n.finished)} finished")
+    if n.drainBlockers:
+        drain.append(f"BLOCKED {len(n.drainBlockers)}")
+    if n.untaint:
+        drain.append("untaint")
+    return steps, interrupt_text(n), ", ".join(drain) or "-"
+
+
+def _groups(rows: Sequence[tuple[NodePlan, tuple[str, str, str]]]) -> list[NodeGroup]:
+    """``rows`` (node, its cells) grouped by equal cells, in the order each group first appears."""
+    out: dict[tuple[str, str, str], list[NodePlan]] = {}
+    for n, cells in rows:
+        out.setdefault(cells, []).append(n)
+    return [NodeGroup(tuple(ns), *cells) for cells, ns in out.items()]
+
+
+def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only: bool = False,
+                wide: bool = False) -> str:
     """The plan as terminal tables: a summary, compartments with batch sizes, one row per node
-    with work (up-to-date nodes are only counted), warnings.
+    with work (up-to-date nodes are only counted) — above :data:`SUMMARY_AT` such nodes, unless
+    ``wide``, one row per group of nodes whose steps, interrupt and drain read the same — and the
+    warnings.
 
     ``color`` enables ANSI styles (the CLI passes whether stdout is a TTY); without it the
     output is plain text. ``ascii_only``: table borders in ASCII (stdout cannot encode more).
@@ -233,33 +281,24 @@ def render_text(plan: Plan, *, width: int = 120, color: bool = False, ascii_only
 
     changing = _changing(plan)
     if changing:
-        nt = Table(title="Nodes", title_justify="left", show_lines=False)
-        for col in ("node", "batch", "steps", "interrupt", "drain"):
-            nt.add_column(col, overflow="fold")
-        for n in sorted(changing, key=lambda x: (x.compartment, x.batch or 10**9, x.name)):
-            steps = "\n".join([*owed_lines(n), *(step_text(st) for st in n.steps)]) or "-"
-            if n.note:
-                steps += f"\n({n.note})"
-            drain = []
-            if n.cordon:
-                drain.append("cordon")
-            if n.waitFor:
-                drain.append(f"wait {len(n.waitFor)}")
-            if len(n.evict) > len(n.finished):
-                drain.append(f"evict {len(n.evict) - len(n.finished)}")
-            if n.finished:
-                drain.append(f"remove {len(n.finished)} finished")
-            if n.drainBlockers:
-                drain.append(f"BLOCKED {len(n.drainBlockers)}")
-            if n.untaint:
-                drain.append("untaint")
-            nt.add_row(
-                text(n.name),
-                text(batch_cell(n)),
-                text(steps, multiline=True),
-                text(interrupt_text(n)),
-                text(", ".join(drain) or "-"),
-            )
+        rows = [(n, _node_cells(n)) for n in sorted(changing, key=lambda x: (x.compartment, x.batch or 10**9, x.name))]
+        if wide or len(rows) <= SUMMARY_AT:
+            nt = Table(title="Nodes", title_justify="left", show_lines=False)
+            for col in ("node", "batch", "steps", "interrupt", "drain"):
+                nt.add_column(col, overflow="fold")
+            for n, (steps, intr, drain) in rows:
+                nt.add_row(text(n.name), text(batch_cell(n)), text(steps, multiline=True), text(intr), text(drain))
+        else:
+            nt = Table(title=f"Nodes, grouped by what they do ({len(rows)} nodes; -o wide: one row per node)",
+                       title_justify="left", show_lines=False)
+            for col in ("nodes", "batches", "steps", "interrupt", "drain"):
+                nt.add_column(col, overflow="fold")
+            for group in _groups(rows):
+                names = [n.name for n in group.nodes]
+                shown = ", ".join(names[:3]) + (f" … ({len(names)} nodes)" if len(names) > 3 else "")
+                batches = sorted({batch_cell(n) for n in group.nodes})
+                nt.add_row(text(shown), text(_clip(", ".join(batches), 40)), text(group.steps, multiline=True),
+                           text(group.interrupt), text(group.drain))
         console.print(nt)
     else:
         console.print(text(no_changes_text(plan)), soft_wrap=True)

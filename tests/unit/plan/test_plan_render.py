@@ -206,3 +206,25 @@ def test_text_warnings_are_whole_lines_not_wrapped_at_the_table_width():
     long = "node n1: " + "a very long explanation " * 10 + "END"
     out = render_text(p.model_copy(update={"warnings": (long,)}))
     assert f"  ! {long}" in out.splitlines()
+
+
+# ------------------------------------------------------------------------------ text at scale (issue 38)
+
+
+def test_text_groups_the_nodes_that_do_the_same_above_the_threshold_and_wide_lists_each():
+    from reconciler.report.render import SUMMARY_AT
+
+    many = [node(f"n{i:03d}") for i in range(SUMMARY_AT + 10)]
+    r = recipe("tune", package("base-tools", "1.0.0"))
+    done = recipe("tune", package("base-tools", "0.9.0"))
+    upgraded = [node(f"u{i:03d}", recipe="tune", installed=list(done.packages.values())) for i in range(5)]
+    p = compute_plan(r, LEGACY, fleet([*many, *upgraded], [], []))
+    out = render_text(p, width=200)
+    rows = [line for line in out.splitlines() if "base-tools:" in line]
+    assert len(rows) == 2, out  # install ×40, upgrade ×5: one row each
+    assert "n000, n001, n002 … (40 nodes)" in out and "u000, u001, u002 … (5 nodes)" in out
+    assert "-o wide" in out
+    wide = render_text(p, width=200, wide=True)
+    assert len([line for line in wide.splitlines() if "base-tools:" in line]) == len(many) + len(upgraded)
+    few = compute_plan(r, LEGACY, fleet(many[:SUMMARY_AT], [], []))
+    assert len([line for line in render_text(few, width=200).splitlines() if "base-tools:" in line]) == SUMMARY_AT
