@@ -22,6 +22,7 @@ from reconciler.errors import EXIT_FAILED, EXIT_OK, EXIT_OUTPUT, CrashInjected, 
 from reconciler.execute.timeline import Event, RunResult
 from reconciler.fileio.writing import Output, OutputError
 from reconciler.jsonsafe import json_type
+from reconciler.model.utctime import utc_text
 from reconciler.report.safetext import markup, visible
 
 EXIT_CRASHED = 137
@@ -281,10 +282,12 @@ class EventsFile:
         self.failed = False
 
     def __call__(self, ev: Event) -> None:
-        """Append ``ev`` as one line (node, event and detail made visible)."""
+        """Append ``ev`` as one line: its UTC instant (RFC 3339, milliseconds), the seconds since the
+        run started, node, event and detail (made visible)."""
         if self.failed:
             return
-        line = f"{ev.t:9.1f}s  {visible(ev.node):<20} {visible(ev.event)} {visible(ev.detail)}".rstrip() + "\n"
+        at = f"{utc_text(ev.at)}  " if ev.at is not None else ""
+        line = f"{at}{ev.t:9.1f}s  {visible(ev.node):<20} {visible(ev.event)} {visible(ev.detail)}".rstrip() + "\n"
         try:
             self.out.append(line)
         except OutputError as e:

@@ -23,6 +23,7 @@ from rich.text import Text
 from reconciler.cli.runsummary import hms
 from reconciler.model.plan import Plan
 from reconciler.model.run import Event, RunResult
+from reconciler.model.utctime import utc_text
 from reconciler.report.progress import ProgressBoard
 from reconciler.report.safetext import visible
 
@@ -101,10 +102,12 @@ class LiveView:
 
 
 def jsonl_event(stream: IO[str], recipe: str) -> Callable[[Event], None]:
-    """``-o jsonl``: each event as one JSON line on ``stream``, flushed as it happens."""
+    """``-o jsonl``: each event as one JSON line on ``stream``, flushed as it happens; ``at`` is its
+    UTC instant (RFC 3339, milliseconds) beside ``t``, the seconds since the run started."""
 
     def emit(ev: Event) -> None:
-        stream.write(json.dumps({"kind": "event", "recipe": recipe, **ev.to_dict()}, sort_keys=True) + "\n")
+        at = {"at": utc_text(ev.at)} if ev.at is not None else {}
+        stream.write(json.dumps({"kind": "event", "recipe": recipe, **ev.to_dict(), **at}, sort_keys=True) + "\n")
         stream.flush()
 
     return emit

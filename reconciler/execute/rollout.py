@@ -149,7 +149,7 @@ class Rollout:
         self._pool: ThreadJobPool | None = None
         self.ports, self.clock, self.changes = ClusterPorts.of(cluster), clock, changes
         self.run_id = run_id or new_run_id()
-        self.timeline = Timeline(start=clock.now())
+        self.timeline = Timeline(start=clock.now(), utc_start=clock.utc())
         if on_event:
             self.timeline.listeners.append(on_event)
         self.ctx = RunContext(

@@ -38,6 +38,8 @@ class Timeline:
     observer is never entered again while a call of it waits on I/O."""
 
     start: float
+    #: the wall-clock instant (UTC epoch seconds) of ``start``; each event's ``at`` is read from it
+    utc_start: float | None = None
     events: list[Event] = field(default_factory=list)
     listeners: list[Any] = field(default_factory=list)
     _owner: int = field(default_factory=threading.get_ident, repr=False)
@@ -52,7 +54,8 @@ class Timeline:
     def add(self, now: float, node: str, event: str, detail: str = "") -> None:
         """Append an event at clock time ``now``; announced now on the owner thread, else at the
         next :meth:`flush`."""
-        ev = Event(now - self.start, node, event, detail)
+        t = now - self.start
+        ev = Event(t, node, event, detail, None if self.utc_start is None else self.utc_start + t)
         with self._lock:
             self.events.append(ev)
             self._unannounced.append(ev)

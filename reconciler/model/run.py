@@ -35,12 +35,15 @@ def run_verdict(*, halted: bool, failed: bool, waiting: bool) -> RunVerdict:
 @dataclass(frozen=True)
 class Event:
     """One timeline entry: ``t`` seconds since the run started, the node (or compartment for
-    batch events), the event name (see :data:`EVENTS`) and a human detail."""
+    batch events), the event name (see :data:`EVENTS`) and a human detail; ``at``: the instant as
+    UTC epoch seconds (None when the timeline has no wall-clock origin, as in a drawn result file),
+    written by the event streams (``--events-file``, ``-o jsonl``), not by the result document."""
 
     t: float
     node: str
     event: str
     detail: str = ""
+    at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""

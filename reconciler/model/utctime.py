@@ -42,6 +42,12 @@ def to_rfc3339(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def utc_text(epoch: float) -> str:
+    """Epoch seconds (UTC) → ``YYYY-MM-DDTHH:MM:SS.fffZ``: an event stream's instant, to the
+    millisecond (:func:`to_rfc3339`'s range and errors)."""
+    return to_rfc3339(epoch)[:23] + "Z"
+
+
 def from_rfc3339(text: str | None) -> float | None:
     """RFC 3339 text (``Z`` or a numeric offset; fraction optional) → epoch seconds; None when
     empty or not an RFC 3339 instant (callers treat an unreadable time as unknown, never as 0)."""
