@@ -5,8 +5,9 @@ simulator's run of each plan), ``apply --report FILE`` the *actual* one (its tim
 recipe: a summary table (per compartment: nodes, batches run-length encoded, duration, result)
 and a lane chart: one lane per node in batch order, grouped by compartment, batches shaded in
 alternation, each phase of the node lifecycle a coloured bar (cordon, wait for protected pods,
-drain, each stage, reboot or other interrupt, uncordon; failures marked), a time axis and a
-legend. Beyond ``max_nodes`` nodes a lane is a batch (or a run of batches, at most
+drain, each stage, reboot or other interrupt, uncordon; failures marked), a time axis (for an
+actual run also the UTC time of day) and a legend; the failed and blocked nodes with their reason,
+stage and message in a table. Beyond ``max_nodes`` nodes a lane is a batch (or a run of batches, at most
 ``max_lanes`` lanes), so the page stays small for any fleet (about 1 MB at most).
 
 No script, no external resource (no font, no stylesheet): the file opens offline and in a CI
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from reconciler.model.run import RunResult
+from reconciler.model.utctime import utc_text
+from reconciler.model.vocab import NodeResult
 from reconciler.report.estimate import batch_spans, human_duration, run_length
 from reconciler.report.lanes import MARKS, PHASES, Lane, batch_lanes, node_lanes
 from reconciler.report.safetext import visible
@@ -80,6 +83,20 @@ def _clock(seconds: float) -> str:
     return f"{s // 60} min" if s % 60 == 0 else f"{s} s"
 
 
+def _utc_origin(run: RunResult) -> float | None:
+    """The run's start as UTC epoch seconds, from its events' instants (None when they have none:
+    a predicted run, a result file)."""
+    for e in run.timeline:
+        if e.at is not None:
+            return e.at - e.t
+    return None
+
+
+def _hhmm(epoch: float) -> str:
+    """``HH:MM`` UTC of ``epoch`` (the wall-clock axis; the page says the zone)."""
+    return utc_text(epoch)[11:16]
+
+
 def lanes_for(run: RunResult, max_nodes: int = MAX_NODES, max_lanes: int = MAX_LANES) -> tuple[list[Lane], bool]:
     """The lanes drawn for ``run`` and whether they are folded by batch."""
     lanes = node_lanes(run)
@@ -88,8 +105,11 @@ def lanes_for(run: RunResult, max_nodes: int = MAX_NODES, max_lanes: int = MAX_L
     return lanes, False
 
 
-def svg_chart(run: RunResult, *, max_nodes: int = MAX_NODES, max_lanes: int = MAX_LANES) -> str:
-    """The lane chart of ``run`` as an ``<svg>`` element (see the module docstring)."""
+def svg_chart(run: RunResult, *, max_nodes: int = MAX_NODES, max_lanes: int = MAX_LANES,
+              wall_clock: bool = True) -> str:
+    """The lane chart of ``run`` as an ``<svg>`` element (see the module docstring). With
+    ``wall_clock`` and events that carry their instant (an actual run), each tick also reads the
+    UTC time of day (``12 min · 14:37``)."""
     lanes, folded = lanes_for(run, max_nodes, max_lanes)
     end = max([1.0, *(s.end for ln in lanes for s in ln.segments), *(e.t for e in run.timeline)])
     scale = _CHART_W / end
@@ -103,11 +123,13 @@ def svg_chart(run: RunResult, *, max_nodes: int = MAX_NODES, max_lanes: int = MA
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11" role="img" '
            f'aria-label="rollout of {_e(run.recipe)}">']
     step = _tick_step(end)
+    origin = _utc_origin(run) if wall_clock else None
     t = 0
     while t <= end:
         x = _LABEL_W + t * scale
+        label = _clock(t) if origin is None else f"{_clock(t)} · {_hhmm(origin + t)}"
         out.append(f'<line x1="{x:.1f}" y1="{_AXIS_H - 6}" x2="{x:.1f}" y2="{height}" stroke="#e5e7eb"/>')
-        out.append(f'<text x="{x:.1f}" y="{_AXIS_H - 10}" text-anchor="middle" fill="#374151">{_clock(t)}</text>')
+        out.append(f'<text x="{x:.1f}" y="{_AXIS_H - 10}" text-anchor="middle" fill="#374151">{label}</text>')
         t += step
     y = _AXIS_H
     for comp in comps:
@@ -155,6 +177,18 @@ def _summary(run: RunResult) -> str:
             "<th>Failed</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
+def _failures(run: RunResult) -> str:
+    """The failed and blocked nodes with their reason, stage and message, in the page (a lane's
+    tooltip alone hid them); "" when none."""
+    bad = [n for n in run.nodes if n.state in (NodeResult.FAILED, NodeResult.BLOCKED)]
+    if not bad:
+        return ""
+    rows = "".join(f"<tr><td>{_e(n.name)}</td><td>{_e(n.state)}</td><td>{_e(n.reason or '-')}</td>"
+                   f"<td>{_e(n.failed_stage or '-')}</td><td>{_e(n.message[:300])}</td></tr>" for n in bad)
+    return ('<table class="failures"><thead><tr><th>Node</th><th>State</th><th>Reason</th><th>Stage</th>'
+            "<th>Message</th></tr></thead><tbody>" + rows + "</tbody></table>")
+
+
 def _legend() -> str:
     items = "".join(f'<span class="key"><span class="sw" style="background:{COLORS[p]}"></span>{p}</span>'
                     for p in PHASES)
@@ -189,7 +223,12 @@ def render_html(runs: Sequence[ReportRun], *, title: str, subtitle: str = "", ma
             parts.append(f'<p class="note">{sum(ln.nodes for ln in lanes)} nodes: one lane per batch (or run of '
                          f"batches); each phase spans its first start to its last end in the lane.</p>")
         parts.append(_summary(run))
-        parts.append(svg_chart(run, max_nodes=max_nodes, max_lanes=max_lanes) if lanes
+        parts.append(_failures(run))
+        actual = r.kind != "predicted"
+        if actual and _utc_origin(run) is not None:
+            parts.append(f'<p class="note">Started {_e(utc_text(_utc_origin(run) or 0.0))}; the axis reads the '
+                         f"time since the start and the time of day (UTC).</p>")
+        parts.append(svg_chart(run, max_nodes=max_nodes, max_lanes=max_lanes, wall_clock=actual) if lanes
                      else "<p>No node was in a batch.</p>")
     parts.append("</body></html>\n")
     return "\n".join(parts)

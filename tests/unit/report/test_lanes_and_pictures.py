@@ -85,3 +85,25 @@ def test_name_ranges_compress_and_stay_bounded() -> None:
     many = [f"n{i}-x" for i in range(1000)]
     text = name_ranges(many, 100)
     assert len(text) < 130 and text.endswith("more")
+
+
+def test_html_report_shows_failures_in_the_page_and_the_time_of_day_of_an_actual_run() -> None:
+    from datetime import UTC, datetime
+
+    from reconciler.model.run import NodeOutcome
+
+    start = datetime(2026, 12, 7, 14, 30, tzinfo=UTC).timestamp()
+    ev = [Event(t, n, kind, "", start + t) for t, n, kind in
+          [(0, "z", "batch-start"), (0, "n1", "cordon"), (600, "n1", "failed"), (600, "z", "batch-end")]]
+    run = _run(ev, [{"name": "z", "batches": [{"number": 1, "nodes": ["n1"]}]}])
+    run = RunResult(run.run_id, run.plan_hash, run.recipe, "failed",
+                    [NodeOutcome("n1", "failed", "z", "apply", "StageFailed", "exit code 3 <b>", 3)],
+                    run.compartments, run.timeline, run.duration)
+    page = render_html([ReportRun(run, "actual", "")], title="t")
+    assert "<td>n1</td><td>failed</td><td>StageFailed</td><td>apply</td><td>exit code 3 &lt;b&gt;</td>" in page
+    assert "5 min · 14:35" in page and "Started 2026-12-07T14:30:00.000Z" in page
+    predicted = render_html([ReportRun(run, "predicted", "")], title="t")
+    assert "5 min · 14:35" not in predicted and "5 min<" in predicted  # a simulated run's instant means nothing
+    ok = render_html([ReportRun(_run(ev, [{"name": "z", "batches": [{"number": 1, "nodes": ["n1"]}]}]), "actual", "")],
+                     title="t")
+    assert 'class="failures"' not in ok
