@@ -327,10 +327,12 @@ def _hashes(reviewed: Sequence[Plan] | Mapping[str, str] | None) -> Mapping[str,
 
 
 def connect(kubeconfig: str | Path | None = None, context: str | None = None, *, namespace: str | None = None,
-            request_timeout: float = 30.0, workers: int = 128) -> Session:
+            request_timeout: float = 30.0, workers: int = 128, impersonate: str | None = None,
+            impersonate_group: str | None = None) -> Session:
     """A session on a real cluster through the official client: ``kubeconfig`` (None:
     ``$KUBECONFIG``, ``~/.kube/config``, else the pod's service account) and ``context``;
-    ``namespace`` of the reconciler's own objects (default ``node-reconciler``). Its watch
+    ``namespace`` of the reconciler's own objects (default ``node-reconciler``); ``impersonate``
+    (and ``impersonate_group``): the user every request acts as (kubectl's ``--as``). Its watch
     streams start with the first ``apply`` and end with :meth:`Session.close`.
 
     Raises:
@@ -346,7 +348,10 @@ def connect(kubeconfig: str | Path | None = None, context: str | None = None, *,
     check_kubeconfig(path, context)
     ns = namespace or DEFAULT_NAMESPACE
     # one connection per worker thread, plus the two watch streams, the lease renewer and the caller
-    kube = KubeCluster.from_kubeconfig(path, context, pool_size=max(DEFAULT_POOL_SIZE, workers + 8),
+    who = (impersonate, impersonate_group) if impersonate else None
+    if impersonate_group and not impersonate:
+        raise InputError("impersonating a group needs a user to impersonate (--as USER --as-group GROUP)")
+    kube = KubeCluster.from_kubeconfig(path, context, pool_size=max(DEFAULT_POOL_SIZE, workers + 8), impersonate=who,
                                        store=WatchStore(ns), namespace=ns, request_timeout=request_timeout)
     watch = kube.watch()
 

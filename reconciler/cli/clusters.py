@@ -38,6 +38,8 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Sessio
     spec = getattr(args, "cluster", None)
     if spec and (getattr(args, "kubeconfig", None) or getattr(args, "context", None)):
         raise InputError("--cluster sim:PATH and --kubeconfig/--context name two different clusters; give one")
+    if spec and (getattr(args, "as_user", None) or getattr(args, "as_group", None)):
+        raise InputError("--as/--as-group act as another user of a real cluster; the simulated fleet has no users")
     from reconciler.cli.optcheck import prepare_outputs
 
     outputs = prepare_outputs(args)  # written at the end (or as they go): checked before any work
@@ -73,7 +75,8 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Sessio
 
     session = connect(getattr(args, "kubeconfig", None), getattr(args, "context", None), namespace=namespace,
                       request_timeout=getattr(args, "request_timeout", None) or 30.0,
-                      workers=getattr(args, "workers", None) or MAX_AUTO_WORKERS)
+                      workers=getattr(args, "workers", None) or MAX_AUTO_WORKERS,
+                      impersonate=getattr(args, "as_user", None), impersonate_group=getattr(args, "as_group", None))
     OPEN_SESSIONS.append(session)
     return session
 

@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import Any
 
-from reconciler.cli.globalflags import add_context_args
+from reconciler.cli.globalflags import add_context_args, impersonation
 from reconciler.errors import EXIT_OK, shown
 
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     path, context = getattr(args, "kubeconfig", None), getattr(args, "context", None)
     check_kubeconfig(path, context)
     timeout = getattr(args, "request_timeout", None) or 30.0
-    with KubeCluster.from_kubeconfig(path, context, pool_size=2) as kube:
+    with KubeCluster.from_kubeconfig(path, context, pool_size=2, impersonate=impersonation(args)) as kube:
         applied = apply_crds(kube.api_client, docs, dry_run=args.dry_run, timeout=args.timeout,
                              request_timeout=timeout)
     suffix = " (server dry run)" if args.dry_run else ""

@@ -1,6 +1,7 @@
 """kubectl's global flags, accepted before or after the verb: ``--kubeconfig``, ``--context``,
-``-n/--namespace`` (the reconciler's namespace: controls ConfigMap, Leases, stage pods) and
-``--request-timeout`` (kubectl syntax: ``30``, ``30s``, ``2m``, ``1h``).
+``-n/--namespace`` (the reconciler's namespace: controls ConfigMap, Leases, stage pods),
+``--request-timeout`` (kubectl syntax: ``30``, ``30s``, ``2m``, ``1h``) and ``--as``/``--as-group``
+(user impersonation).
 
 The root parser defines them with default None; every verb that talks to a cluster defines them
 again with ``argparse.SUPPRESS`` as default, so a value given after the verb wins and a value given
@@ -13,7 +14,7 @@ import argparse
 import re
 from typing import Any
 
-from reconciler.errors import shown
+from reconciler.errors import InputError, shown
 
 _DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>ms|s|m|h)?")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -38,6 +39,18 @@ def request_timeout(text: str) -> float:
     return value
 
 
+def impersonation(args: argparse.Namespace) -> tuple[str, str | None] | None:
+    """``--as``/``--as-group`` as ``(user, group)`` for the kube adapter (None: neither given).
+
+    Raises:
+        InputError: ``--as-group`` without ``--as``.
+    """
+    user, group = getattr(args, "as_user", None), getattr(args, "as_group", None)
+    if group and not user:
+        raise InputError("--as-group needs --as USER (the user to act as)")
+    return (user, group) if user else None
+
+
 def add_global_args(p: argparse.ArgumentParser | Any, *, root: bool) -> None:
     """The global flags on ``p`` (the root parser when ``root``, else a verb's parser or group)."""
     default: Any = None if root else argparse.SUPPRESS
@@ -53,3 +66,7 @@ def add_context_args(p: argparse.ArgumentParser | Any, default: Any) -> None:
                    help="the reconciler's namespace (controls ConfigMap, Leases, stage pods; default node-reconciler)")
     p.add_argument("--request-timeout", type=request_timeout, metavar="DURATION", default=default,
                    help="timeout of each API request (30, 30s, 2m; default 30s)")
+    p.add_argument("--as", dest="as_user", metavar="USER", default=default,
+                   help="act as this user on the real cluster (user impersonation, as kubectl --as)")
+    p.add_argument("--as-group", dest="as_group", metavar="GROUP", default=default,
+                   help="with --as: act as a member of this group (one group)")

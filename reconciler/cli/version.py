@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from reconciler.cli.common import add_output_arg
-from reconciler.cli.globalflags import add_context_args
+from reconciler.cli.globalflags import add_context_args, impersonation
 from reconciler.cli.outputs import dump
 from reconciler.errors import EXIT_OK
 from reconciler.version import package_version
@@ -58,8 +58,9 @@ def server_info(args: argparse.Namespace) -> dict[str, str] | None:
     from reconciler.adapters.kube.cluster import KubeCluster
     from reconciler.session import check_kubeconfig
 
+    who = impersonation(args)
     check_kubeconfig(args.kubeconfig, args.context)
-    with KubeCluster.from_kubeconfig(args.kubeconfig, args.context,
+    with KubeCluster.from_kubeconfig(args.kubeconfig, args.context, impersonate=who,
                                      request_timeout=args.request_timeout or 30.0) as kube:
         return kube.server_version()
 

@@ -54,6 +54,17 @@ def _configuration(pool_size: int) -> client.Configuration:
     return cfg
 
 
+def impersonate_on(api: client.ApiClient, user: str, group: str | None = None) -> None:
+    """Make every request of ``api`` act as ``user`` (and ``group``): the ``Impersonate-User`` and
+    ``Impersonate-Group`` headers kubectl's ``--as``/``--as-group`` send (the Kubernetes API's user
+    impersonation; the kubeconfig's user needs the ``impersonate`` verb). One group: the client
+    sends a header once per name."""
+    headers: dict[str, str] = api.default_headers
+    headers["Impersonate-User"] = user
+    if group:
+        headers["Impersonate-Group"] = group
+
+
 class KubeCluster:
     """A Kubernetes API server through the official client, and the roles played on it.
 
@@ -115,13 +126,15 @@ class KubeCluster:
 
     @classmethod
     def from_kubeconfig(
-        cls, path: str | None = None, context: str | None = None, *, pool_size: int = DEFAULT_POOL_SIZE, **kwargs: Any
+        cls, path: str | None = None, context: str | None = None, *, pool_size: int = DEFAULT_POOL_SIZE,
+        impersonate: tuple[str, str | None] | None = None, **kwargs: Any
     ) -> KubeCluster:
         """From a kubeconfig file (``path`` None: ``$KUBECONFIG`` or ``~/.kube/config``) and
         optional ``context``; ``kwargs`` go to the constructor. ``pool_size``: HTTP connections
         kept open to the API server; give at least the number of threads that call the cluster at
         once plus one per watch stream, or surplus connections are closed after each request and
-        the next one pays a new TLS handshake. With neither ``path``, ``context``,
+        the next one pays a new TLS handshake. ``impersonate``: (user, group or None) every request
+        acts as (kubectl's ``--as``/``--as-group``, :func:`impersonate_on`). With neither ``path``, ``context``,
         ``$KUBECONFIG`` nor ``~/.kube/config`` but ``KUBERNETES_SERVICE_HOST`` set (running in a
         pod, e.g. an Argo CD hook Job), the pod's service account is used (:meth:`in_cluster`), as
         client-go does.
@@ -171,6 +184,8 @@ class KubeCluster:
             raise ClusterError(f"kubeconfig {path or '(default)'}: {why}"[:300]) from None
         if failures:
             raise ClusterError(kubeauth.describe(failures[0], kubeauth.Command.EXEC, path, context))
+        if impersonate is not None:
+            impersonate_on(api, *impersonate)
         return cls(api, **kwargs)
 
     @classmethod
