@@ -41,7 +41,9 @@ def render(board: ProgressBoard) -> Group:
     if board.finished:
         head.append(f"  {board.finished}", style={"succeeded": "green", "waiting": "yellow"}.get(board.finished, "red"))
     elif eta is not None:
-        head.append(f"  ETA {hms(eta)} (simulated)")
+        rate = board.pace()
+        scaled = "" if rate == 1.0 else f", scaled ×{rate:.2g} to the pace seen"
+        head.append(f"  ETA {hms(eta)} (simulated{scaled})")
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     for col, just in (("compartment", "left"), ("batch", "right"), ("done", "right"), ("running", "right"),
                       ("waiting", "right"), ("failed", "right"), ("budget", "right")):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reconciler.adapters.sim.fleet import SimFleet
 from reconciler.execute.rollout import Rollout
 from reconciler.model.run import Event
 from reconciler.observe.snapshot import observe
 from reconciler.plan.planner import compute_plan
-from reconciler.report.progress import ProgressBoard, predicted_schedule
+from reconciler.report.progress import ProgressBoard, pace, predicted_schedule
 from reconciler.testing.builders import package, policy, recipe
 from reconciler.testing.fleetgen import make_node
 from tests.unit.execute.harness import GPU, SHA, TRAINING
@@ -70,3 +72,32 @@ def test_a_failed_node_and_a_halt_are_counted() -> None:
     board.on_event(Event(4.0, comp.name, "halted", "halted after 1 failed batch"))
     assert comp.failed == 1 and comp.waiting == set() and comp.halted
     assert board.eta() is None  # no prediction given
+
+
+@pytest.mark.parametrize(("predicted", "starts", "rate"), [
+    ([0, 100, 200, 300], [], 1.0),  # nothing started
+    ([0, 100, 200, 300], [5.0], 1.0),  # the first batch runs: nothing learnt yet
+    ([0, 100, 200, 300], [5.0, 15.0], 0.1),  # batch 1 took 10 s of a predicted 100 s
+    ([0, 100, 200, 300], [0.0, 250.0, 500.0], 2.5),
+    ([0, 100, 200, 300], [0.0, 0.0], 1.0),  # no time observed: no scale
+    ([0, 100, 200, 300], [0.0, 1e6], 100.0),  # bounded
+    ([0, 0, 0], [0.0, 10.0], 1.0),  # nothing predicted: no scale
+], ids=["none", "first", "faster", "slower", "zero", "bounded", "no-prediction"])
+def test_pace_is_the_finished_batches_observed_over_predicted(predicted, starts, rate) -> None:
+    assert pace(predicted, starts) == pytest.approx(rate)
+
+
+def test_the_eta_learns_the_pace_of_finished_batches() -> None:
+    """A simulation that guessed 10× too slow (default stage durations on a fast cluster: 6 min
+    predicted for a 37 s rollout) is scaled once a batch has ended."""
+    plan, res = _run()
+    (name,) = [c.name for c in plan.compartments]  # type: ignore[attr-defined]
+    real = predicted_schedule(res.timeline, [name])[name]  # type: ignore[attr-defined]
+    board = ProgressBoard.for_plan(plan, {name: [10 * t for t in real]})  # type: ignore[arg-type]
+    for ev in res.timeline:  # type: ignore[attr-defined]
+        board.on_event(ev)
+        (comp,) = board.compartments.values()
+        eta = board.eta()
+        if len(comp.batch_starts) >= 2 and not board.finished:
+            assert board.pace() == pytest.approx(0.1)
+            assert eta is not None and abs(eta - max(0.0, real[-1] - board.elapsed)) < 1e-6  # the real remainder
