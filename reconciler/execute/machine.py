@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from reconciler.execute.effects import (
     Announce,
+    DeleteStages,
     Transition,
     View,
 )
@@ -92,14 +93,19 @@ class _Step(EndPhases, GatePhases, ReleasePhases, StagePhases, DrainPhases):
         (it went with the old machine): the lifecycle starts again from the start, the node
         planned from scratch from what the new machine records (:func:`~reconciler.plan.nodework.node_work`).
         The effects this step decided are dropped (none is a write: a read after a write of the
-        same step is never answered from the view)."""
+        same step is never answered from the view). The old lifecycle's stage pods on the node are
+        deleted first: one created after the machine was replaced (between two of our requests)
+        runs on the new machine, and no pod of the new lifecycle may start beside it (issue 34:
+        one lifecycle's pods on a node at a time); a failed delete keeps the old memory, so the
+        next step finds the new machine again and deletes again."""
         old = self.m0
         # a lifecycle of its own: no stage pod of the old machine's (which may outlive it until the
         # pod garbage collector removes it) is ever taken for one of the new machine's
         fresh = Memory(uid=node.uid, plan=work_plan(self._run_plan, node_work(self.recipe, node)),
                        lifecycle=f"{self.ctx.run_id}-{node.uid[:8]}")
         detail = f"uid {old.uid[:8] or '?'} -> {node.uid[:8]}: another machine under this name; planned from scratch"
-        return Transition(memory=fresh, effects=(Announce(EventKind.REPLACED, detail),), wake=self._now, again=True)
+        return Transition(memory=fresh, effects=(Announce(EventKind.REPLACED, detail), DeleteStages(self.recipe.name)),
+                          rollbacks={1: old}, wake=self._now, again=True)
 
     def _transition(self, *, wake: float | None, again: bool = False) -> Transition[Memory]:
         if self.m.outcome is not Outcome.RUNNING:

@@ -217,6 +217,12 @@ def _pre_cordon_done() -> Memory:
     return m
 
 
+def _replaced_mem() -> Memory:
+    m = mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait"))
+    m.uid = "uid-old"
+    return m
+
+
 def _two_pdbs() -> tuple[Memory, View]:
     m, v = drain_mem(EvictResult(EvictAnswer.SERVER, "This pod has more than one PodDisruptionBudget"))
     pdbs = (b.pdb("a", {"app": "web"}), b.pdb("b", {"app": "web"}))
@@ -295,6 +301,13 @@ ROWS = [
         View(pod_lists=((),), nodes=(node(unschedulable=False, ours=True, inflight=fl("wait")),)),
         effects=(PatchNode, Announce), phase=Phase.DRAIN, wake=0.0,
         check=lambda t: t.effects[0].unschedulable is True and t.memory.recordons == 1),
+    # another machine under the node's name (a new UID): the old lifecycle's stage pods go first — one
+    # it created after the replacement runs on the new machine (world-moves sweep) — then from scratch
+    Row("wait/another-machine->old-pods-deleted-new-lifecycle", _replaced_mem(),
+        View(pod_lists=((),), nodes=(replace(node(unschedulable=True, ours=True), uid="uid-new"),)),
+        effects=(Announce, DeleteStages), phase=Phase.START, again=True, announce=(EventKind.REPLACED,),
+        check=lambda t: t.memory.uid == "uid-new" and t.memory.lifecycle == "run-1-uid-new"
+        and t.rollbacks[1].uid == "uid-old"),
     # ---- DRAIN: eviction answers
     # one look at the node's pods answers for every pod evicted, even one (the watch store holds them)
     Row("drain/accepted->look-at-the-nodes-pods", *drain_mem(EvictResult(EvictAnswer.ACCEPTED)),
