@@ -332,7 +332,13 @@ class DrainPhases(StepCore):
             if m.recordons > MAX_RECORDONS:
                 return self._fail(FailureReason.EXTERNALLY_UNCORDONED,
                                   f"node was uncordoned by someone else {m.recordons} times during the drain")
-            self._patch(unschedulable=True)
+            # the cordon goes with our claim when the node lost it (``reset`` removed our records and
+            # released the node): never a cordon of ours without its record (decision (c))
+            claim: dict[str, str | None] = {}
+            if cordon_key(self.recipe.name) not in node.annotations:
+                claim[cordon_key(self.recipe.name)] = dump_model(
+                    CordonRecord(runId=self.ctx.run_id, at=self._stamp(), uid=node.uid))
+            self._patch(annotations=claim or None, unschedulable=True)
             self._event(EventKind.CORDON, "re-cordoned: the node was uncordoned by someone else during the drain")
             m.evictions.clear()
             return self._now

@@ -300,7 +300,14 @@ ROWS = [
     Row("wait/uncordoned-by-someone->recordon", mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait")),
         View(pod_lists=((),), nodes=(node(unschedulable=False, ours=True, inflight=fl("wait")),)),
         effects=(PatchNode, Announce), phase=Phase.DRAIN, wake=0.0,
-        check=lambda t: t.effects[0].unschedulable is True and t.memory.recordons == 1),
+        check=lambda t: t.effects[0].unschedulable is True and t.memory.recordons == 1
+        and cordon_key(R) not in (t.effects[0].annotations or {})),  # our claim is on the node: kept
+    # `node reset` during the wait removed our records and released the node: the cordon taken again
+    # carries our claim again, so it is never a cordon of ours without its record (world-moves sweep)
+    Row("wait/reset-released-the-node->recordon-with-our-claim", mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait")),
+        View(pod_lists=((),), nodes=(node(unschedulable=False),)),
+        effects=(PatchNode, Announce), phase=Phase.DRAIN, wake=0.0,
+        check=lambda t: t.effects[0].unschedulable is True and cordon_key(R) in (t.effects[0].annotations or {})),
     # another machine under the node's name (a new UID): the old lifecycle's stage pods go first — one
     # it created after the replacement runs on the new machine (world-moves sweep) — then from scratch
     Row("wait/another-machine->old-pods-deleted-new-lifecycle", _replaced_mem(),
