@@ -39,7 +39,10 @@ class Watch:
     compartment from ``compartments``), counted after every node write; ``evicted`` lists
     ``ns/name`` of every accepted eviction with the pod's labels and phase at that moment;
     ``overlaps`` every stage pod created while another of the recipe's stage pods ran on its node
-    of another lifecycle, or of the same package (:func:`check_stage_pods`).
+    of another lifecycle, or of the same package (:func:`check_stage_pods`); ``made`` every stage
+    pod created, by pod name: the node's UID then, the clock reading and its spec;
+    ``lifted`` every uncordon of a node that was cordoned without this recipe's cordon record
+    (:func:`check_foreign_cordons`).
     """
 
     sim: SimFleet
@@ -48,12 +51,15 @@ class Watch:
     max_held: dict[str, int] = field(default_factory=dict)
     evicted: list[tuple[str, dict[str, str], str]] = field(default_factory=list)
     overlaps: list[str] = field(default_factory=list)
+    made: dict[str, tuple[str, float, StageSpec]] = field(default_factory=dict)
+    lifted: list[str] = field(default_factory=list)
     port: FaultyCluster = field(init=False, repr=False)
     _asked: dict[tuple[str, str], tuple[dict[str, str], str]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.port = FaultyCluster(self.sim, clock=self.sim,
-                                  before={"evict_pod": self._before_evict, "start_stage": self._before_stage},
+                                  before={"evict_pod": self._before_evict, "start_stage": self._before_stage,
+                                          "patch_node": self._before_patch},
                                   after={"patch_node": self._after_patch, "evict_pod": self._after_evict})
         self._count()
 
@@ -64,10 +70,20 @@ class Watch:
         pod = self.sim.get_pod(namespace, name)
         self._asked[(namespace, name)] = (dict(pod.labels) if pod else {}, pod.phase if pod else "")
 
+    def _before_patch(self, name: str, **kw: Any) -> None:
+        n = self.sim.nodes.get(name)
+        if kw.get("unschedulable") is not False or n is None or not (n.get("spec") or {}).get("unschedulable"):
+            return
+        if cordon_key(self.recipe) not in (n["metadata"].get("annotations") or {}):
+            self.lifted.append(f"{name}: uncordoned at {self.sim.wall():.0f} although cordoned by someone else")
+
     def _before_stage(self, spec: StageSpec) -> None:
         pods = self.sim.stage_pods()
         if spec.pod_name in pods:
             return  # exists: nothing is created
+        node = self.sim.nodes.get(spec.node)
+        if node is not None:
+            self.made[spec.pod_name] = (node["metadata"]["uid"], self.sim.wall(), spec)
         for other in pods.values():
             if other.node != spec.node or other.recipe != spec.recipe:
                 continue
@@ -200,7 +216,8 @@ def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -
     """Violations of "stages in dependency order" and "at most one interrupt per node per run",
     per machine and commitment: a node found replaced by another machine (event ``replaced``), or
     whose lifecycle took up a newer release after finishing an older one's (event ``release``),
-    starts over — one interrupt request per interrupt a commitment owes.
+    starts over — one interrupt request per interrupt a commitment owes (a request made again
+    because the first one never reached the node is the same request).
 
     ``deps``: package → packages it depends on (the recipe's ``dependsOn`` names).
     """
@@ -218,7 +235,9 @@ def check_timeline(events: Iterable[Event], deps: Mapping[str, Iterable[str]]) -
         elif ev.event == "stage-end":
             pkg = ev.detail.split()[0]
             ended.setdefault(ev.node, {})[pkg] = ev.t
-        elif ev.event == "interrupt":
+        elif ev.event == "interrupt" and "requested again" not in ev.detail:
+            # a request made again because the first never acted (its pod gone, the bootID unchanged)
+            # replaces it; what acted on the machine is check_reboots'
             interrupts[ev.node] = interrupts.get(ev.node, 0) + 1
     for node, starts in started.items():
         out += _order_problems(node, starts, ended.get(node, {}), deps)
@@ -231,3 +250,78 @@ def _order_problems(node: str, starts: Mapping[str, float], ends: Mapping[str, f
     return [f"{node}: {pkg} started at {t} before its dependency {dep} ended"
             for pkg, t in starts.items() for dep in deps.get(pkg, ())
             if dep in starts and ends.get(dep, float("inf")) > t]
+
+
+def check_foreign_cordons(watch: Watch) -> list[str]:
+    """Violations of "a cordon we did not make is never lifted" (decision (c)): every uncordon the
+    run sent for a node that was unschedulable without this recipe's cordon record."""
+    return list(watch.lifted)
+
+
+def _lifecycles(watch: Watch) -> dict[tuple[str, str, str], list[tuple[float, StageSpec]]]:
+    """Stage pods created, by (node, machine UID, lifecycle id), in creation order."""
+    out: dict[tuple[str, str, str], list[tuple[float, StageSpec]]] = {}
+    for uid, t, spec in watch.made.values():
+        out.setdefault((spec.node, uid, spec.run_id), []).append((t, spec))
+    return out
+
+
+def _acted(watch: Watch) -> dict[tuple[str, str, str], list[float]]:
+    """When interrupts acted (a reboot went down, a service restart ended), by (node, machine UID,
+    lifecycle id of the interrupt pod), from the simulated fleet's ``interrupt_log``."""
+    out: dict[tuple[str, str, str], list[float]] = {}
+    for t, node, uid, pod in watch.sim.interrupt_log:
+        made = watch.made.get(pod)
+        if made is not None:
+            out.setdefault((node, uid, made[2].run_id), []).append(t)
+    return out
+
+
+def check_reboots(watch: Watch) -> list[str]:
+    """Violations of "at most one interrupt acts per owed interrupt": a lifecycle (one commitment
+    on one machine) whose interrupt pods rebooted the node, or restarted its services, more than
+    once. An interrupt pod deleted before it acted asked for nothing, so its re-creation is no
+    second request."""
+    return [f"{node}: lifecycle {life} interrupted the machine {len(ts)} times"
+            for (node, _uid, life), ts in sorted(_acted(watch).items()) if len(ts) > 1]
+
+
+def check_owed_interrupts(watch: Watch, interrupting: Iterable[str]) -> list[str]:
+    """Violations of "every owed interrupt is done or still recorded owed": once a stage
+    (``apply``, ``upgrade``, ``config``) of a package in ``interrupting`` (the packages with an
+    interrupt) started on a machine, the machine owes an interrupt; one must have acted on it since
+    the last such stage started (whichever lifecycle asked for it), or the node — the same machine
+    — must still carry an in-flight record owing one (:attr:`InFlight.owes`). A deleted or
+    replaced machine owes nothing."""
+    pkgs = set(interrupting)
+    owed: dict[tuple[str, str], tuple[float, StageSpec]] = {}
+    for uid, t, spec in watch.made.values():
+        if spec.package in pkgs and spec.stage in ("apply", "upgrade", "config"):
+            key = (spec.node, uid)
+            if key not in owed or t >= owed[key][0]:
+                owed[key] = (t, spec)
+    out = []
+    for (node, uid), (since, spec) in sorted(owed.items()):
+        if any(n == node and u == uid and t >= since for t, n, u, _pod in watch.sim.interrupt_log):
+            continue
+        cur = watch.sim.nodes.get(node)
+        if cur is None or cur["metadata"]["uid"] != uid:
+            continue
+        fl = parse_model(InFlight, (cur["metadata"].get("annotations") or {}).get(inflight_key(watch.recipe)))
+        if fl is not None and fl.owes:
+            continue
+        out.append(f"{node}: {spec.package} {spec.version} {spec.stage} ran (lifecycle {spec.run_id}) and no "
+                   "interrupt acted since, nor does a record owe one")
+    return out
+
+
+def check_retries(watch: Watch, stage_retries: int) -> list[str]:
+    """Violations of "every retry ends within its bound": more than ``1 + stage_retries`` stage
+    pods of one stage (node, machine, lifecycle, package, version, stage, rerun) — a pod deleted
+    by someone else counts as an attempt."""
+    count: dict[tuple[str, ...], int] = {}
+    for uid, _t, spec in watch.made.values():
+        key = (spec.node, uid, spec.run_id, spec.package, spec.version, spec.stage, str(spec.rerun))
+        count[key] = count.get(key, 0) + 1
+    return [f"{k[0]}: {k[3]} {k[4]} {k[5]} created {n} times in lifecycle {k[2]} (bound {1 + stage_retries})"
+            for k, n in sorted(count.items()) if n > 1 + stage_retries]

@@ -45,6 +45,7 @@ class SimCore:
     config_maps: dict[Key, Obj]
     events: list[Obj]
     stage_log: list[tuple[float, str, str, str, str, str]]
+    interrupt_log: list[tuple[float, str, str, str]]
     leases: dict[str, LeaseInfo]
     epoch: float
     _index: FleetIndex

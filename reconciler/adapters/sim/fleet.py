@@ -116,6 +116,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         self._pod_parts: dict[tuple[object, ...], Obj] = {}  # see SimKubelet._share_parts
         self.stage_log: list[tuple[float, str, str, str, str, str]] = []  # (t, event, node, package, version, stage)
         self.machine_log_start: dict[str, int] = {}  # node → stage_log index where its machine began (replace_node)
+        self.interrupt_log: list[tuple[float, str, str, str]] = []  # (wall t, node, node UID, pod): an interrupt acted
         self._failures_used: dict[int, int] = {}
         self._queue: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
@@ -381,12 +382,7 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         """
         old = self.nodes[name]
         meta = old["metadata"]
-        for key in sorted(self._index.pods_of_node(name)):
-            pod = self.pods.get(key)
-            if pod is not None:
-                self._remove_pod(key, pod["metadata"]["uid"])
-        for pod_name in [k for k, v in self._stages.items() if v["spec"].node == name]:
-            del self._stages[pod_name]
+        self._collect_pods(name)
         uid = self._new_uid()
         new: Obj = {
             "apiVersion": "v1", "kind": "Node",
@@ -406,6 +402,23 @@ class SimFleet(SimNodes, SimPods, SimKubelet, SimStore):
         self._index.node_changed(name)
         self.machine_log_start[name] = len(self.stage_log)
         return uid
+
+    def delete_node(self, name: str) -> None:
+        """Test helper (not a write): the node disappears (scale-in, or its machine terminated), and
+        the pod garbage collector deletes the pods bound to it (their controllers replace them
+        elsewhere) and its stage pods."""
+        if name in self.nodes:
+            self._collect_pods(name)
+        super().delete_node(name)
+
+    def _collect_pods(self, name: str) -> None:
+        """The pod garbage collector's work for a deleted node ``name``: its pods and stage pods go."""
+        for key in sorted(self._index.pods_of_node(name)):
+            pod = self.pods.get(key)
+            if pod is not None:
+                self._remove_pod(key, pod["metadata"]["uid"])
+        for pod_name in [k for k, v in self._stages.items() if v["spec"].node == name]:
+            del self._stages[pod_name]
 
     def dump_state(self) -> str:
         """A canonical JSON of nodes and pods (for comparing final states in tests)."""

@@ -269,6 +269,20 @@ class FleetIndex:
         """Keys of the PDBs selecting the pod ``key`` (sorted)."""
         return [bk for bk in self._by_ns.get(key[0], ()) if key in self._budgets[bk].pods]
 
+    def pdb_added(self, key: Key, pdb: Obj) -> None:
+        """After a PDB ``key`` was stored in the fleet: count the pods it selects."""
+        b = _Budget(pdb_from(pdb))
+        self._budgets[key] = b
+        self._by_ns.setdefault(key[0], []).append(key)
+        for pk, pod in self._pods.items():
+            meta = pod["metadata"]
+            if b.selects(meta.get("namespace") or "default", meta.get("labels") or {}):
+                b.pods.add(pk)
+                b.healthy += pk in self._healthy
+                ctrl = controller_of(pod)
+                if ctrl is not None:
+                    b.ctrls[ctrl] += 1
+
     def pdb_changed(self, key: Key, pdb: Obj) -> None:
         """After a change to the spec (not the selector) of the PDB ``key``: parse it again."""
         self._budgets[key].info = pdb_from(pdb)

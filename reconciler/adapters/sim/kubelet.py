@@ -51,10 +51,10 @@ class SimKubelet(SimCore):
         if spec.stage in ("interrupt", "uninstall-interrupt") and spec.interrupt is not None:
             if spec.interrupt.type == "reboot":
                 rec.update(done_at=self.wall() + 1.0)
-                self._at(self._now + 1.0, lambda: self._reboot_down(spec.node, name))
+                self._at(self._now + 1.0, lambda: self._reboot_down(spec.node, name, rec))
             else:
                 rec.update(done_at=self.wall() + self.config.interruptSeconds)
-                self._at(self._now + self.config.interruptSeconds, lambda: self._stage_done(name, 0, "", ""))
+                self._at(self._now + self.config.interruptSeconds, lambda: self._stage_done(name, 0, "", "", rec))
         else:
             code, reason, log = 0, "", ""
             hit = self._failure_for(spec)
@@ -69,7 +69,7 @@ class SimKubelet(SimCore):
             else:
                 delay = self.config.stage_duration(spec.stage)
                 rec.update(done_at=self.wall() + delay, pending_exit=code, pending_reason=reason, pending_log=log)
-                self._at(self._now + delay, lambda: self._stage_done(name, code, reason, log))
+                self._at(self._now + delay, lambda: self._stage_done(name, code, reason, log, rec))
         self._after_write()
 
     def _new_stage_pod(self, spec: StageSpec, started: float | None = None) -> Obj:
@@ -112,22 +112,31 @@ class SimKubelet(SimCore):
         rec["status"] = StageStatus(st.phase, st.exit_code, st.reason, redact(rec["log"] or st.log_tail),
                                     self.epoch + rec["started"], st.deleting)
 
-    def _stage_done(self, name: str, code: int, reason: str, log: str) -> None:
+    def _stage_done(self, name: str, code: int, reason: str, log: str, made: Obj | None = None) -> None:
+        """The stage pod ``name`` (the record ``made``, when known) ends with exit ``code``."""
         rec = self._stages.get(name)
         if rec is None or rec["status"].phase != "running" or rec["status"].deleting:
             return  # gone, ended, or being deleted (its containers are being stopped: the stage does not end)
+        if made is not None and rec is not made:
+            return  # deleted and made again under the same name: the new pod has its own timer
         phase = "succeeded" if code == 0 else "failed"
         rec["log"] = log
         self._set_stage(rec, phase, exit_code=code, reason=reason or "Error")
         spec = rec["spec"]
         if code == 0:
             self._validator_schedules(spec.node)
+            if spec.stage in ("interrupt", "uninstall-interrupt") and spec.node in self.nodes:
+                self.interrupt_log.append((self.wall(), spec.node, self.nodes[spec.node]["metadata"]["uid"], name))
         self.stage_log.append((self._now, phase, spec.node, spec.package, spec.version, spec.stage))
 
-    def _reboot_down(self, node: str, stage_name: str) -> None:
+    def _reboot_down(self, node: str, stage_name: str, made: Obj | None = None) -> None:
+        """The interrupt pod ``stage_name`` (the record ``made``, when known) reboots its node."""
         n = self.nodes.get(node)
         if n is None or stage_name not in self._stages:  # the interrupt pod went first (its machine replaced)
             return
+        if made is not None and self._stages[stage_name] is not made:
+            return  # deleted before it acted; a pod of the same name made since has its own timer
+        self.interrupt_log.append((self.wall(), node, n["metadata"]["uid"], stage_name))
         if node not in self.config.neverReturns:
             self._set_timer(n, rebootUpAt=self.wall() + self.config.rebootSeconds)
         self._set_ready(n, False, "KubeletNotReady", "simulated reboot")

@@ -93,6 +93,23 @@ class SimPods(SimCore):
                               "lastTransitionTime": format_time(self.wall())})
         self._index.pod_changed(key, pod)
 
+    def add_pdb(self, pdb: Obj) -> None:
+        """Test helper (not a write): an admin creates the PodDisruptionBudget ``pdb`` (an object,
+        e.g. :func:`~reconciler.testing.fleetgen.make_pdb`); the next read or eviction sees it.
+
+        Raises:
+            ValueError: a PDB of that name exists.
+        """
+        meta = pdb["metadata"]
+        key = (meta.get("namespace") or "default", meta["name"])
+        if key in self.pdbs:
+            raise ValueError(f"PodDisruptionBudget {key[0]}/{key[1]} exists")
+        obj = copy.deepcopy(pdb)
+        obj["metadata"]["namespace"] = key[0]
+        self._bump(obj)
+        self.pdbs[key] = obj
+        self._index.pdb_added(key, obj)
+
     def set_pdb(self, namespace: str, name: str, **spec: Any) -> None:
         """Test helper (not a write): change a PDB's spec as an admin would, e.g. ``minAvailable=0``
         (a None value removes the field); ``metadata.generation`` goes up. The simulated disruption
