@@ -76,25 +76,38 @@ FORMATS = {
     "name": "only the objects' names, one per line (kind/name)",
     "markdown": "Markdown (a pull request comment or a CI step summary)",
     "jsonl": "JSON lines streamed as the run goes: one per event, each recipe's result, then a summary",
+    "jsonpath=...": "kubectl's JSONPath template on the JSON document ({.nodes[*].name})",
+    "custom-columns=...": "kubectl's columns, NAME:EXPRESSION,..., one row per node",
 }
 #: accepted ``-o`` values that are other names of a format (kept so existing scripts work)
 ALIASES = {"text": "table"}
 
 
-def add_output_arg(p: argparse.ArgumentParser, choices: tuple[str, ...], *, headers: bool = False) -> None:
+def add_output_arg(p: argparse.ArgumentParser, choices: tuple[str, ...], *, headers: bool = False,
+                   templates: bool = False) -> None:
     """``-o/--output`` with the given canonical choices (first is the default); ``text`` is
     accepted for ``table`` and stored as ``table``. ``headers``: also ``--no-headers`` (table and
-    wide output without the header row, as ``kubectl get --no-headers``)."""
-    def fmt(value: str) -> str:
+    wide output without the header row, as ``kubectl get --no-headers``). ``templates``: also
+    ``jsonpath=TEMPLATE`` and ``custom-columns=SPEC``, stored parsed
+    (:mod:`reconciler.cli.templates`)."""
+    def fmt(value: str) -> Any:
+        if templates:
+            from reconciler.cli.templates import parse_template
+
+            parsed = parse_template(value)
+            if parsed is not None:
+                return parsed
         canon = ALIASES.get(value, value)
         if canon not in choices:
-            offered = ", ".join(choices) + (" (or text)" if "table" in choices else "")
+            offered = ", ".join(choices) + (" (or text)" if "table" in choices else "") + (
+                ", jsonpath=TEMPLATE, custom-columns=SPEC" if templates else "")
             raise argparse.ArgumentTypeError(f"invalid choice {shown(value)} (choose from {offered})")
         return canon
 
     fmt.__name__ = "output format"
-    p.add_argument("-o", "--output", type=fmt, default=choices[0], metavar="|".join(choices),
-                   help="output format: " + "; ".join(f"{c}: {FORMATS.get(c, c)}" for c in choices))
+    shown_choices = (*choices, "jsonpath=...", "custom-columns=...") if templates else choices
+    p.add_argument("-o", "--output", type=fmt, default=choices[0], metavar="|".join(shown_choices),
+                   help="output format: " + "; ".join(f"{c}: {FORMATS.get(c, c)}" for c in shown_choices))
     if headers:
         p.add_argument("--no-headers", action="store_true", help="table output without the header row")
 

@@ -48,7 +48,7 @@ def add_parser(sub: Any) -> None:
     )
     add_input_args(p)
     add_cluster_args(p)
-    add_output_arg(p, ("table", "wide", "json", "yaml", "name", "markdown"))
+    add_output_arg(p, ("table", "wide", "json", "yaml", "name", "markdown"), templates=True)
     with contextlib.suppress(argparse.ArgumentError):  # in case add_input_args gains it
         p.add_argument(
             "--no-locked",
@@ -82,9 +82,15 @@ def pending(plan: Plan) -> bool:
     return bool(plan.summary.nodesChanging or plan.summary.untaint)
 
 
-def format_plans(plans: list[Plan], output: str, *, color: bool = False) -> str:
-    """Render ``plans`` in ``output`` format (see the module docstring for the shapes)."""
+def format_plans(plans: list[Plan], output: Any, *, color: bool = False) -> str:
+    """Render ``plans`` in ``output`` format (see the module docstring for the shapes; a parsed
+    ``-o jsonpath=``/``custom-columns=`` template fills in the JSON document, one row per node)."""
     from reconciler.report.render import MARKDOWN_LIMIT, render_json, render_markdown, render_text
+
+    if not isinstance(output, str):
+        docs = [p.to_dict() for p in plans]
+        return str(output.render(docs[0] if len(docs) == 1 else {"plans": docs},
+                                 [n for d in docs for n in d["nodes"]]))
 
     if output == "name":
         return "".join(visible(f"noderecipe/{p.recipe.name}") + "\n" for p in plans)

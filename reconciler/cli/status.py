@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector_arg
@@ -29,7 +30,7 @@ def add_parser(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "status", help="show per recipe where its nodes stand, then each failed node (-o wide: every node and package)")
     add_cluster_args(p)
-    add_output_arg(p, ("table", "wide", "json", "yaml", "name"), headers=True)
+    add_output_arg(p, ("table", "wide", "json", "yaml", "name"), headers=True, templates=True)
     p.add_argument("--recipe", help="only this recipe")
     p.add_argument("--node", action="append", metavar="NODE",
                    help="node view of these nodes (name or regex; repeatable)")
@@ -48,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     from reconciler.cli.clusters import open_cluster
 
     opened = open_cluster(args)
+    if not isinstance(args.output, str):  # -o jsonpath= / custom-columns= on the -o json document
+        docs = [s.to_dict() for s in opened.status(args.recipe, selector=args.selector)]
+        sys.stdout.write(args.output.render({"nodes": docs}, docs, headers=not args.no_headers))
+        return EXIT_OK
     if not (args.node or args.package or args.output in ("yaml", "name")):
         return _print(args, opened.status(args.recipe, selector=args.selector))
     from reconciler.cli.statusviews import show  # node/package views, YAML (cli/statusviews.py)

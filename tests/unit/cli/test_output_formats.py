@@ -16,7 +16,7 @@ from reconciler.testing.fleetgen import make_node, write_fleet
 from tests.unit.cli.test_apply_cli import RECIPE
 from tests.unit.ops.conftest import RunCli
 
-CANONICAL = {"table", "wide", "json", "yaml", "name", "markdown", "jsonl"}
+CANONICAL = {"table", "wide", "json", "yaml", "name", "markdown", "jsonl", "jsonpath=...", "custom-columns=..."}
 
 
 def _verbs_with_output() -> list[tuple[str, argparse.ArgumentParser]]:
