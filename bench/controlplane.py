@@ -110,8 +110,9 @@ def _recipe(path: Path, config_value: str, stage_seconds: float) -> None:
     path.write_text(f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: bench, version: "1"}}
+metadata: {{name: bench}}
 spec:
+  version: "1"
   nodeSelector: {{matchLabels: {{pool: bench}}}}
   drain: {{force: true, deleteEmptyDirData: true, evictionRetrySeconds: 2}}
   deploymentPolicy: bench

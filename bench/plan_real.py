@@ -34,8 +34,9 @@ SHA = "sha256:" + "e" * 64
 RECIPE = f"""\
 apiVersion: reconciler.nodewright.dev/v1alpha1
 kind: NodeRecipe
-metadata: {{name: bench, version: "1"}}
+metadata: {{name: bench}}
 spec:
+  version: "1"
   nodeSelector: {{matchLabels: {{pool: bench}}}}
   deploymentPolicy: bench
   packages:
