@@ -62,9 +62,14 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
     path = archive_path()
     if not path.is_file():
         unavailable(f"no image archive at {path}: build it with scripts/build-image (needs mmdebstrap, root)")
+    yield open_archive(path, tmp_path_factory.mktemp("image"))
+
+
+def open_archive(path: Path, work: Path) -> Image:
+    """The single-image OCI archive ``path`` unpacked under ``work``: every blob checked against its
+    name, the layers unpacked in order into ``work/rootfs``."""
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("chroot"):
         unavailable("running the image's root file system needs root, unshare and chroot")
-    work = tmp_path_factory.mktemp("image")
     blobs = work / "blobs"
     with tarfile.open(path) as tar:
         tar.extractall(blobs, filter="data")
@@ -89,7 +94,7 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
         with gzip.open(blob(layer["digest"])) as gz, tarfile.open(fileobj=gz, mode="r|") as tar:
             # "tar" filter: no absolute or escaping paths; owners kept (we are root)
             tar.extractall(rootfs, filter="tar", numeric_owner=True)
-    yield Image(path, index, desc["digest"], manifest, config, sizes, rootfs)
+    return Image(path, index, desc["digest"], manifest, config, sizes, rootfs)
 
 
 def run_in_image(img: Image, args: list[str], *, entrypoint: list[str] | None = None,
