@@ -72,13 +72,14 @@ class StageSpec:
                                self.run_id, self.rerun)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=16384)
 def _stage_pod_name(recipe: str, package: str, version: str, stage: str, node: str, attempt: int, run_id: str,
                     rerun: int = 0) -> str:
     """:attr:`StageSpec.pod_name` (memoised: a node's lifecycle asks for the same few names at
-    every step). The memo is bounded to the working set of the largest batch (a few names per
-    node in flight), not the fleet: unbounded it held every name of a run, about 1.7 KB per node
-    (issue 13's 10,000-node simulated rollout)."""
+    every step). The memo is bounded to the working set of the largest batch (a name per package
+    in flight on each node: 1,000 packages on 3 nodes are 3,000, issue 36), not the fleet:
+    unbounded it held every name of a run, about 1.7 KB per node (issue 13's 10,000-node
+    simulated rollout)."""
     ident = "|".join((recipe, package, version, stage, node, str(attempt), run_id))
     if rerun:  # names of pods never rerun stay as they were
         ident += f"|rerun {rerun}"

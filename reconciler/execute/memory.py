@@ -11,6 +11,7 @@ from typing import Any
 from reconciler.execute.retry import DEFAULT_BOUNDS, RetryBounds
 from reconciler.execute.stagework import StageRun
 from reconciler.model.nodestate import (
+    ConfigDigest,
     FailureRecord,
     InFlight,
     PackageState,
@@ -98,6 +99,9 @@ class Memory:
     waiting_logged: bool = False
     lifecycle: str = ""
     pending: dict[str, str | None] = field(default_factory=dict)
+    state_owed: bool = False  # ``state`` changed since written: its annotation joins ``pending`` when read or written
+    # the config digests last recorded, parsed, with their text (None: deferred, joins ``pending`` as ``state``)
+    digests: tuple[str | None, dict[str, ConfigDigest]] | None = None
     pending_labels: dict[str, str | None] = field(default_factory=dict)
     local_start: dict[str, float] = field(default_factory=dict)
     streak: int = 0  # consecutive API errors (execute/retry.py bounds them)

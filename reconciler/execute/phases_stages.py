@@ -22,10 +22,10 @@ from reconciler.execute.memory import MAX_RECORDONS, Outcome
 from reconciler.execute.stagework import StageRun, build_runs, interrupt_packages, interrupt_spec, stage_spec
 from reconciler.execute.stepcore import StepCore, _Need
 from reconciler.model.nodestate import (
+    ConfigDigest,
     CordonRecord,
     config_key,
     cordon_key,
-    dump_config_digests,
     dump_model,
     dump_state,
     inflight_key,
@@ -94,11 +94,12 @@ class StagePhases(StepCore):
         if looks and not self._wrote:
             raise _Need(*looks)
         done_pkgs = {r.step.package for r in runs if r.done}
+        run_pkgs = {r.step.package for r in runs}
         wakes: list[float] = []
         for i, run in enumerate(runs):
             if run.done or ((why is not None or failed is not None) and not run.running):
                 continue  # out of scope, or a stage failed for good: let what runs finish
-            if any(dep not in done_pkgs for dep in run.step.after if any(r.step.package == dep for r in runs)):
+            if any(dep not in done_pkgs for dep in run.step.after if dep in run_pkgs):
                 continue
             if run.retry_at is not None and run.retry_at > now:
                 wakes.append(run.retry_at)
@@ -126,6 +127,9 @@ class StagePhases(StepCore):
         """Advance ``m.runs[index]`` by one look or start; the run is changed on this step's own
         copy of it (:meth:`Memory.own_run`), taken after the checkpoint, so a failed write's
         rollback memory keeps the run as it was."""
+        wake = self._look_running(index)
+        if wake is not None:
+            return wake
         self._checkpoint()
         run = self.m.own_run(index)
         now = self._now
@@ -164,7 +168,7 @@ class StagePhases(StepCore):
         if j.verdict is StageVerdict.MISSING:
             if run.seen:  # it existed and is gone before its end: deleted by someone else
                 return self._stage_lost(run, stage, spec.pod_name, first)
-            if self.m.pending:
+            if self.m.pending or self.m.state_owed:
                 self._patch()  # the records the stage needs first (its commitment, when it is the first)
             self._write(StartStage(spec))  # never created (a run stopped before it did)
             run.started, run.launched = utc, now
@@ -175,6 +179,34 @@ class StagePhases(StepCore):
             live = spec if st.phase in ("running", "pending") else None  # given up on while its pod runs
             return self._stage_failed(run, spec, st.exit_code, j.reason, live=live)
         return now + min(self.ctx.poll_seconds, j.wake_in)
+
+    def _look_running(self, index: int) -> float | None:
+        """The common look at a running stage whose pod still runs: its run's look fields updated as
+        :meth:`_drive_one` updates them, and the wake; None when the look decides anything else
+        (the pod ended or is gone), which :meth:`_drive_one` then decides from a checkpoint. It
+        writes nothing, so it takes no checkpoint: a copy of the whole memory (every package's
+        state and run) per running stage per look made a look at a node's stages quadratic in
+        its packages (issue 36)."""
+        run = self.m.runs[index]
+        if not run.running:
+            return None
+        stage = run.stages[run.index]
+        st = self._stage_status(self._spec(run, stage))
+        if st.phase in ("missing", "succeeded", "failed"):
+            return None
+        started = run.started
+        if started is None:
+            started = st.started if st.started is not None else self._utc
+        first = self._first_start(run, stage)
+        j = judge_stage(st.phase, st.reason, self._utc - (started if first is None else first),
+                        timeout=self.recipe.timeouts.stage, pull_grace=self.ctx.image_pull_grace)
+        if j.verdict is not StageVerdict.RUNNING:
+            return None
+        run = self.m.own_run(index)
+        run.seen = True
+        run.deleted_by = st.deleting or run.deleted_by
+        run.started = started
+        return self._now + min(self.ctx.poll_seconds, j.wake_in)
 
     def _attempt_key(self, run: StageRun, stage: str) -> str:
         """The in-flight timer of ``run``'s current attempt at ``stage`` made again after a deletion."""
@@ -233,13 +265,11 @@ class StagePhases(StepCore):
         stage = run.stages[run.index]
         m = self.m
         self._event(EventKind.STAGE_END, f"{run.step.package} {run.version} {stage} ok")
-        name = self.recipe.name
-        ann: dict[str, str | None] = {}
         if stage == Stage.UNINSTALL:
             m.state.pop(run.key, None)
-            digests = parse_config_digests(self._annotation(config_key(name)))
+            digests = self._config_digests()
             if digests.pop(run.step.package, None) is not None:
-                ann[config_key(name)] = dump_config_digests(digests)
+                self._defer_digests(digests)
         else:
             self._set_entry(run.key, run.step.package, run.version, stage, PackageStatus.COMPLETE, run.step, restarts=0)
         if stage == Stage.UPGRADE:  # other versions of the package are replaced (semantics §2.3)
@@ -247,11 +277,11 @@ class StagePhases(StepCore):
                 del m.state[k]
         pkg = self.recipe.packages.get(run.step.package)
         if stage == Stage.CONFIG and pkg is not None and pkg.version == run.version:
-            digests = parse_config_digests(self._annotation(config_key(name)))
+            digests = self._config_digests()
             # a superseded step's config ran with a configuration the recipe no longer describes
             superseded = self.m.superseded is not None and run.step.package in self.m.superseded
             digests[pkg.name] = UNKNOWN_CONFIG if superseded else config_digest(pkg)
-            ann[config_key(name)] = dump_config_digests(digests)
+            self._defer_digests(digests)
         run.index += 1
         run.attempt = 1
         run.running = False
@@ -259,9 +289,20 @@ class StagePhases(StepCore):
         run.seen, run.deleted_by = False, ""
         if run.index >= len(run.stages):
             run.done = True
-        ann[state_key(name)] = dump_state(m.state)
-        self._defer(ann)
+        self._defer_state()
         return self._now
+
+    def _config_digests(self) -> dict[str, ConfigDigest]:
+        """The config digests as last written or deferred (a new dict): what this lifecycle
+        recorded last is kept parsed (:attr:`Memory.digests`), so config stages ending one after
+        another do not each parse and serialise every package's digest again (issue 36)."""
+        known = self.m.digests
+        if known is not None and known[0] is None:  # deferred: newer than any text
+            return dict(known[1])
+        text = self._annotation(config_key(self.recipe.name))
+        if known is not None and known[0] == text:
+            return dict(known[1])
+        return parse_config_digests(text)
 
     def _stage_failed(self, run: StageRun, spec: StageSpec, code: int | None, reason: str,
                       live: StageSpec | None = None) -> float | None:

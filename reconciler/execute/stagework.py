@@ -124,9 +124,11 @@ def tolerations(recipe: Recipe) -> tuple[Toleration, ...]:
 #: lifecycle, attempt, agent image, interrupt, rerun) -> (recipe, spec). The recipe is kept beside the
 #: spec so its identity is never mistaken for a later object's recycled ``id``; the interrupt (a
 #: small frozen model, parsed afresh from the node's record at each step) is keyed by value.
-#: Bounded: cleared when it reaches :data:`_SPEC_MEMO_MAX` entries (a few per node in flight).
+#: Bounded: cleared when it reaches :data:`_SPEC_MEMO_MAX` entries: one per package in flight on
+#: each node of the batch (1,000 packages on 3 nodes are 3,000; a bound below the working set
+#: empties the memo at every look, issue 36), each about a kilobyte.
 _SPEC_MEMO: dict[tuple[object, ...], tuple[Recipe, StageSpec]] = {}
-_SPEC_MEMO_MAX = 2048
+_SPEC_MEMO_MAX = 16384
 
 
 def stage_spec(recipe: Recipe, node: str, run: StageRun, stage: str, *, lifecycle: str,

@@ -6,6 +6,7 @@ records every phase writes, and API-error handling. The phases are mixins over t
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from typing import Any
 
@@ -32,9 +33,13 @@ from reconciler.execute.retry import Fail, Gone, Retry, classify
 from reconciler.execute.stagework import commitment, interrupt_packages, owner_step
 from reconciler.model.nodestate import (
     IGNORE_LABEL,
+    ConfigDigest,
     InFlight,
     PackageState,
+    config_key,
+    dump_config_digests,
     dump_model,
+    dump_state,
     inflight_key,
     is_ignored,
     parse_model,
@@ -124,6 +129,7 @@ class StepCore:
     def _know(self, node: NodeInfo) -> NodeInfo:
         if self.m.uid and node.uid and node.uid != self.m.uid:
             raise _Replaced(node)  # another machine: nothing of this lifecycle applies to it
+        self._settle()
         if self.m.pending:
             ann = {**node.annotations, **self.m.pending}
             node = replace(node, annotations={k: v for k, v in ann.items() if v is not None})
@@ -249,6 +255,7 @@ class StepCore:
         taint list replaced whole) are conditional on the node they were decided from: a 409 means
         the node changed; the next step reads again and decides again."""
         rollback = self._cp  # a failed write keeps the deferred records, and nothing decided for it
+        self._settle(given=annotations or ())
         if self.m.pending:
             annotations = {**self.m.pending, **(annotations or {})}
             self.m.pending = {}
@@ -277,6 +284,7 @@ class StepCore:
 
     def _annotation(self, key: str) -> str | None:
         """The value of one of our annotations as we last wrote or deferred it."""
+        self._settle(key)
         if key in self.m.pending:
             return self.m.pending[key]
         return self.m.node.annotations.get(key) if self.m.node else None
@@ -284,8 +292,43 @@ class StepCore:
     def _defer(self, annotations: dict[str, str | None]) -> None:
         """Record to be written with the node's next write. Used for "after" records (a stage
         completed) whose next effect is always preceded by a write: the completed stage pod stays
-        until the node is complete, so a run that stops before the write finds it and records it."""
+        until the node is complete, so a run that stops before the write finds it and records it.
+        A value given here replaces a deferred state or digests of the same annotation."""
+        self._settle(given=annotations)
         self.m.pending.update(annotations)
+
+    def _defer_state(self) -> None:
+        """Record the package state (``m.state``) with the node's next write, as :meth:`_defer`;
+        serialised once, when that write (or a read of the deferred records) comes: stages
+        completing one after another do not each serialise the whole state (issue 36)."""
+        self.m.state_owed = True
+
+    def _defer_digests(self, digests: dict[str, ConfigDigest]) -> None:
+        """Record the config digests with the node's next write, serialised then, as :meth:`_defer_state`."""
+        self.m.digests = (None, digests)
+
+    def _settle(self, key: str | None = None, given: Collection[str] = ()) -> None:
+        """The deferred package state and config digests (:meth:`_defer_state`,
+        :meth:`_defer_digests`) serialised into the deferred records; only the annotation ``key``
+        when one is named. An annotation in ``given`` (about to be written with its own value) is
+        no longer owed and not serialised."""
+        name = self.recipe.name
+        if self.m.state_owed:
+            skey = state_key(name)
+            if skey in given:
+                self.m.state_owed = False
+            elif key in (None, skey):
+                self.m.pending[skey] = dump_state(self.m.state)
+                self.m.state_owed = False
+        known = self.m.digests
+        if known is not None and known[0] is None:
+            ckey = config_key(name)
+            if ckey in given:
+                self.m.digests = None
+            elif key in (None, ckey):
+                text = dump_config_digests(known[1])
+                self.m.pending[ckey] = text
+                self.m.digests = (text, known[1])
 
     def _inflight(self, phase: Phase, **extra: Any) -> str:
         """The in-flight record with ``phase`` (and ``extra`` fields), as JSON; kept in memory.

@@ -49,17 +49,20 @@ def _kahn(names: list[str], after: Mapping[str, list[str]], key: Callable[[str],
     """Topological order of ``names`` (``after`` edges inside ``names``), smallest ``key`` first."""
     members = set(names)
     pending = {n: {a for a in after[n] if a in members} for n in names}
+    dependents: dict[str, list[str]] = {n: [] for n in names}  # each edge once: linear in names and edges
+    for n in names:
+        for a in pending[n]:
+            dependents[a].append(n)
     heap = [(key(n), n) for n in names if not pending[n]]
     heapq.heapify(heap)
     out: list[str] = []
     while heap:
         _, n = heapq.heappop(heap)
         out.append(n)
-        for m in names:
-            if n in pending[m]:
-                pending[m].discard(n)
-                if not pending[m]:
-                    heapq.heappush(heap, (key(m), m))
+        for m in dependents[n]:
+            pending[m].discard(n)
+            if not pending[m]:
+                heapq.heappush(heap, (key(m), m))
     if len(out) != len(names):  # pragma: no cover - the recipe graph is checked acyclic first
         raise ValueError("dependency cycle among steps")
     return out
