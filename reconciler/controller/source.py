@@ -138,7 +138,8 @@ class GitSource:
             base, commit = self._dir, self.commit
         recipes = [confined(base, self.path, "--git-path")]  # a symlink in the commit may not lead out
         policies = [confined(base, self.policy_path, "--git-policy-path")] if self.policy_path else []
-        self._last = self._warned(load_inputs(recipes, policies, locked=self.locked, allow_empty=True))
+        self._last = self._warned(load_inputs(recipes, policies, locked=self.locked, allow_empty=True,
+                                              confine=(base, "the fetched commit")))
         return Desired(self._last, revision=f"git {commit[:12]}")
 
     def selectors(self) -> list[LabelSelector]:

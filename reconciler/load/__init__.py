@@ -38,9 +38,9 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 
-from reconciler.errors import InputError, InputErrors, SourcePos
+from reconciler.errors import InputError, InputErrors, SourcePos, clip
 from reconciler.load import compat, policies, recipes
-from reconciler.load.pathwords import path_problem
+from reconciler.load.pathwords import inside, path_problem
 from reconciler.load.yamlsafe import YamlDoc, load_file
 from reconciler.model.policy import DeploymentPolicy
 from reconciler.model.recipe import Recipe
@@ -233,6 +233,19 @@ def expand_paths(paths: Sequence[str], errors: list[InputError], *, optional: bo
     return out
 
 
+def _confined(files: list[str], confine: tuple[str, str], errors: list[InputError]) -> list[str]:
+    """``files`` that resolve inside ``confine[0]``; each other one is an error (a symlink out)."""
+    root, what = confine
+    out = []
+    for f in files:
+        if inside(root, f):
+            out.append(f)
+        else:
+            errors.append(InputError(f"a symlink leading outside {what} (to {clip(os.path.realpath(f), 120)}); "
+                                     "refused, not read", SourcePos(f)))
+    return out
+
+
 def _sibling_policies(paths: Sequence[str]) -> list[str]:
     """``policies/`` next to each directory in ``paths`` (``recipes/`` → ``policies/``), or next to
     the directory of each file (``recipes/a.yaml`` → ``policies/``)."""
@@ -408,7 +421,8 @@ class _Run:
 
 
 def load_inputs(
-    paths: Sequence[str], policy_paths: Sequence[str] = (), *, locked: bool = False, allow_empty: bool | None = None
+    paths: Sequence[str], policy_paths: Sequence[str] = (), *, locked: bool = False, allow_empty: bool | None = None,
+    confine: tuple[str, str] | None = None,
 ) -> Inputs:
     """Load recipes and policies from files and directories.
 
@@ -419,6 +433,11 @@ def load_inputs(
     used if it exists. A file reached twice is read once.
 
     ``locked``: every package needs ``containerSHA`` and an exact ``X.Y.Z`` version.
+
+    ``confine``: ``(root, what)``: every file read must resolve (symlinks followed) inside the
+    directory ``root`` (``what`` names it: "the fetched commit"); a file that leads out is an error
+    and is not read, and a ``policies/`` directory next to the paths is looked for only inside it.
+    For inputs the reconciler did not choose (a git commit's tree).
 
     When any policy was loaded (or policy paths were given or found), every recipe's
     ``deploymentPolicy`` must name one of them.
@@ -443,10 +462,15 @@ def load_inputs(
     run = _Run(locked)
     recipe_files = expand_paths(paths, run.errors, optional=allow_empty)  # an empty directory is an empty set too
     pol_paths = list(policy_paths) or _sibling_policies(paths)
+    if confine is not None:
+        pol_paths = [p for p in pol_paths if p in policy_paths or inside(confine[0], p)]
     before = len(run.errors)
     # an empty policy directory is no policy (an optional ConfigMap volume that is absent mounts
     # one): a recipe naming a policy is still refused, naming it, and the others load
     policy_files = expand_paths(pol_paths, run.errors, optional=True)
+    if confine is not None:
+        recipe_files = _confined(recipe_files, confine, run.errors)
+        policy_files = _confined(policy_files, confine, run.errors)
     run.unreadable = len(run.errors) > before  # a --policy path that cannot be read: its error first
 
     parsed: list[tuple[YamlDoc, bool]] = []

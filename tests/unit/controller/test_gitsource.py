@@ -101,6 +101,48 @@ def test_a_symlink_in_the_commit_leading_out_is_refused(tmp_path: Path) -> None:
     assert [r.name for r in GitSource(_Laid(tree), "recipes").current().inputs.recipes] == ["gpu-training-tuning"]
 
 
+def test_a_file_in_the_commit_leading_out_is_refused_and_not_read(tmp_path: Path) -> None:
+    """Each recipe and policy file is confined, not only the directory named: a symlinked file
+    inside ``recipes/`` leading out of the commit was loaded and rolled out."""
+    from reconciler.errors import InputError
+
+    tree = tmp_path / "tree"
+    (tree / "recipes").mkdir(parents=True)
+    (tree / "policies").mkdir()
+    shutil.copy(ROOT / "recipes" / "gpu-training-tuning.yaml", tree / "recipes")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(ROOT / "recipes" / "containerd-limits.yaml", outside)
+    shutil.copy(ROOT / "policies" / "gpu-rollout.yaml", outside)
+    (tree / "recipes" / "evil.yaml").symlink_to(outside / "containerd-limits.yaml")
+    (tree / "policies" / "evil.yaml").symlink_to(outside / "gpu-rollout.yaml")
+    for policies in ("", "policies"):
+        with pytest.raises(InputError) as e:
+            GitSource(_Laid(tree), "recipes", policies).current()
+        errors = getattr(e.value, "errors", [e.value])
+        assert {str(x.pos) for x in errors} >= {str(tree / "recipes" / "evil.yaml")}
+        assert all("a symlink leading outside the fetched commit" in x.message for x in errors
+                   if str(x.pos).endswith("evil.yaml"))
+    (tree / "recipes" / "evil.yaml").unlink()
+    (tree / "policies" / "evil.yaml").unlink()
+    shutil.copy(ROOT / "policies" / "gpu-rollout.yaml", tree / "policies")
+    d = GitSource(_Laid(tree), "recipes", "policies").current()
+    assert [r.name for r in d.inputs.recipes] == ["gpu-training-tuning"] and list(d.inputs.policies) == ["gpu-rollout"]
+
+
+def test_policies_next_to_the_commit_are_not_read(tmp_path: Path) -> None:
+    """With the recipes at the commit's root, the ``policies/`` directory next to them is outside
+    the commit (beside the laid-out tree): not looked for there."""
+    work = tmp_path / "work"
+    tree = work / "tree"
+    tree.mkdir(parents=True)
+    shutil.copy(ROOT / "recipes" / "gpu-training-tuning.yaml", tree / "r.yaml")
+    (work / "policies").mkdir()
+    (work / "policies" / "p.yaml").write_text("this is not yaml: [\n")
+    d = GitSource(_Laid(tree), "").current()
+    assert [r.name for r in d.inputs.recipes] == ["gpu-training-tuning"]
+
+
 def test_a_relative_url_is_the_working_directory_s(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(repo.parent)
     src = GitSource(GitMirror(repo.name, "main", str(tmp_path / "work")), "recipes", "policies")
