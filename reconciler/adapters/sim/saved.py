@@ -12,13 +12,13 @@ crash in the middle of a run.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reconciler.errors import InputError, InputErrors
+from reconciler.jsonsafe import json_positions, parse_json
 from reconciler.load.snapshot import MAX_REPORTED, Snapshot, loc_path, pydantic_message
 
 SIM_ANN = "sim.reconciler.nodewright.dev/state"
@@ -103,6 +103,16 @@ def _model_for(obj: dict[str, Any]) -> type[_Saved] | None:
     return None
 
 
+def _key_at(text: str, at: tuple[int, int] | None) -> str:
+    """``"a.b: "``: the key of JSON ``text`` last met at or before ``(line, column)``, "" for none."""
+    if at is None:
+        return ""
+    keys = [(pos, path) for path, pos in json_positions(text).items() if path and pos <= at]
+    if not keys:
+        return ""
+    return ".".join(str(k) for k in max(keys, key=lambda k: k[0])[1]) + ": "
+
+
 def check_saved_state(snap: Snapshot) -> None:
     """Validate every :data:`SIM_ANN` annotation and the clock ConfigMap of a loaded snapshot.
 
@@ -125,13 +135,13 @@ def check_saved_state(snap: Snapshot) -> None:
         model = _model_for(obj)
         if raw is None or model is None:
             continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as e:
-            errors.append(snap.error(i, field, f"saved simulation state is not JSON ({e.msg} at character {e.pos})"))
-            continue
-        except RecursionError:
-            errors.append(snap.error(i, field, "saved simulation state is nested too deeply"))
+        try:  # the guarded reader: no duplicate key, NaN, 65-bit integer or deep nesting passes
+            value = parse_json(raw, "annotation", what="saved simulation state")
+        except InputError as e:
+            at = (e.pos.line, e.pos.column) if e.pos and e.pos.line else None
+            where = f" at line {at[0]} column {at[1]}" if at else ""
+            errors.append(snap.error(i, field, "saved simulation state is not JSON the reconciler reads: "
+                                               f"{_key_at(raw, at)}{e.message}{where}"))
             continue
         if model is StageRecord and not (obj.get("spec") or {}).get("nodeName"):
             errors.append(snap.error(i, ("spec", "nodeName"), "a saved stage pod needs the node it runs on"))
