@@ -3,6 +3,7 @@
     python bench/snapshot.py                       # 1,000 / 10,000 / 100,000 nodes, JSON (YAML to 10,000)
     python bench/snapshot.py --sizes 1000 10000 --formats json --repeats 5
     python bench/snapshot.py --keep DIR            # keep the generated dumps and recipe in DIR (reused)
+    python bench/snapshot.py --sizes 10000 --formats json json-compact json-reordered   # JSON layouts
 
 Generates what ``kubectl get nodes,pods,pdb -A -o json|yaml`` prints for a fleet of N GPU nodes,
 each with 25 packages of recorded state (``reconciler.nodewright.dev/nodeState_bench`` in
@@ -159,10 +160,24 @@ def fleet_objects(n: int, good: dict[str, str], behind: dict[str, str]) -> list[
     return objs
 
 
+def _reversed_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _reversed_keys(value[k]) for k in reversed(value)}
+    return [_reversed_keys(v) for v in value] if isinstance(value, list) else value
+
+
 def write_fleet(path: Path, objs: list[dict[str, Any]], fmt: str) -> None:
-    """Write ``objs`` as kubectl does: JSON indented by 4, or YAML (libyaml emitter)."""
+    """Write ``objs`` as kubectl does: JSON indented by 4, or YAML (libyaml emitter); or the same
+    JSON on one line (``json-compact``, as ``jq -c`` writes it), or on one line with every
+    object's keys in reverse order (``json-reordered``, as a script may write it)."""
     from reconciler.adapters.sim.write import dumps_list
 
+    if fmt.startswith("json-"):
+        doc = json.loads(dumps_list(objs, "json"))
+        if fmt == "json-reordered":
+            doc = _reversed_keys(doc)
+        path.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+        return
     path.write_text(dumps_list(objs, fmt), encoding="utf-8")
 
 
@@ -214,9 +229,9 @@ def run(sizes: list[int], formats: list[str], keep: str | None, yaml_max: int = 
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
         os.environ.setdefault("PYTHONPYCACHEPREFIX", str(work / "pycache"))
     warm = not cold
-    print(f"{'nodes':>8} {'pods':>7} {'format':>6} {'file MB':>8} {'load s':>7} {'plan wall s':>12} {'cpu s':>12} "
+    print(f"{'nodes':>8} {'pods':>7} {'format':>14} {'file MB':>8} {'load s':>7} {'plan wall s':>12} {'cpu s':>12} "
           f"{'peak MB':>8} {'growth wall/cpu':>16} {'load avg':>8}")
-    print(f"{'':>8} {'':>7} {'':>6} {'':>8} {'':>7} {'min/median':>12} {'min/median':>12}")
+    print(f"{'':>8} {'':>7} {'':>14} {'':>8} {'':>7} {'min/median':>12} {'min/median':>12}")
     rows: list[dict[str, Any]] = []
     previous: dict[str, dict[str, Any]] = {}
     for n in sizes:
@@ -247,7 +262,7 @@ def run(sizes: list[int], formats: list[str], keep: str | None, yaml_max: int = 
                 row["growth"] = growth
             previous[fmt] = row
             rows.append(row)
-            print(f"{n:>8} {3 * n:>7} {fmt:>6} {row['file_mb']:>8.0f} {load_s:>7.2f} {_fmt(walls):>12} "
+            print(f"{n:>8} {3 * n:>7} {fmt:>14} {row['file_mb']:>8.0f} {load_s:>7.2f} {_fmt(walls):>12} "
                   f"{_fmt(cpus):>12} {row['rss_mb']:>8.0f} {growth:>16} {avg:>8.1f}", flush=True)
             if not keep:
                 fleet.unlink()
@@ -259,7 +274,8 @@ def main() -> None:
     """Command line; see the module docstring."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
-    ap.add_argument("--formats", nargs="+", default=["json", "yaml"], choices=["json", "yaml"])
+    ap.add_argument("--formats", nargs="+", default=["json", "yaml"],
+                    choices=["json", "yaml", "json-compact", "json-reordered"])
     ap.add_argument("--keep", metavar="DIR", help="write the dumps into DIR and keep them (reused when present)")
     ap.add_argument("--yaml-max", type=int, default=10000, metavar="N", help="YAML dumps only up to N nodes")
     ap.add_argument("--repeats", type=int, default=3, metavar="N", help="plan runs per size and format")
