@@ -24,8 +24,9 @@ during a rollout that waits days for training jobs gets its packages without wai
 
 A rollout that **halted** (failure threshold) is not started again by unrelated events: the
 recipe is left Stalled until its content changes or a control switch of it changes (``pause`` then
-``resume`` retries it). A runtime-required recipe is never left out, so the taint rule still sees
-it.
+``resume`` looks again). A runtime-required recipe is never left out, so the taint rule still sees
+it; its rollout (like any after a restart) finds the halt again in the nodes left failed
+(:func:`reconciler.plan.batching.resume_state`) and starts nothing new.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ Compartments proceed independently. Within one, nodes run in *waves*: a batch of
 has ended. A batch passes when ``floor(succeeded × 100 / size) ≥ batchThreshold`` (blocked nodes
 are left out of ``size`` and retried once at the end of the compartment, S09); consecutive failed
 batches reaching ``failureThreshold`` below ``safetyLimit`` progress halt the compartment (unset:
-its first failed batch, :func:`~reconciler.plan.batching.halt_rule`). The
+its first failed batch, :func:`~reconciler.plan.batching.halt_rule`); nodes an earlier run left
+failed with the same inputs count as failed batches from the start
+(:func:`~reconciler.plan.batching.resume_state`), so a halt holds across runs, and a halted
+compartment still finishes the lifecycles an earlier run started. The
 number of nodes we hold disrupted — in progress, or failed and still cordoned by us, including
 nodes left so by an earlier run — never exceeds the budget ceiling: a batch is shrunk to the free
 slots, and a compartment with no free slot and nothing running halts with that reason. A failed
@@ -50,7 +53,7 @@ from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy, Strat
 from reconciler.model.recipe import Recipe
 from reconciler.model.run import CompartmentResult, run_verdict
 from reconciler.model.vocab import NodeResult, Phase
-from reconciler.plan.batching import BatchState, evaluate_batch, halt_rule, next_batch_size
+from reconciler.plan.batching import BatchState, evaluate_batch, halt_rule, next_batch_size, resume_state
 from reconciler.ports import ChangeFeed, Clock, Cluster, ClusterPorts, NodeInterest
 
 log = logging.getLogger(__name__)
@@ -90,10 +93,17 @@ class _Compartment:
     halted: str = ""
     retried_blocked: set[str] = field(default_factory=set)
     in_flight: set[str] = field(default_factory=set)  # lifecycles an earlier run started: always resumed
+    failed_before: tuple[str, ...] = ()  # left failed by an earlier run with the same inputs
+
+    @property
+    def stopped(self) -> bool:
+        """Starts nothing more: halted, or stopped with no lifecycle in flight left to resume (a
+        compartment halted by an earlier run still finishes what that run started)."""
+        return bool(self.halted) or (self.state.should_stop and not self.in_flight)
 
     @property
     def done(self) -> bool:
-        return not self.active and (not self.queue or bool(self.halted) or self.state.should_stop)
+        return not self.active and (not self.queue or self.stopped)
 
 
 class Rollout:
@@ -226,9 +236,32 @@ class Rollout:
                        and inflight_key(self.recipe.name) in info.annotations}
             # lifecycles in flight go first: they already count against the budget
             queue.sort(key=lambda n: n not in started)
-            out.append(_Compartment(cp.name, self._strategy_of(cp.name), cp.ceiling, queue, len(queue),
-                                    in_flight=started))
+            # a halt of an earlier run is found again in the nodes it left failed (batching.resume_state)
+            before = tuple(sorted(n for n in self.prefailed if self._by_name[n].compartment == cp.name))
+            strategy = self._strategy_of(cp.name)
+            total = len(queue) + len(before)
+            c = _Compartment(cp.name, strategy, cp.ceiling, queue, total, in_flight=started, failed_before=before,
+                             state=resume_state(strategy, total, len(before)) if queue else BatchState())
+            if c.stopped:
+                self._halt(c)
+            out.append(c)
         return out
+
+    def _halt(self, c: _Compartment) -> None:
+        """Record that ``c`` halted, saying why: its consecutive failed batches, counting the nodes an
+        earlier run left failed when they count (:func:`~reconciler.plan.batching.resume_state`)."""
+        n, k = c.state.consecutive_failures, len(c.failed_before)
+        why = f"halted after {n} consecutive failed batch(es)"
+        if k:
+            names = ", ".join(c.failed_before[:5]) + (f" and {k - 5} more" if k > 5 else "")
+            how = ("`reconciler reset` or `package rerun` them" if self.controller
+                   else "retry them (--retry-failed, `reconciler reset`, `package rerun`)")
+            earlier = (f"{k} node(s) an earlier run left failed with these inputs ({names}) count as failed batches: "
+                       f"{how}, leave them out (`reconciler node ignore`) or change the recipe to go on")
+            # a batch of lifecycles the earlier run started may have passed since: the halt is theirs
+            why = f"{why}, counting {earlier}" if n >= k else f"halted: {earlier}"
+        c.halted = f"{why}; its rule: {halt_rule(c.strategy).describe()}"
+        self.timeline.add(self.clock.now(), c.name, "halted", c.halted)
 
     # ------------------------------------------------------------------ loop
     def run(self) -> RunResult:
@@ -318,7 +351,7 @@ class Rollout:
             if now - start >= self.max_seconds:
                 log.warning("run %s stopped waiting after %.0f s", self.run_id, now - start)
                 break
-            pending_start = any(not c.active and c.queue and not c.halted and not c.state.should_stop for c in comps)
+            pending_start = any(not c.active and c.queue and not c.stopped for c in comps)
             if pending_start and not api_down:
                 changed = set() if tells else None  # this pass's changes were looked at already
                 continue
@@ -470,7 +503,7 @@ class Rollout:
         self.max_disrupted[c.name] = max(self.max_disrupted.get(c.name, 0), self._disrupted(c))
 
     def _step_compartment(self, c: _Compartment) -> None:
-        if c.active or c.halted or c.state.should_stop or not c.queue:
+        if c.active or c.stopped or not c.queue:
             return
         self._refresh_held(c)
         size = max(1, next_batch_size(c.strategy, c.ceiling, c.total, c.state))
@@ -486,7 +519,7 @@ class Rollout:
         # pass, a killed apply) never has more nodes in flight than one batch of the strategy
         new = len(picked)
         for name in list(c.queue):
-            if new >= size:
+            if new >= size or c.state.should_stop:  # halted by an earlier run: only what it started
                 break
             # a node that is not cordoned for its work, or is already unavailable, adds no disruption
             cost = 1 if self._by_name[name].cordon and name not in c.held else 0
@@ -555,9 +588,7 @@ class Rollout:
             + ("" if b.passed is None else (", passed" if b.passed else ", failed")),
         )
         if c.state.should_stop:
-            c.halted = (f"halted after {c.state.consecutive_failures} consecutive failed batch(es); its rule: "
-                        f"{halt_rule(c.strategy).describe()}")
-            self.timeline.add(self.clock.now(), c.name, "halted", c.halted)
+            self._halt(c)
         c.batch = None
 
     # ------------------------------------------------------------------ result

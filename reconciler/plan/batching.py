@@ -198,6 +198,32 @@ def evaluate_batch(
     )
 
 
+def resume_state(strategy: Strategy | None, total: int, failed_before: int) -> BatchState:
+    """The state a run starts a compartment in when ``failed_before`` of its ``total`` nodes (the
+    nodes of this run plus those) were left failed by an earlier run with the same inputs.
+
+    A halt is not persisted anywhere but in the node records, so it is found again there: each
+    such node counts as one failed batch (``failed`` and ``consecutive_failures`` = ``failed_before``,
+    progress ``failed_before / total``) and ``should_stop`` is set when :func:`halt_rule` holds.
+    So the next ``apply``, a restarted controller or a pass of a runtime-required recipe does not
+    try one more batch of a package that failed: with the default rule one such node halts the
+    compartment; with an explicit ``failureThreshold`` N, N of them below ``safetyLimit``
+    (conservative: the records cannot tell whether the earlier failures were consecutive).
+    ``never``: never. Retried nodes (``--retry-failed``, ``reset``) are not left failed, and a
+    changed recipe is other inputs: either starts afresh (NodeWright resets its batch state on a
+    version change, semantics §1.2.5).
+
+    Examples: (None, 24, 1) → should_stop; (fixed failureThreshold 2, 24, 1) → not;
+    (fixed failureThreshold 2 safetyLimit 50, 4, 2) → not (progress 50 %); (any, n, 0) → BatchState().
+    """
+    if failed_before <= 0:
+        return BatchState()
+    rule = halt_rule(strategy)
+    stop = (rule.failureThreshold != "never" and failed_before >= rule.failureThreshold
+            and progress_percent(failed_before, total) < rule.safetyLimit)
+    return BatchState(consecutive_failures=failed_before, failed=failed_before, should_stop=stop)
+
+
 def predict_batches(strategy: Strategy | None, ceiling: int, nodes: Sequence[str]) -> list[list[str]]:
     """Split ``nodes`` (already in rollout order) into the batches a rollout would run if every
     node succeeded: sizes from :func:`next_batch_size`, each batch evaluated as fully successful.

@@ -128,7 +128,14 @@ from reconciler.model.plan import (
 from reconciler.model.policy import DEFAULT_COMPARTMENT, DeploymentPolicy
 from reconciler.model.recipe import DrainOptions, Interrupt, Recipe
 from reconciler.model.selector import LabelSelector
-from reconciler.plan.batching import assign_compartments, ceiling, compartment_spec, halt_rule, predict_batches
+from reconciler.plan.batching import (
+    assign_compartments,
+    ceiling,
+    compartment_spec,
+    halt_rule,
+    predict_batches,
+    resume_state,
+)
 from reconciler.plan.drain import classify_pods
 from reconciler.plan.nodework import free_steps, order_steps
 from reconciler.plan.owed import release_work
@@ -596,6 +603,13 @@ def compute_plan(recipe: Recipe, policy: DeploymentPolicy, fleet: ObservedFleet,
             for n in names:
                 batch_of[n] = i
         rule = halt_rule(strategy)
+        left_failed = [d.info.name for d in members if d.not_retried is not None]
+        if work and resume_state(strategy, len(work) + len(left_failed), len(left_failed)).should_stop:
+            warnings.append(f"compartment {cname} is halted: {len(left_failed)} of its node(s) failed in an earlier "
+                            f"run with these same inputs ({_names(left_failed)}); apply starts none of its "
+                            f"{len(work)} node(s) to change (lifecycles in flight excepted) until they are "
+                            "retried (--retry-failed, reset, package rerun), left out (node ignore) or the recipe "
+                            "changes")
         if rule.off and len(batches) > 1:
             warnings.append(f"compartment {cname}: nothing halts it (policy {policy.name} sets failureThreshold: "
                             f"never): a package that fails on every node is tried on all {len(work)} node(s) "

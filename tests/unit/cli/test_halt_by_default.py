@@ -180,3 +180,27 @@ def test_the_pr_comment_states_the_rule_and_warns_when_a_change_turns_halting_of
     (back,) = render_comments(compare_revisions(head, base, observe(fleet), changed_files=["policies/steady.yaml"],
                                                 base_revision="b" * 40, head_revision="a" * 40))
     assert "Resolved by this change" in back.body and "nothing halts it" in back.body.split("Resolved", 1)[1]
+
+
+def test_the_next_apply_stays_halted_until_the_failed_node_is_retried(cli: RunCli, tmp_path: Path) -> None:
+    """The halt is found again in the node left failed: a second apply with the same inputs tries no
+    other node (before, each apply tried one more batch); plan says the compartment is halted;
+    --retry-failed retries the failed node (which fails again and halts again)."""
+    recipes = _write(tmp_path)
+    rc, _, saved = _apply(cli, recipes, tmp_path)
+    assert rc == 1 and _touched(saved) == {"gpu-a-001"}
+    rc, out, _ = cli("plan", str(recipes), "--cluster", f"sim:{saved}", "-o", "json")
+    assert ("compartment __default__ is halted: 1 of its node(s) failed in an earlier run with these same inputs "
+            "(gpu-a-001); apply starts none of its 23 node(s) to change") in " ".join(json.loads(out)["warnings"])
+    config = tmp_path / "failing.yaml"
+    rc, out, _ = cli("apply", str(recipes), "--cluster", f"sim:{saved}", "--sim-config", str(config),
+                     "--sim-save", str(saved), "-o", "json")
+    second = json.loads(out)
+    assert rc == 1 and second["result"] == "halted" and _touched(saved) == {"gpu-a-001"}
+    (comp,) = second["compartments"]
+    assert not comp["batches"] and "an earlier run left failed with these inputs (gpu-a-001)" in comp["haltReason"]
+    rc, out, _ = cli("apply", str(recipes), "--cluster", f"sim:{saved}", "--sim-config", str(config),
+                     "--sim-save", str(saved), "--retry-failed", "-o", "json")
+    third = json.loads(out)
+    assert rc == 1 and third["result"] == "halted"
+    assert third["compartments"][0]["batches"][0]["nodes"] == ["gpu-a-001"] and _touched(saved) == {"gpu-a-001"}

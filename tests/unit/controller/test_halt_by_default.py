@@ -10,7 +10,11 @@ from typing import Any
 
 from reconciler.adapters.sim.config import SimConfig, StageFailure
 from reconciler.adapters.sim.fleet import SimFleet
-from tests.unit.controller.conftest import conditions, make, recipe_object
+from reconciler.controller.loop import Controller, ControllerSettings
+from reconciler.controller.source import ObjectSource
+from reconciler.ports import ClusterPorts
+from reconciler.session import Session
+from tests.unit.controller.conftest import POLICIES, Writer, conditions, make, recipe_object
 
 NAME = "cve-ksmbd-blacklist"
 PACKAGE = "ksmbd-blacklist"
@@ -65,3 +69,30 @@ def test_failure_threshold_never_through_the_controller_tries_every_node(tmp_pat
     assert ctl.reconcile(["startup"]) == "failed"
     assert len(_touched(sim)) == 24
     assert writer.last(NAME)["phase"] == "Failed"
+
+
+def _controller_on(sim: SimFleet, obj: dict[str, Any]) -> tuple[Controller, Writer]:
+    """A new controller process on the same (simulated) cluster: it remembers nothing."""
+    source = ObjectSource([POLICIES])
+    source.replace([obj])
+    writer = Writer(source)
+    ctl = Controller(source, Session(ClusterPorts.of(sim), sim, sim=sim),
+                     ControllerSettings(holder="test/2", workers=1, wait_for_lock=0.0), status=(writer, source))
+    return ctl, writer
+
+
+def test_a_halt_holds_across_a_controller_restart_and_for_a_runtime_required_recipe() -> None:
+    """What the controller remembers of a halt (``stalled``) is lost on a restart, and a
+    runtime-required recipe is applied on every pass anyway (the taint rule needs it): the halt is
+    found again in the node left failed, so neither tries another node (before, each pass tried
+    one more)."""
+    ctl, sim, _ = make([_no_interrupt(runtimeRequired=True)], FAILING)
+    assert ctl.reconcile(["startup"]) == "failed"
+    assert _touched(sim) == {"gpu-a-001"}
+    assert ctl.reconcile(["node gpu-b-003 changed"]) == "failed"  # applied again, halted again
+    assert _touched(sim) == {"gpu-a-001"}
+    restarted, writer = _controller_on(sim, _no_interrupt())
+    assert restarted.reconcile(["startup"]) == "failed"
+    assert _touched(sim) == {"gpu-a-001"}
+    status = writer.last(NAME)
+    assert status["phase"] == "Halted" and conditions(status)["Stalled"] == "True"

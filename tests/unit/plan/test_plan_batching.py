@@ -19,6 +19,7 @@ from reconciler.plan.batching import (
     next_batch_size,
     predict_batches,
     progress_percent,
+    resume_state,
 )
 from reconciler.testing import budget, compartment, node, policy, strategy
 
@@ -452,3 +453,24 @@ def test_overlap_then_smaller_ceiling_against_matching_nodes_then_name():
 
 def test_assignment_of_no_nodes_is_empty():
     assert assign_compartments(policy(), []) == {}
+
+
+RESUME_CASES = [
+    # id, strategy, total, failed before, should_stop
+    ("nothing-failed", None, 24, 0, False),
+    ("legacy-one-failed", None, 24, 1, True),
+    ("default-one-failed", strategy("linear", safetyLimit=10), 24, 1, True),
+    ("explicit-below-threshold", EXP, 24, 1, False),  # failureThreshold 2
+    ("explicit-at-threshold", EXP, 24, 2, True),
+    ("explicit-past-safety-limit", EXP, 4, 2, False),  # progress 2/4 = 50 %, not < 50
+    ("never", strategy("fixed", failureThreshold="never"), 24, 9, False),
+]
+
+
+@pytest.mark.parametrize(("strat", "total", "before", "stop"), [c[1:] for c in RESUME_CASES],
+                         ids=[c[0] for c in RESUME_CASES])
+def test_resume_state_finds_a_halt_in_the_nodes_left_failed(strat, total, before, stop):
+    st = resume_state(strat, total, before)
+    assert st.should_stop == stop
+    assert (st.failed, st.consecutive_failures, st.completed, st.current_batch) == (before, before, 0, 1)
+    assert (next_batch_size(strat, 3, total, st) > 0) == (total > before)  # the rest is still to do

@@ -233,3 +233,32 @@ def test_crash_after_every_write_with_a_readiness_gate_then_resume() -> None:
         if s.problems:
             failures.append((n, base.first.write_calls[n - 1], s.problems[:3]))
     assert not failures, failures
+
+
+def test_a_default_halt_survives_a_crash_at_every_write_after_the_failure() -> None:
+    """Issue 34: with no failureThreshold the representative rollout halts at n5's failed batch.
+    Killed after any write from n5's failure record on and resumed, it stays halted: the resumed
+    run finds the halt again in the node n5 was left failed on (batching.resume_state) instead of
+    starting its batches afresh and trying the nodes after it."""
+    halting = POLICY.model_copy(update={"default": POLICY.default.model_copy(update={
+        "strategy": POLICY.default.strategy.model_copy(update={  # type: ignore[union-attr]
+            "exponential": POLICY.default.strategy.exponential.model_copy(  # type: ignore[union-attr]
+                update={"failureThreshold": None})})})})
+    base = run_scenario(policy=halting)
+    assert not base.problems, base.problems
+    state = recorded_state(base.sim)
+    assert state["n5"]["failure"] is not None
+    untouched = [n for n, st in state.items() if not st["annotations"] and not st["labels"]]
+    assert untouched  # the halt spared nodes: what a resumed run must not touch either
+    # from n5's first stage pod (its batch partner in flight meanwhile) to the run's end: a halt
+    # found again by the resumed run still finishes the lifecycles the killed run started
+    first = next(i for i, c in enumerate(base.first.write_calls)
+                 if c.verb == "start_stage" and c.target.startswith("stage/n5/"))
+    finished_in_flight = 0
+    for n in range(first, base.writes + 1):
+        s = run_scenario(crash_after=n, reference=state, policy=halting)
+        assert s.crashed and not s.problems, (n, s.problems[:3])
+        assert s.resumed is not None
+        finished_in_flight += any(c.halted and c.batches and "earlier run left failed" in c.halt_reason
+                                  for c in s.resumed.compartments)
+    assert finished_in_flight  # some crash points left n5's batch partner in flight: it was finished
