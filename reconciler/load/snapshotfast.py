@@ -421,21 +421,68 @@ def _read(r: _Reader, items_dec: Any, any_dec: Any) -> dict[str, Any]:
 
 #: The top-level object with its values undecoded (:func:`_read_whole`).
 _TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+#: A JSON array with its items undecoded.
+_RAWS = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def _rest(r: _Reader) -> memoryview:
+    """The bytes from ``r.pos`` to the end of the file in one buffer read in place (the file's
+    size is known: no buffer grown by doubling, which cost 0.3 s of page faults on 130 MB), each
+    window of it checked as :meth:`_Reader.more` checks what it reads."""
+    import os
+
+    size = os.fstat(r.fh.fileno()).st_size
+    if size > r.max_bytes:
+        raise Fallback
+    head = r.buf[r.pos:]
+    buf = bytearray(len(head) + max(0, size - r.read))
+    buf[:len(head)] = head
+    view = memoryview(buf)
+    got = len(head)
+    while got < len(buf):
+        n = r.fh.readinto(view[got:])  # type: ignore[attr-defined]
+        if not n:
+            break
+        piece = bytes(view[got:got + n]) if n <= CHUNK else None
+        for i in range(got, got + n, CHUNK):
+            chunk = piece if piece is not None else bytes(view[i:min(i + CHUNK, got + n)])
+            r.utf8.check(chunk, False)
+            t = r.tail + translated(chunk)
+            if doubtful_translated(t):
+                raise Fallback
+            r.tail = t[-_LOOK_BACK:]
+        got += n
+    if r.fh.read(1):  # the file grew while read: the strict reader decides
+        raise Fallback
+    r.utf8.check(b"", True)
+    return view[:got]
 
 
 def _read_whole(r: _Reader, items_dec: Any, any_dec: Any) -> dict[str, Any]:
     """The snapshot in any other JSON layout (compact, keys in any order, items not on lines of
     their own: what ``jq -c`` or a script writes), read whole: the top-level object's values are
-    split by msgspec without being decoded, then ``items`` is decoded pruned and the other values
-    whole. The bytes are checked as the windowed read checks them (UTF-8, numbers, depth); the
-    whole file is in memory once (no larger than the strict reader's text)."""
-    while r.more():
-        pass
-    top = _decode(_TOP, r.buf[r.pos:])
+    split by msgspec without being decoded, then ``items`` is split into its items and decoded
+    pruned about :data:`CHUNK` bytes at a time (one call over 130 MB of items took 1.2-1.6 s
+    against 1.05 s in batches), the other values whole. The bytes are checked as the windowed
+    read checks them (UTF-8, numbers, depth); the whole file is in memory once (no larger than the
+    strict reader's text)."""
+    top = _decode(_TOP, _rest(r))
     if type(top) is not dict or "items" not in top:
         raise Fallback
-    items = _decode(items_dec, top["items"])
-    _resolve_annotations(items, {}, any_dec, [SHARED_BUDGET])
+    parts = _decode(_RAWS, top["items"])  # each item's bytes, undecoded
+    if type(parts) is not list:
+        raise Fallback
+    items: list[Any] = []
+    shared: dict[Any, list[tuple[bytes, Any]]] = {}
+    budget = [SHARED_BUDGET]
+    start, size = 0, 0
+    for i, part in enumerate(parts):  # decoded about CHUNK bytes at a time, as the windows are
+        size += len(part)
+        if size >= CHUNK or i == len(parts) - 1:
+            got = _decode(items_dec, b"[" + b",".join(parts[start:i + 1]) + b"]")
+            _resolve_annotations(got, shared, any_dec, budget)
+            items += got
+            start, size = i + 1, 0
     return {k: items if k == "items" else _decode(any_dec, v) for k, v in top.items()}
 
 
