@@ -24,6 +24,7 @@ from reconciler.execute.stepcore import StepCore, _Need
 from reconciler.model.nodestate import (
     ConfigDigest,
     CordonRecord,
+    InFlight,
     config_key,
     cordon_key,
     dump_model,
@@ -441,14 +442,9 @@ class StagePhases(StepCore):
                 return self._interrupt_done()
             st = self._stage_status(spec)
             if st.phase == "missing" and node.boot_id == fl.bootID and node.ready is True:
-                # the request never reached the node (we stopped between the record and the pod): it is
-                # requested now — recorded first, its timeout counted from now
-                self._patch(annotations={inflight_key(self.recipe.name): self._inflight(
-                    Phase.INTERRUPT, requestedAt=self._stamp())})
-                self._write(StartStage(spec))
-                self._event(EventKind.INTERRUPT, f"{interrupt.type} (requested again: the first request never "
-                                                 "reached the node)")
-                return now + self.ctx.poll_seconds
+                # the request never reached the node (we stopped between the record and the pod, or
+                # someone deleted the pod before it acted): requested again, bounded
+                return self._request_again(spec, interrupt, fl)
             waited = self._elapsed(Phase.INTERRUPT, fl.requestedAt)
             if waited >= self.recipe.timeouts.reboot:
                 return self._fail(FailureReason.REBOOT_TIMEOUT,
@@ -458,8 +454,7 @@ class StagePhases(StepCore):
             return now + min(self.ctx.poll_seconds, self.recipe.timeouts.reboot - waited)
         st = self._stage_status(spec)
         if st.phase == "missing":
-            self._write(StartStage(spec))
-            return now + self.ctx.poll_seconds
+            return self._request_again(spec, interrupt, fl)
         if st.phase == "succeeded":
             return self._interrupt_done()
         if st.phase == "failed" or self._elapsed(Phase.INTERRUPT, fl.requestedAt) >= self.recipe.timeouts.stage:
@@ -468,6 +463,28 @@ class StagePhases(StepCore):
                               keep_cordon=True, stage=Stage.INTERRUPT, exit_code=st.exit_code,
                               log_tail=self._stage_log(spec))
         return now + self.ctx.poll_seconds
+
+    def _request_again(self, spec: StageSpec, interrupt: Interrupt, fl: InFlight) -> float | None:
+        """The interrupt pod is gone before it acted: request the interrupt again — recorded first,
+        with the time of this request (``requestedAt``: its timeout counts from now) and its number
+        (timer ``interrupt@<n>``, kept across restarts) — at most ``max(1, stageRetries)`` times, so
+        a request a crash kept from reaching the node is always sent once more, and a pod deleted
+        by someone else each time it is made fails the node (``StagePodDeleted``) instead of being
+        made again without bound (the world-moves sweep)."""
+        made = 1 + sum(1 for k in fl.timers if k.startswith(INTERRUPT_AGAIN))
+        bound = max(1, self.recipe.timeouts.stageRetries)
+        if made > bound:
+            return self._fail(FailureReason.STAGE_POD_DELETED,
+                              f"the {interrupt.type} interrupt pod {spec.pod_name} was gone before it acted "
+                              f"{made} times (requested again at most {bound} times)",
+                              keep_cordon=True, stage=Stage.INTERRUPT)
+        stamp = self._stamp()
+        self._patch(annotations={inflight_key(self.recipe.name): self._inflight(
+            Phase.INTERRUPT, requestedAt=stamp, timers={**fl.timers, f"{INTERRUPT_AGAIN}{made + 1}": stamp})})
+        self._write(StartStage(spec))
+        self._event(EventKind.INTERRUPT, f"{interrupt.type} (requested again, request {made + 1}: the last one "
+                                         "never reached the node)")
+        return self._now + self.ctx.poll_seconds
 
     def _interrupt_done(self) -> float | None:
         m = self.m
@@ -505,6 +522,10 @@ class StagePhases(StepCore):
 
     def _post_done(self) -> float | None:
         return self._after_stages()
+
+
+#: The in-flight record's timer of the n-th request of the interrupt (``interrupt@2`` ...).
+INTERRUPT_AGAIN = "interrupt@"
 
 
 def _follows_interrupt(step: Step) -> bool:

@@ -135,3 +135,32 @@ def test_a_restart_after_a_loss_goes_on_counting() -> None:
     assert len(lost) == 1 and "attempt 2 of 3" in lost[0].detail
     assert "tuned 1.0.0 apply (attempt 3)" in [e.detail for e in again.events("n1", "stage-start")]
     assert again.result.result == "succeeded"
+
+
+def rebooting() -> Any:
+    return recipe("tune", package("tuned", sha=SHA, interrupt="reboot"), selector=GPU,
+                  timeouts=Timeouts(stageRetries=2, retryBackoff=1))
+
+
+def test_an_interrupt_pod_deleted_each_time_before_it_acts_fails_the_node_at_the_bound() -> None:
+    """A janitor deletes every interrupt pod right after it is made, before the reboot it asks for:
+    the interrupt is requested again at most ``stageRetries`` times, then the node fails with
+    ``StagePodDeleted``, our cordon and the owed interrupt kept. Before, it was requested again at
+    every look for as long as the janitor went on, its reboot timeout restarted each time (here 100
+    interrupt pods, then complete; a janitor that never stops: 1,493 pods in 1,582 s, no end)."""
+    sim = fleet()
+    run = apply(sim, rebooting(), ONE_AT_A_TIME, after=janitor(sim, times=99, after=0.0, stage="interrupt"))
+    n1 = run.node("n1")
+    assert n1.state == "failed" and n1.reason == "StagePodDeleted" and "3 times" in n1.message, n1.message
+    made = [e for e in sim.stage_log if e[1] == "start" and e[5] == "interrupt"]
+    assert len(made) == 3 and not sim.interrupt_log
+    again = [e.detail for e in run.events("n1", "interrupt")]
+    assert again == ["reboot", "reboot (requested again, request 2: the last one never reached the node)",
+                     "reboot (requested again, request 3: the last one never reached the node)"], again
+
+
+def test_an_interrupt_pod_deleted_once_before_it_acts_is_requested_again_and_the_node_reboots_once() -> None:
+    sim = fleet()
+    run = apply(sim, rebooting(), ONE_AT_A_TIME, after=janitor(sim, times=1, after=0.0, stage="interrupt"))
+    assert run.node("n1").state == "complete"
+    assert len(sim.interrupt_log) == 1 and len(run.events("n1", "rebooted")) == 1

@@ -217,6 +217,10 @@ def _pre_cordon_done() -> Memory:
     return m
 
 
+#: The interrupt requested twice more already (the bound with the default stageRetries 2).
+AGAIN_TWICE = {"interrupt@2": to_rfc3339(UTC - 300), "interrupt@3": to_rfc3339(UTC - 30)}
+
+
 def _replaced_mem() -> Memory:
     m = mem(Phase.WAIT, owns_cordon=True, inflight=fl("wait"))
     m.uid = "uid-old"
@@ -465,6 +469,23 @@ ROWS = [
                          inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),),
              stages={INTERRUPT_POD: StageStatus("failed", exit_code=137, started=UTC - 30)}),
         effects=(), phase=Phase.INTERRUPT, wake=5.0),
+    # the interrupt pod gone before it acted (a crash before it was made, or deleted by someone else):
+    # requested again, its number recorded, at most max(1, stageRetries) times (world-moves sweep)
+    Row("interrupt/reboot-pod-gone->requested-again-counted", mem(Phase.INTERRUPT, owns_cordon=True,
+        inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),
+        View(nodes=(node(unschedulable=True, ours=True, boot="b1",
+                         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30))),),
+             stages={INTERRUPT_POD: StageStatus("missing")}),
+        effects=(PatchNode, StartStage, Announce), phase=Phase.INTERRUPT, wake=5.0,
+        check=lambda t: t.memory.inflight.timers == {"interrupt@2": to_rfc3339(UTC)}
+        and t.memory.inflight.requestedAt == to_rfc3339(UTC)),
+    Row("interrupt/reboot-pod-gone-past-the-bound->failed", mem(Phase.INTERRUPT, owns_cordon=True,
+        inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30), timers=AGAIN_TWICE)),
+        View(nodes=(node(unschedulable=True, ours=True, boot="b1",
+                         inflight=fl("interrupt", bootID="b1", requestedAt=to_rfc3339(UTC - 30), timers=AGAIN_TWICE)),),
+             stages={INTERRUPT_POD: StageStatus("missing")}),
+        effects=(PatchNode, SetCondition, EmitEvent, Announce), outcome=Outcome.FAILED, wake=None,
+        reason=FailureReason.STAGE_POD_DELETED),
     Row("error/transient-in-drain->retry", mem(Phase.DRAIN), View(error=TransientError("reset", 0, "")),
         effects=(Log,), phase=Phase.DRAIN, check=lambda t: t.memory.streak == 1),
     Row("error/transient-in-uncordon->retry", mem(Phase.UNCORDON),
