@@ -91,7 +91,7 @@ def add_output_arg(p: argparse.ArgumentParser, choices: tuple[str, ...], *, head
     ``jsonpath=TEMPLATE`` and ``custom-columns=SPEC``, stored parsed
     (:mod:`reconciler.cli.templates`)."""
     def fmt(value: str) -> Any:
-        if templates:
+        if templates and value.startswith(("jsonpath=", "custom-columns=")):  # jsonpath-ng imported only then
             from reconciler.cli.templates import parse_template
 
             parsed = parse_template(value)

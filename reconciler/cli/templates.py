@@ -22,9 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jsonpath_ng.exceptions import JsonPathParserError
-from jsonpath_ng.ext.parser import parse
-
 from reconciler.errors import shown
 
 _PART = re.compile(r"\{([^{}]*)\}")
@@ -33,6 +30,9 @@ _LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 def _compile(expr: str, option: str) -> Any:
     """A JSONPath expression of kubectl's form (``.a.b[*]``; ``$`` optional) compiled."""
+    from jsonpath_ng.exceptions import JsonPathParserError  # imported by a template only: plan and status start
+    from jsonpath_ng.ext.parser import parse  # without it
+
     text = expr.strip()
     if not text:
         raise argparse.ArgumentTypeError(f"{option}: an empty expression")
