@@ -35,6 +35,8 @@ class _Recipe:
     paused: bool = False
     disabled: bool = False
     stopped: bool = False
+    #: the pass in progress has nothing to do: the last rollout's fold stands
+    idle: bool = False
 
 
 class RolloutMetrics:
@@ -63,16 +65,23 @@ class RolloutMetrics:
             r.paused, r.disabled = reason.startswith("paused"), reason.startswith("disabled")
 
     def started(self, recipe: Recipe, plan: Plan, run_id: str) -> None:
-        """A new fold for the rollout of ``plan``."""
+        """A new fold for the rollout of ``plan``; a pass with nothing to do (no node changing, no
+        taint to lift) after a rollout leaves that rollout's fold as it is: a controller passes
+        again after every rollout (its own writes, status changes), and such a pass is no new
+        rollout — its fold read "Progressing" for the pass's length, after the NodeRecipe already
+        read Current."""
         with self._lock:
             r = self._recipes.setdefault(recipe.name, _Recipe())
-            r.live, r.paused, r.disabled, r.stopped = Live.start(plan, self._wall()), False, False, False
+            r.paused, r.disabled = False, False
+            r.idle = r.live is not None and not r.stopped and not (plan.summary.nodesChanging or plan.summary.untaint)
+            if not r.idle:
+                r.live, r.stopped = Live.start(plan, self._wall()), False
 
     def event(self, plan: Plan, event: Event) -> None:
         """Fold one event in."""
         with self._lock:
             r = self._recipes.get(plan.recipe.name)
-            if r is not None and r.live is not None:
+            if r is not None and r.live is not None and not r.idle:
                 r.live.on_event(event, self._wall())
                 r.stopped = r.stopped or event.event == EventKind.STOPPED
 
@@ -81,7 +90,9 @@ class RolloutMetrics:
         did not end, so it stays in progress until the next pass resumes it."""
         with self._lock:
             r = self._recipes.get(recipe.name)
-            if r is not None and r.live is not None and not r.stopped:
+            if r is not None and r.idle:
+                r.idle = False
+            elif r is not None and r.live is not None and not r.stopped:
                 r.live.finish(result)
 
     def failed(self, recipe: Recipe | None, error: ReconcilerError, run_id: str) -> None:

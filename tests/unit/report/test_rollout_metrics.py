@@ -124,3 +124,29 @@ def test_prometheus_client_writes_the_exposition() -> None:
     assert fam.name == "node_reconciler_rollout_ceiling" and fam.type == "gauge"
     assert fam.samples[0].labels == {"compartment": "a", "recipe": 'we"ird\\name\n'} and fam.samples[0].value == 3
     assert exposition(ms) == exposition(ms)  # deterministic
+
+
+def test_a_pass_with_nothing_to_do_leaves_the_last_rollout_as_it_ended() -> None:
+    """The controller passes again after a rollout (its own writes, the status it wrote); such a
+    pass read Progressing until it ended, after the NodeRecipe was already Current (seen in
+    tests/e2e/test_metrics_e2e.py)."""
+    clock = Clock()
+    m = RolloutMetrics(lambda: NODES, clock)
+    m.started(RECIPE, PLAN, "run-1")
+    done = RunResult("run-1", PLAN.planHash, R, "succeeded",
+                     [NodeOutcome(n.name, "complete", "__default__") for n in NODES], [], [], 60.0)
+    m.finished(RECIPE, PLAN, done)
+    assert scrape(m)["node_reconciler_recipe_phase[phase=Complete]"] == 1
+    installed = [builders.node(n.name, labels={"pool": "gpu"}, recipe=R, installed=list(RECIPE.packages.values()))
+                 for n in NODES]
+    nothing = compute_plan(RECIPE, builders.policy("legacy", count=1), builders.fleet(installed))
+    assert nothing.summary.nodesChanging == 0
+    m.started(RECIPE, nothing, "run-2")
+    g = scrape(m)
+    assert g["node_reconciler_recipe_phase[phase=Complete]"] == 1
+    assert g["node_reconciler_recipe_phase[phase=Progressing]"] == 0
+    assert g["node_reconciler_run_duration_seconds"] == 60
+    m.finished(RECIPE, nothing, RunResult("run-2", nothing.planHash, R, "succeeded", [], [], [], 0.1))
+    assert scrape(m)["node_reconciler_recipe_phase[phase=Complete]"] == 1
+    m.started(RECIPE, PLAN, "run-3")  # work again: a new rollout
+    assert scrape(m)["node_reconciler_recipe_phase[phase=Progressing]"] == 1
