@@ -104,6 +104,14 @@ def _no_temporary_left(d: Path) -> None:
     assert not left, left
 
 
+def _read_now(fd: int) -> bytes:
+    """What the FIFO holds now (b"" when empty)."""
+    try:
+        return os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return b""
+
+
 @contextmanager
 def _reader(path: Path) -> Iterator[list[bytes]]:
     """A thread holding ``path`` (a FIFO) open for reading, collecting what it gets until the
@@ -120,7 +128,9 @@ def _reader(path: Path) -> Iterator[list[bytes]]:
                 chunk = b""
             if chunk:
                 got.append(chunk)
-            elif done.is_set():
+            elif done.is_set():  # the writer is done: what it wrote after our last look is read now
+                while rest := _read_now(fd):
+                    got.append(rest)
                 return
             else:
                 time.sleep(0.005)
