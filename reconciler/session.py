@@ -350,7 +350,7 @@ def connect(kubeconfig: str | Path | None = None, context: str | None = None, *,
     # one connection per worker thread, plus the two watch streams, the lease renewer and the caller
     who = (impersonate, impersonate_group) if impersonate else None
     if impersonate_group and not impersonate:
-        raise InputError("impersonating a group needs a user to impersonate (--as USER --as-group GROUP)")
+        raise InputError("impersonate_group needs a user to impersonate (impersonate=USER)")
     kube = KubeCluster.from_kubeconfig(path, context, pool_size=max(DEFAULT_POOL_SIZE, workers + 8), impersonate=who,
                                        store=WatchStore(ns), namespace=ns, request_timeout=request_timeout)
     watch = kube.watch()

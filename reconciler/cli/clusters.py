@@ -71,12 +71,15 @@ def open_cluster(args: argparse.Namespace, *, read_only: bool = False) -> Sessio
         assert fleet is not None
         fleet.save_on_crash = outputs.get("--sim-save") if fleet.crash_after is not None else None
         return session
+    from reconciler.cli.globalflags import impersonation
     from reconciler.execute.rollout import MAX_AUTO_WORKERS
+
+    who = impersonation(args)  # --as-group without --as: said in the CLI's words
 
     session = connect(getattr(args, "kubeconfig", None), getattr(args, "context", None), namespace=namespace,
                       request_timeout=getattr(args, "request_timeout", None) or 30.0,
                       workers=getattr(args, "workers", None) or MAX_AUTO_WORKERS,
-                      impersonate=getattr(args, "as_user", None), impersonate_group=getattr(args, "as_group", None))
+                      impersonate=who[0] if who else None, impersonate_group=who[1] if who else None)
     OPEN_SESSIONS.append(session)
     return session
 

@@ -17,7 +17,7 @@ from reconciler.cli.common import add_cluster_args, add_output_arg, add_selector
 from reconciler.cli.console import listing_table, make_console, print_listing
 from reconciler.errors import EXIT_OK
 from reconciler.model.observed import NodeInfo
-from reconciler.model.vocab import Phase
+from reconciler.model.vocab import PackageStatus, Phase
 from reconciler.ops.status import STATE_PREFIX, NodeStatus, RecipeState, summarize
 from reconciler.ops.status import node_status as status_of
 from reconciler.report.safetext import text
@@ -104,7 +104,7 @@ def _rows(console: Any, statuses: list[NodeStatus], headers: bool) -> None:
             t.add_row(*(text(c) for c in (st.name, cordon, "", "", "", "", "", "", fail)))
         for p in st.packages:
             state = p.state
-            if state != "complete" and st.state_of(p.recipe) is RecipeState.FAILED:
+            if state != PackageStatus.COMPLETE and st.state_of(p.recipe) is RecipeState.FAILED:
                 state = "failed"
             t.add_row(*(text(c) for c in (st.name, cordon, p.recipe, p.name, p.version, p.stage, state,
                                           str(p.restarts), fail)))

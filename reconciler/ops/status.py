@@ -3,6 +3,7 @@ typed records read from a node's annotations, pure, with their JSON form."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -141,14 +142,13 @@ class RecipeSummary:
 def summarize(statuses: Sequence[NodeStatus]) -> list[RecipeSummary]:
     """Per recipe (sorted by name), the nodes recording it counted by :class:`RecipeState`, and
     the unschedulable ones carrying its cordon claim."""
-    out: dict[str, tuple[int, dict[RecipeState, int], int]] = {}
+    counts: dict[str, Counter[RecipeState]] = {}
+    held: Counter[str] = Counter()
     for st in statuses:
         for r in st.recipes:
-            n, counts, held = out.get(r, (0, {}, 0))
-            state = st.state_of(r)
-            counts = {**counts, state: counts.get(state, 0) + 1}
-            out[r] = (n + 1, counts, held + (1 if r in st.claims and st.unschedulable else 0))
-    return [RecipeSummary(r, n, counts, held) for r, (n, counts, held) in sorted(out.items())]
+            counts.setdefault(r, Counter())[st.state_of(r)] += 1
+            held[r] += r in st.claims and st.unschedulable
+    return [RecipeSummary(r, c.total(), dict(c), held[r]) for r, c in sorted(counts.items())]
 
 
 def node_status(node: NodeInfo, recipe: str | None = None) -> NodeStatus:
